@@ -1,0 +1,157 @@
+"""Every exception stoplist_nb raises, in one tree.
+
+::
+
+    StoplistError
+    ├── APIError                  the service answered, with a non-zero ``error``
+    │   ├── BadRequest            400: the service refused the request's content
+    │   ├── AuthError             401/403: token missing, wrong or without access
+    │   ├── TariffLimit           402: the account's tariff limit is reached
+    │   ├── RateLimited           429: too many requests, retries ran out
+    │   └── ServerError           5xx: the service failed, retries ran out
+    ├── TransportError            no usable reply at all
+    │   ├── ConnectError          the connection failed or was reset
+    │   ├── RequestTimeout        the reply did not arrive in time
+    │   └── InvalidReply          the reply was not the JSON envelope
+    ├── InvalidInput              bad arguments, caught before anything is sent
+    │   └── InvalidQuery          a MongoDB query the service would not accept
+    └── CursorStalled             paging: the cursor stopped advancing
+
+Leaves also inherit the builtin they resemble, so ``except ValueError`` and
+``except TimeoutError`` keep working. Every exception raised while paging
+carries what was already fetched (``partial``) and where to resume
+(``resume_from``); its message says so.
+
+No message ever contains the API token: the transport removes it before an
+exception is built, from the chained causes too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "APIError",
+    "AuthError",
+    "BadRequest",
+    "ConnectError",
+    "CursorStalled",
+    "InvalidInput",
+    "InvalidQuery",
+    "InvalidReply",
+    "RateLimited",
+    "RequestTimeout",
+    "ServerError",
+    "StoplistError",
+    "TariffLimit",
+    "TransportError",
+]
+
+
+class StoplistError(Exception):
+    """Raised for anything that goes wrong in stoplist_nb (the root of the tree).
+
+    Attributes:
+        partial: What a paging call fetched before it failed (a DataFrame for
+            ``read_profiles``), or ``None``.
+        resume_from: The ``from_id`` to pass to resume a paging call, or ``None``.
+    """
+
+    partial: Any = None
+    resume_from: str | None = None
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.resume_from is not None:
+            fetched = (
+                f"{len(self.partial)} rows fetched so far are in .partial; "
+                if (self.partial is not None)
+                else ""
+            )
+            text += f" ({fetched}resume with from_id={self.resume_from!r})"
+        return text
+
+
+class APIError(StoplistError):
+    """Raised when the service answers with a non-zero ``error``.
+
+    Attributes:
+        code: The service's error code (the HTTP status when the body had none).
+        text: The service's ``error_text``.
+        method: The API method called, e.g. ``"profiles/list"``.
+        http_status: The HTTP status of the reply.
+    """
+
+    def __init__(self, code: int, text: str, *, method: str, http_status: int = 200) -> None:
+        self.code = code
+        self.text = text
+        self.method = method
+        self.http_status = http_status
+        where = f"HTTP {http_status}, " if http_status != 200 else ""
+        super().__init__(f"{method}: error {code} ({where}{text or 'no error text'})")
+
+
+class BadRequest(APIError, ValueError):
+    """Raised when the service refuses the request's content (error 400)."""
+
+
+class AuthError(APIError, PermissionError):
+    """Raised when the token is missing, wrong or has no access (errors 401, 403)."""
+
+
+class TariffLimit(APIError):
+    """Raised when the account's tariff limit is reached (error 402)."""
+
+
+class RateLimited(APIError):
+    """Raised when the service still answers 429 after every retry."""
+
+
+class ServerError(APIError):
+    """Raised when the service still fails (5xx) after every retry."""
+
+
+class TransportError(StoplistError):
+    """Raised when no usable reply arrived."""
+
+
+class ConnectError(TransportError, ConnectionError):
+    """Raised when the connection cannot be opened or breaks off."""
+
+
+class RequestTimeout(TransportError, TimeoutError):
+    """Raised when the service does not answer within the timeout."""
+
+
+class InvalidReply(TransportError):
+    """Raised when a reply is not the JSON envelope (an HTML error page, say)."""
+
+
+class InvalidInput(StoplistError, ValueError):
+    """Raised for a bad argument, before any request is sent."""
+
+
+class InvalidQuery(InvalidInput):
+    """Raised for a MongoDB query the service would not accept."""
+
+
+class CursorStalled(StoplistError, RuntimeError):
+    """Raised when a page keeps returning rows but ``next_from_id`` does not move."""
+
+
+_BY_CODE: dict[int, type[APIError]] = {
+    400: BadRequest,
+    401: AuthError,
+    402: TariffLimit,
+    403: AuthError,
+    429: RateLimited,
+}
+
+
+def api_error_class(code: int) -> type[APIError]:
+    """Return the ``APIError`` subclass for a service or HTTP error code."""
+    if code in _BY_CODE:
+        return _BY_CODE[code]
+    if 500 <= code <= 599:
+        return ServerError
+    return APIError
