@@ -1,0 +1,249 @@
+"""Deterministic generator of the demo profile data set.
+
+Everything is drawn from one ``random.Random(seed)``: no global random state and no
+clock, so a seed always gives the same profiles, byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import string
+import unicodedata
+from datetime import date, datetime, timedelta, timezone
+from typing import Any, TypeVar
+
+from stoplist_nb.demo._words import (
+    CATEGORIES,
+    CHANNELS,
+    CUSTOM_FIELDS,
+    DOMAIN_GROUPS,
+    LOCALES,
+    PUSH_PROVIDERS,
+    SEGMENTS,
+    STATUSES,
+    TRANSLIT,
+    WORDS,
+    Locale,
+)
+
+__all__ = ["FIELDS", "generate_profiles"]
+
+_T = TypeVar("_T")
+
+# (name, title, type, category) of every profile field the generator writes; the
+# databases/fields_get endpoint answers from this table.
+FIELDS: tuple[tuple[str, str, str, str], ...] = (
+    ("_fname", "First name", "string", "system"),
+    ("_lname", "Last name", "string", "system"),
+    ("_city", "City", "string", "system"),
+    ("_country", "Country", "string", "system"),
+    ("_bdate", "Date of birth", "string", "system"),
+    ("_sex", "Sex", "string", "system"),
+    ("email", "Email", "string", "system"),
+    ("phones", "Phones", "array", "system"),
+    ("subscriptions", "Subscriptions", "array", "system"),
+    ("loyalty_level", "Loyalty level", "int", "custom"),
+    ("vip", "VIP", "boolean", "custom"),
+    ("score", "Score", "float", "custom"),
+    ("segment", "Segment", "string", "custom"),
+)
+
+_EPOCH = datetime(2022, 1, 1, tzinfo=timezone.utc)
+_REG_SPAN = int((datetime(2026, 1, 1, tzinfo=timezone.utc) - _EPOCH).total_seconds())
+_TOKEN_CHARS = string.ascii_letters + string.digits + "-_"
+
+
+def _weighted(rng: random.Random, pairs: tuple[tuple[_T, int], ...]) -> _T:
+    return rng.choices([value for value, _ in pairs], [weight for _, weight in pairs])[0]
+
+
+def _ascii(text: str) -> str:
+    """Lower-case ASCII letters and digits of ``text`` (Cyrillic transliterated)."""
+    text = "".join(TRANSLIT.get(ch, ch) for ch in text.lower())
+    text = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in text if ch.isascii() and ch.isalnum())
+
+
+class _Generator:
+    """Holds the random source and the sets that keep contacts and ids unique."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.emails: set[str] = set()
+        self.phones: set[str] = set()
+        self.hash_ids: set[str] = set()
+        rng = self.rng
+        # ObjectId layout: 4-byte time, 5-byte "machine", 3-byte counter. A time that
+        # only grows makes string order equal generation order.
+        self.oid_time = int(_EPOCH.timestamp())
+        self.oid_machine = rng.getrandbits(40)
+        self.oid_counter = rng.getrandbits(23)
+
+    def object_id(self) -> str:
+        self.oid_time += self.rng.randint(1, 900)
+        self.oid_counter = (self.oid_counter + 1) % (1 << 24)
+        return f"{self.oid_time:08x}{self.oid_machine:010x}{self.oid_counter:06x}"
+
+    def email(self, locale: Locale, first: str, last: str) -> str:
+        rng = self.rng
+        f, l_ = _ascii(first), _ascii(last)
+        style = rng.randrange(5)
+        if style == 0 or not (f and l_):
+            local = f"{rng.choice(WORDS)}{rng.randint(1, 999)}"
+        elif style == 1:
+            local = f"{f}.{l_}"
+        elif style == 2:
+            local = f"{f[0]}.{l_}"
+        elif style == 3:
+            local = f"{f}_{l_}{rng.randint(70, 99)}"
+        else:
+            local = f"{f}{l_}"
+        domain = _weighted(rng, locale.domains)
+        address, n = f"{local}@{domain}", 1
+        while address in self.emails:
+            n += 1
+            address = f"{local}{n}@{domain}"
+        self.emails.add(address)
+        return address
+
+    def phone(self, locale: Locale) -> str:
+        while True:
+            digits = "".join(str(self.rng.randrange(10)) for _ in range(locale.phone_digits))
+            if locale.phone_prefix == "+1":
+                digits = str(self.rng.randint(2, 9)) + digits[1:]
+            number = locale.phone_prefix + digits
+            if number not in self.phones:
+                self.phones.add(number)
+                return number
+
+    def hash_id(self) -> str:
+        while True:
+            value = f"{self.rng.getrandbits(64):016x}"
+            if value not in self.hash_ids:
+                self.hash_ids.add(value)
+                return value
+
+    def token(self, length: int) -> str:
+        return "".join(self.rng.choice(_TOKEN_CHARS) for _ in range(length))
+
+    def reg_info(self) -> dict[str, str]:
+        rng = self.rng
+        moment = _EPOCH + timedelta(seconds=rng.randrange(_REG_SPAN))
+        stamp = f"{moment:%Y-%m-%dT%H:%M:%S}.{rng.randrange(1000):03d}Z"
+        ip = (
+            f"{rng.randint(5, 223)}.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randint(1, 254)}"
+        )
+        return {"date": stamp, "ip": ip}
+
+    def channel_block(self, channel: str, ctx: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        rng = self.rng
+        if channel == "email":
+            address = ctx["emails"].pop(0) if ctx["emails"] else self.email(*ctx["who"])
+            domain = address.rsplit("@", 1)[1]
+            md5 = hashlib.md5(address.encode()).hexdigest()
+            group = DOMAIN_GROUPS.get(domain, "other")
+            return "email_data", {
+                "domain": domain,
+                "domain_group": group,
+                "email": address,
+                "md5": md5,
+            }
+        if channel in ("sms", "viber"):
+            phone = ctx["phones"].pop(0) if ctx["phones"] else self.phone(ctx["who"][0])
+            return "phone_data", {"phone": phone, "md5": hashlib.md5(phone.encode()).hexdigest()}
+        if channel == "push":
+            provider = rng.choice(PUSH_PROVIDERS)
+            if provider == "APNs":
+                sub_id = f"{rng.getrandbits(256):064x}"
+            elif provider == "Firebase":
+                sub_id = f"{self.token(22)}:APA91b{self.token(40)}"
+            else:
+                sub_id = (
+                    f"https://fcm.googleapis.com/fcm/send/{self.token(22)}:APA91b{self.token(30)}"
+                )
+            return "push_data", {"provider": provider, "subscription_id": sub_id}
+        return "cc_data", {"id": str(rng.randint(10**8, 7 * 10**9))}
+
+    def subscription(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        rng = self.rng
+        channel = _weighted(rng, CHANNELS)
+        sub: dict[str, Any] = {
+            "channel": channel,
+            "hash_id": self.hash_id(),
+            "is_delete": rng.random() < 0.05,
+            "priority": _weighted(rng, ((0, 60), (1, 20), (2, 12), (3, 8))),
+            "resource_id": rng.randint(1, 3),
+            "status": _weighted(rng, STATUSES),
+            "reg_info": self.reg_info(),
+        }
+        block, value = self.channel_block(channel, ctx)
+        sub[block] = value
+        if rng.random() < 0.3:
+            keys = rng.sample(sorted(CUSTOM_FIELDS), rng.randint(1, 3))
+            sub["custom_fields"] = {key: rng.choice(CUSTOM_FIELDS[key]) for key in sorted(keys)}
+        if rng.random() < 0.3:
+            sub["cats"] = rng.sample(CATEGORIES, rng.randint(1, 3))
+        return sub
+
+    def profile(self) -> dict[str, Any]:
+        rng = self.rng
+        locale = _weighted(rng, tuple((loc, loc.weight) for loc in LOCALES))
+        female = rng.random() < 0.5
+        first = rng.choice(locale.female if female else locale.male)
+        last = rng.choice(locale.last)[1 if female else 0]
+        prof: dict[str, Any] = {"id": self.object_id(), "_fname": first, "_lname": last}
+        roll = rng.random()
+        if roll >= 0.07:
+            prof["_city"], prof["_country"] = rng.choice(locale.cities)
+        elif roll >= 0.04:
+            prof["_city"] = None  # known but empty, unlike the absent key below
+        if rng.random() >= 0.12:
+            born = date(1950, 1, 1) + timedelta(days=rng.randrange(57 * 365))
+            prof["_bdate"] = born.isoformat()
+        if rng.random() >= 0.1:
+            prof["_sex"] = "female" if female else "male"
+        emails = [self.email(locale, first, last)] if rng.random() < 0.88 else []
+        if emails:
+            prof["email"] = emails[0]
+        count = _weighted(rng, ((0, 20), (1, 65), (2, 15)))
+        prof["phones"] = [self.phone(locale) for _ in range(count)]
+        prof["loyalty_level"] = rng.randint(0, 5)
+        prof["vip"] = rng.random() < 0.1
+        prof["score"] = round(rng.uniform(0, 100), 2)
+        prof["segment"] = rng.choice(SEGMENTS)
+        ctx = {"who": (locale, first, last), "emails": emails, "phones": list(prof["phones"])}
+        n_subs = _weighted(rng, ((0, 10), (1, 40), (2, 28), (3, 14), (4, 8)))
+        prof["subscriptions"] = [self.subscription(ctx) for _ in range(n_subs)]
+        return prof
+
+
+def generate_profiles(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """Generate ``n`` realistic, reproducible profiles.
+
+    Ids are 24 lower-case hex digits like MongoDB ObjectIds and strictly increase in
+    generation order, so sorting by id keeps the order. Names and cities mix Cyrillic,
+    accented Latin and ASCII; some profiles lack a city, a birth date, an e-mail or any
+    subscription. E-mail addresses, phone numbers and subscription ``hash_id`` values
+    never repeat within one data set.
+
+    Args:
+        n: Number of profiles, 0 or more.
+        seed: Seed of the private random generator; the same seed gives the same data.
+
+    Returns:
+        The profiles as ``profiles/list`` returns them without ``fields``.
+
+    Raises:
+        ValueError: If ``n`` is negative.
+
+    >>> profiles = generate_profiles(3, seed=1)
+    >>> [len(p["id"]) for p in profiles]
+    [24, 24, 24]
+    >>> profiles == generate_profiles(3, seed=1)
+    True
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative int, got {n!r}")
+    gen = _Generator(seed)
+    return [gen.profile() for _ in range(n)]

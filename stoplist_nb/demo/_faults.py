@@ -1,0 +1,104 @@
+"""Scriptable faults: misbehaviour the demo service shows on demand, for tests.
+
+A fault is queued for one API method (or ``"*"`` for any) and fires for the next
+``times`` requests of that method; faults of one method fire in the order they were
+added.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+__all__ = ["Fault", "FaultKind", "FaultQueue"]
+
+FaultKind = Literal["status", "html", "malformed", "api_error", "slow", "stall", "reset"]
+FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
+ANY_METHOD = "*"
+
+
+@dataclass
+class Fault:
+    """One scripted misbehaviour.
+
+    Attributes:
+        method: API method it applies to, e.g. ``"profiles/list"``, or ``"*"``.
+        kind: What happens: ``"status"`` (an HTTP error status with the JSON envelope),
+            ``"html"`` (an HTML error page), ``"malformed"`` (HTTP 200 with broken JSON),
+            ``"api_error"`` (HTTP 200 with a non-zero ``error``), ``"slow"`` (the normal
+            reply after ``delay`` seconds), ``"stall"`` (``profiles/list`` answers but
+            ``next_from_id`` repeats the request's ``from_id``) or ``"reset"`` (the
+            connection is reset without a reply).
+        times: Number of requests it fires for; ``None`` for every request.
+        status: HTTP status for ``"status"`` (default 503) and ``"html"`` (default 502).
+        retry_after: Value of a ``Retry-After`` header (seconds, or any raw string) for
+            ``"status"`` and ``"html"``.
+        delay: Seconds ``"slow"`` waits (default 2.0).
+        code: The envelope's ``error`` for ``"status"`` (default: the status) and
+            ``"api_error"`` (default 500).
+        text: The envelope's ``error_text``; for ``"html"`` the page's message; for
+            ``"malformed"`` the raw body to send instead of truncated JSON.
+        fired: How many requests it has fired for so far.
+    """
+
+    method: str
+    kind: FaultKind
+    times: int | None = 1
+    status: int | None = None
+    retry_after: int | str | None = None
+    delay: float | None = None
+    code: int | None = None
+    text: str | None = None
+    fired: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; use one of {sorted(FAULT_KINDS)}")
+        if not isinstance(self.method, str) or not self.method:
+            raise ValueError("method must be an API method name such as 'profiles/list' or '*'")
+        if self.kind == "stall" and self.method != "profiles/list":
+            raise ValueError("a 'stall' fault applies to 'profiles/list' only")
+        if self.times is not None and (isinstance(self.times, bool) or self.times < 1):
+            raise ValueError(f"times must be a positive int or None, got {self.times!r}")
+        if self.status is not None and not 100 <= self.status <= 599:
+            raise ValueError(f"status must be an HTTP status code, got {self.status!r}")
+        if self.delay is not None and self.delay < 0:
+            raise ValueError(f"delay must not be negative, got {self.delay!r}")
+
+    @property
+    def remaining(self) -> int | None:
+        """Requests it will still fire for (``None``: unlimited)."""
+        return None if self.times is None else self.times - self.fired
+
+
+class FaultQueue:
+    """FIFO queues of faults per method; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queues: dict[str, deque[Fault]] = {}
+
+    def add(self, fault: Fault) -> Fault:
+        with self._lock:
+            self._queues.setdefault(fault.method, deque()).append(fault)
+        return fault
+
+    def clear(self) -> None:
+        with self._lock:
+            self._queues.clear()
+
+    def take(self, method: str) -> Fault | None:
+        """The fault the next request of ``method`` gets, counted as fired."""
+        with self._lock:
+            # A fault for the method itself wins over a catch-all one.
+            for key in (method, ANY_METHOD):
+                queue = self._queues.get(key)
+                if queue:
+                    fault = queue[0]
+                    fault.fired += 1
+                    if fault.remaining == 0:
+                        queue.popleft()
+                    return fault
+        return None
