@@ -1,0 +1,320 @@
+"""Arrow views of the service's JSON replies (pure: no I/O).
+
+The fast route parses the raw reply bytes with ``pyarrow.json`` straight into
+Arrow columns; Python dicts are built only when Arrow cannot take the reply as
+it is (a value whose JSON type changes within the page, say).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.json as pa_json
+
+from stoplist_nb.errors import InvalidInput
+
+__all__ = ["Reply", "read_reply", "records_to_arrow"]
+
+# pyarrow.json crashes the interpreter on a body that is a bare `null`, so the
+# fast route only sees bodies that open with an object.
+_OBJECT_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
+_NOT_AN_OBJECT = "reply is not a JSON object"
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One parsed reply.
+
+    Attributes:
+        envelope: Every top-level key except ``data``, as plain Python values
+            (``error``, ``error_text``, ``next_from_id``, ``total_count``, ...).
+            A ``data`` that is not a list is kept here too.
+        data: The ``data`` list as an Arrow array (a StructArray of profiles for
+            ``profiles/list``), or ``None`` when ``data`` is absent, null or not a list.
+    """
+
+    envelope: dict[str, Any]
+    data: pa.Array | None
+
+    @property
+    def rows(self) -> int:
+        """Number of elements in ``data`` (0 when there is none)."""
+        return 0 if self.data is None else len(self.data)
+
+
+def read_reply(content: bytes) -> Reply:
+    """Parse one reply body into its envelope and an Arrow ``data`` array.
+
+    Raises:
+        ValueError: The body is not valid JSON or not a JSON object.
+    """
+    table = _arrow_table(content)
+    if table is not None:
+        try:
+            return _reply_from_table(table)
+        except UnicodeDecodeError:
+            pass  # invalid UTF-8 in the envelope: let json.loads give the verdict
+    try:
+        document = json.loads(content)
+    except (ValueError, TypeError):
+        # The decoder's exception holds the whole body: never chain it.
+        raise ValueError(_NOT_AN_OBJECT) from None
+    if not isinstance(document, dict):
+        raise ValueError(_NOT_AN_OBJECT)
+    envelope = {key: value for key, value in document.items() if key != "data"}
+    data = document.get("data")
+    if data is None:
+        return Reply(envelope, None)
+    if not isinstance(data, list):
+        envelope["data"] = data
+        return Reply(envelope, None)
+    return Reply(envelope, records_to_arrow(data))
+
+
+def records_to_arrow(records: Sequence[Mapping[str, Any]]) -> pa.Array:
+    """Convert a list of JSON-like dicts to an Arrow StructArray.
+
+    A leaf whose JSON type varies between records (``2`` in one, ``"2"`` in
+    another) becomes a string leaf holding the JSON text of each value.
+
+    Raises:
+        InvalidInput: The records hold values Arrow cannot represent.
+    """
+    values: list[Any] = list(records)
+    try:
+        array = pa.array(values)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        kinds: dict[tuple[object, ...], set[str]] = {}
+        for value in values:
+            _collect_kinds(value, (), kinds)
+        textual = {path for path, seen in kinds.items() if len(seen) > 1 or "big" in seen}
+        prefixes = {path[:i] for path in textual for i in range(len(path) + 1)}
+        values = [_as_text_at(value, (), textual, prefixes) for value in values]
+        try:
+            array = pa.array(values)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+            raise InvalidInput(f"records cannot be converted to Arrow: {exc}") from None
+    if _SORTS_KEYS:
+        orders: dict[tuple[object, ...], dict[str, None]] = {}
+        for value in values:
+            _collect_key_order(value, (), orders)
+        array = _in_key_order(array, (), orders)
+    return array
+
+
+# Older pyarrow sorts the keys of inferred structs; pyarrow.json keeps them in
+# first-seen order, and so must the dict route, for the same columns in both.
+_SORTS_KEYS = pa.array([{"b": 0, "a": 0}]).type.field(0).name != "b"
+
+
+def _collect_key_order(
+    value: object, path: tuple[object, ...], orders: dict[Any, dict[str, None]]
+) -> None:
+    if isinstance(value, Mapping):
+        keys = orders.setdefault(path, {})
+        for key, item in value.items():
+            keys.setdefault(key)
+            _collect_key_order(item, (*path, key), orders)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _collect_key_order(item, (*path, _ITEM), orders)
+
+
+def _in_key_order(array: pa.Array, path: tuple[object, ...], orders: dict[Any, Any]) -> pa.Array:
+    type_ = array.type
+    if pa.types.is_struct(type_) and type_.num_fields:
+        present = [type_.field(i).name for i in range(type_.num_fields)]
+        names = [n for n in orders.get(path, ()) if n in present]
+        names += [n for n in present if n not in names]
+        children = [_in_key_order(array.field(n), (*path, n), orders) for n in names]
+        mask = array.is_null() if array.null_count else None
+        return pa.StructArray.from_arrays(children, names=names, mask=mask)
+    if pa.types.is_list(type_):
+        values = _in_key_order(array.values, (*path, _ITEM), orders)
+        return pa.Array.from_buffers(
+            pa.list_(values.type),
+            len(array),
+            array.buffers()[:2],
+            offset=array.offset,
+            children=[values],
+        )
+    return array
+
+
+def _arrow_table(content: bytes) -> pa.Table | None:
+    """The reply as a one-row Arrow table, or None when pyarrow cannot take it."""
+    if not isinstance(content, bytes | bytearray | memoryview) or not _OBJECT_START.match(content):
+        return None
+    try:
+        table = _read_json(content, None)
+        if table.num_rows != 1:
+            return None
+        # pyarrow.json drops a null that opens a list of objects or lists and
+        # leaves the offsets pointing past the values: that fails validation.
+        table.validate()
+        if _has_timestamp(table.schema):
+            table = _timestamps_as_text(content, table)
+            table.validate()
+    except pa.ArrowException:
+        return None
+    return table
+
+
+def _read_json(
+    content: bytes | bytearray | memoryview, schema: pa.Schema | None = None
+) -> pa.Table:
+    # One block for the whole body: a single object must never straddle blocks.
+    options = pa_json.ReadOptions(block_size=len(content) + 64, use_threads=False)
+    parse = None
+    if schema is not None:
+        parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    return pa_json.read_json(pa.BufferReader(content), read_options=options, parse_options=parse)
+
+
+_TIMESTAMP = pa.timestamp("s").id
+
+
+def _has_timestamp(schema: pa.Schema) -> bool:
+    stack = list(schema.types)
+    while stack:
+        type_ = stack.pop()
+        if type_.id == _TIMESTAMP:
+            return True
+        stack.extend(type_.field(i).type for i in range(type_.num_fields))
+    return False
+
+
+def _timestamps_as_text(content: bytes | bytearray | memoryview, table: pa.Table) -> pa.Table:
+    """``table`` with the original text where pyarrow made date-like strings timestamps.
+
+    A second parse reads only those leaves, as strings (about a third of the
+    cost of a full parse), and they replace the timestamps.
+    """
+    wanted = {f.name: _text_type(f.type) for f in table.schema}
+    schema = pa.schema([pa.field(name, t) for name, t in wanted.items() if t is not None])
+    text = _read_json(content, schema)
+    for name in schema.names:
+        i = table.schema.get_field_index(name)
+        column = _with_text(table.column(i).chunk(0), text.column(name).chunk(0))
+        table = table.set_column(i, name, column)
+    return table
+
+
+def _text_type(type_: pa.DataType) -> pa.DataType | None:
+    """``type_`` cut down to its timestamp leaves, as strings; None when it has none."""
+    if type_.id == _TIMESTAMP:
+        return pa.string()
+    if pa.types.is_struct(type_):
+        kept = [(f, _text_type(f.type)) for f in type_]
+        fields = [f.with_type(t) for f, t in kept if t is not None]
+        return pa.struct(fields) if fields else None
+    if pa.types.is_list(type_):
+        value = _text_type(type_.value_type)
+        return None if value is None else pa.list_(type_.value_field.with_type(value))
+    return None
+
+
+def _with_text(array: pa.Array, text: pa.Array) -> pa.Array:
+    type_ = array.type
+    if type_.id == _TIMESTAMP:
+        return text
+    if pa.types.is_struct(type_):
+        names = {f.name for f in text.type}
+        children = [
+            _with_text(array.field(i), text.field(f.name)) if f.name in names else array.field(i)
+            for i, f in enumerate(type_)
+        ]
+        fields = [f.with_type(c.type) for f, c in zip(type_, children, strict=True)]
+        mask = array.is_null() if array.null_count else None
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    values, text_values = array.values, text.values
+    if len(values) != len(text_values):
+        raise pa.ArrowInvalid("the two parses disagree")
+    values = _with_text(values, text_values)
+    list_type = pa.list_(type_.value_field.with_type(values.type))
+    return pa.Array.from_buffers(
+        list_type, len(array), array.buffers()[:2], offset=array.offset, children=[values]
+    )
+
+
+def _reply_from_table(table: pa.Table) -> Reply:
+    envelope: dict[str, Any] = {}
+    data: pa.Array | None = None
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if name != "data":
+            envelope[name] = column[0].as_py()
+            continue
+        cell = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        if pa.types.is_null(cell.type) or cell.null_count:
+            continue
+        if pa.types.is_list(cell.type) or pa.types.is_large_list(cell.type):
+            data = cell.flatten()
+        else:
+            envelope["data"] = cell[0].as_py()
+    return Reply(envelope, data)
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "list"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, numbers.Integral):
+        return "number" if _INT64[0] <= int(value) <= _INT64[1] else "big"
+    if isinstance(value, numbers.Real):
+        return "number"
+    return f"other:{type(value).__name__}"
+
+
+_ITEM = object()  # path step into a list's elements; never equal to a key
+
+
+def _collect_kinds(value: object, path: tuple[object, ...], kinds: dict[Any, set[str]]) -> None:
+    if value is None:
+        return
+    kind = _kind(value)
+    kinds.setdefault(path, set()).add(kind)
+    if kind == "object":
+        assert isinstance(value, Mapping)
+        for key, item in value.items():
+            _collect_kinds(item, (*path, key), kinds)
+    elif kind == "list":
+        assert isinstance(value, list | tuple)
+        for item in value:
+            _collect_kinds(item, (*path, _ITEM), kinds)
+
+
+def _as_text_at(
+    value: object, path: tuple[object, ...], textual: set[Any], prefixes: set[Any]
+) -> object:
+    if value is None or path not in prefixes:
+        return value
+    if path in textual:
+        return json_text(value)
+    if isinstance(value, Mapping):
+        return {k: _as_text_at(v, (*path, k), textual, prefixes) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_text_at(v, (*path, _ITEM), textual, prefixes) for v in value]
+    return value
+
+
+def json_text(value: object) -> str:
+    """The JSON text of a value, strings as they are (``2 -> "2"``, ``True -> "true"``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        # Same text as an integral float cast to string elsewhere: 2.0 -> "2".
+        return str(int(value))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

@@ -1,0 +1,334 @@
+"""Profiles from ``profiles/list`` as one flat DataFrame: one row per subscription.
+
+A profile with no subscriptions (an empty list, ``null`` or no key at all)
+appears once, with null subscription columns. Profile order and, within a
+profile, subscription order are kept. The index is a RangeIndex.
+
+Columns, in this order:
+
+==========================  ==============================  ===========================
+column                      from                            dtype
+==========================  ==============================  ===========================
+``profile_id``              ``id`` (or ``_id``)             ``string[pyarrow]``
+profile fields              every other profile key,        by value (see below)
+                            as named; ``profile.<name>``
+                            if the name is also a
+                            subscription column
+``channel``                 ``channel``                     ``string[pyarrow]``
+``status``                  ``status``                      ``string[pyarrow]``
+``hash_id``                 ``hash_id``                     ``string[pyarrow]``
+``priority``                ``priority``                    ``Int64``
+``resource_id``             ``resource_id``                 ``Int64``
+``is_delete``               ``is_delete``                   ``boolean``
+``reg_date``                ``reg_info.date``               ``datetime64[ms, UTC]``
+``reg_ip``                  ``reg_info.ip``                 ``string[pyarrow]``
+``email``                   ``email_data.email``            ``string[pyarrow]``
+``email_md5``               ``email_data.md5``              ``string[pyarrow]``
+``email_domain``            ``email_data.domain``           ``string[pyarrow]``
+``email_domain_group``      ``email_data.domain_group``     ``string[pyarrow]``
+``phone``                   ``phone_data.phone``            ``string[pyarrow]``
+``phone_md5``               ``phone_data.md5``              ``string[pyarrow]``
+``push_provider``           ``push_data.provider``          ``string[pyarrow]``
+``push_subscription_id``    ``push_data.subscription_id``   ``string[pyarrow]``
+``<block>.<key>``           any other object in a           by value
+                            subscription (``cc_data.id``),
+                            other keys of the blocks above
+                            (``reg_info.ua``)
+other keys                  other subscription keys,        by value
+                            as named
+``cf.<name>``               ``custom_fields.<name>``        by value
+``cats``                    ``cats``                        ``list<string>[pyarrow]``
+==========================  ==============================  ===========================
+
+The fixed columns (``profile_id``, ``channel`` ... ``push_subscription_id``,
+``cats``) are always there, with these dtypes, even in an empty frame. The
+others appear when some profile has the field (a subscription key only when
+some value of it is not null). Their dtype follows the values: integers
+``Int64``, decimals ``Float64``, booleans ``boolean``, strings
+``string[pyarrow]``, objects and lists ``object`` (dicts and lists as
+returned). A field that changes type between pages becomes ``string[pyarrow]``
+(the JSON text of each value); one that is null on a page does not count.
+
+Values are coerced where the service may vary: ids, phones and the other text
+columns read a JSON number as its digits; ``priority`` and ``resource_id``
+accept ``"2"``, anything else not an integer becomes ``<NA>``;
+``reg_date`` becomes ``NaT`` where the date does not parse.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from stoplist_nb import _coerce as co
+from stoplist_nb import _flatten as fl
+from stoplist_nb._arrowjson import records_to_arrow
+from stoplist_nb.errors import InvalidInput
+
+__all__ = [
+    "COMMON_COLUMNS",
+    "DTYPES",
+    "PROFILE_COLUMNS",
+    "SUBSCRIPTION_COLUMNS",
+    "flatten_profiles",
+    "frame_from_tables",
+    "normalize_profiles",
+    "split_channels",
+]
+
+_TEXT_BLOCKS = ["email", "email_md5", "email_domain", "email_domain_group", "phone", "phone_md5"]
+#: Kind of each fixed column, in column order; the kind decides coercion and dtype.
+_KINDS: dict[str, str] = {
+    **dict.fromkeys(["profile_id", "channel", "status", "hash_id"], "text"),
+    **dict.fromkeys(["priority", "resource_id"], "int"),
+    "is_delete": "bool",
+    "reg_date": "time",
+    **dict.fromkeys(["reg_ip", *_TEXT_BLOCKS, "push_provider", "push_subscription_id"], "text"),
+    "cats": "list",
+}
+#: The pandas dtype of each kind: fixed columns and dynamic ones alike.
+KIND_DTYPES: dict[str, Any] = {
+    "text": pd.StringDtype("pyarrow"),
+    "int": pd.Int64Dtype(),
+    "float": pd.Float64Dtype(),
+    "bool": pd.BooleanDtype(),
+    "time": pd.DatetimeTZDtype("ms", "UTC"),
+    "list": pd.ArrowDtype(co.TEXT_LIST),
+    "object": object,
+}
+#: dtype of each fixed column.
+DTYPES: dict[str, Any] = {name: KIND_DTYPES[kind] for name, kind in _KINDS.items()}
+PROFILE_COLUMNS: tuple[str, ...] = ("profile_id",)
+SUBSCRIPTION_COLUMNS: tuple[str, ...] = tuple(n for n in _KINDS if n not in {"profile_id", "cats"})
+#: Subscription columns every channel has (``split_channels`` keeps them all).
+COMMON_COLUMNS: tuple[str, ...] = (*SUBSCRIPTION_COLUMNS[:8], "cats")
+
+_SCALARS = frozenset(SUBSCRIPTION_COLUMNS[:6])
+_BLOCKS: dict[str, dict[str, str]] = {
+    "reg_info": {"date": "reg_date", "ip": "reg_ip"},
+    "email_data": {
+        "email": "email",
+        "md5": "email_md5",
+        "domain": "email_domain",
+        "domain_group": "email_domain_group",
+    },
+    "phone_data": {"phone": "phone", "md5": "phone_md5"},
+    "push_data": {"provider": "push_provider", "subscription_id": "push_subscription_id"},
+}
+_ID_KEYS = ("id", "_id")
+_SUBSCRIPTIONS, _CUSTOM, _CATS = "subscriptions", "custom_fields", "cats"
+# Roles order the columns; the paging code hands tables back with them as metadata.
+_ROLES = ("id", "profile", "fixed", "block", "extra", "cf", "cats")
+_META = b"stoplist_nb.columns"
+
+
+def normalize_profiles(
+    records: Sequence[Mapping[str, Any]] | pa.Array | pa.ChunkedArray,
+) -> pd.DataFrame:
+    """Flatten profiles into one row per subscription (see the module doc for columns).
+
+    Args:
+        records: The ``data`` of ``profiles/list`` replies: a list of profile
+            dicts, or a pyarrow array of profile structs.
+
+    Returns:
+        The flat frame, with a RangeIndex.
+
+    Raises:
+        InvalidInput: ``records`` is not a list of objects.
+
+    >>> df = normalize_profiles([{"id": "a1", "_fname": "Ann", "subscriptions": [
+    ...     {"channel": "email", "email_data": {"email": "ann@example.org"}}]}])
+    >>> df[["profile_id", "_fname", "channel", "email"]].to_dict("records")
+    [{'profile_id': 'a1', '_fname': 'Ann', 'channel': 'email', 'email': 'ann@example.org'}]
+    """
+    if isinstance(records, pa.Array | pa.ChunkedArray):
+        return frame_from_tables([flatten_profiles(records)])
+    if isinstance(records, str | bytes) or not isinstance(records, Sequence):
+        raise InvalidInput(
+            "records must be a list of profile dicts or a pyarrow array, "
+            f"not {type(records).__name__}"
+        )
+    for i, record in enumerate(records):
+        if not isinstance(record, Mapping):
+            raise InvalidInput(f"profile #{i} must be a dict, not {type(record).__name__}")
+    return frame_from_tables([flatten_profiles(records_to_arrow(records))])
+
+
+def flatten_profiles(data: pa.Array) -> pa.Table:
+    """Flatten one page of profiles into an Arrow table, one row per subscription.
+
+    The fixed columns already have their final Arrow types; the others keep the
+    types Arrow inferred, which ``frame_from_tables`` reconciles across pages.
+
+    Raises:
+        InvalidInput: ``data`` is not an array of objects.
+    """
+    profiles = fl.as_struct_array(data)
+    fields = fl.children(profiles)
+    subs = next((a for name, a in fields if name == _SUBSCRIPTIONS), None)
+    if subs is not None and not fl.is_object_list(subs.type):
+        subs = None  # not a list of objects: kept below as a plain profile field
+    rows = fl.explode(subs, len(profiles))
+    fixed, dynamic = _subscription_leaves(rows.subs)
+    leaves = [*fixed.values(), *(a for _, _, a in dynamic)]
+    sub_arrays = dict(
+        zip([*fixed, *(n for n, _, _ in dynamic)], fl.expand(leaves, rows), strict=True)
+    )
+    for name in fixed:
+        sub_arrays[name] = co.CONVERTERS[_KINDS[name]](sub_arrays[name])
+
+    ids = [co.to_text(a) for key in _ID_KEYS for name, a in fields if name == key]
+    if not ids:
+        ids = [pa.nulls(len(profiles), co.TEXT)]
+    own = [(n, a) for n, a in fields if n not in _ID_KEYS and a is not subs]
+    profile_id, *own_arrays = fl.take(
+        [pc.coalesce(*ids) if len(ids) > 1 else ids[0], *(a for _, a in own)], rows.profile_take
+    )
+    columns: list[tuple[str, str, str, pa.Array]] = [("profile_id", "id", "profile_id", profile_id)]
+    taken = set(sub_arrays) | set(_KINDS)
+    for (name, _), array in zip(own, own_arrays, strict=True):
+        column = fl.unique(f"profile.{name}" if name in taken else name, taken)
+        columns.append((column, "profile", name, array))
+
+    def fixed_column(name: str) -> tuple[str, str, str, pa.Array]:
+        array = sub_arrays.get(name)
+        if array is None:
+            array = pa.nulls(rows.count, co.ARROW_TYPES[_KINDS[name]])
+        return (name, "cats" if name == _CATS else "fixed", name, array)
+
+    columns.extend(fixed_column(name) for name in SUBSCRIPTION_COLUMNS)
+    columns.extend((name, role, name, sub_arrays[name]) for name, role, _ in dynamic)
+    columns.append(fixed_column(_CATS))
+    meta = json.dumps([[name, role, raw] for name, role, raw, _ in columns])
+    return pa.Table.from_arrays(
+        [c[3] for c in columns], names=[c[0] for c in columns], metadata={_META: meta}
+    )
+
+
+def _subscription_leaves(
+    subs: pa.StructArray | None,
+) -> tuple[dict[str, pa.Array], list[tuple[str, str, pa.Array]]]:
+    """Fixed leaves by column name, and dynamic ones as (name, role, array)."""
+    fixed: dict[str, pa.Array] = {}
+    dynamic: list[tuple[str, str, pa.Array]] = []
+    taken = set(_KINDS)
+    for key, array in fl.children(subs) if subs is not None else []:
+        if pa.types.is_struct(array.type):
+            known = _BLOCKS.get(key, {})
+            for sub_key, leaf in fl.children(array):
+                if sub_key in known:
+                    fixed[known[sub_key]] = leaf
+                elif not pa.types.is_null(leaf.type):
+                    role, name = ("cf", "cf.") if key == _CUSTOM else ("block", f"{key}.")
+                    dynamic.append((fl.unique(name + sub_key, taken), role, leaf))
+        elif key in _SCALARS or key == _CATS:
+            fixed[key] = array
+        elif not pa.types.is_null(array.type):
+            dynamic.append((fl.unique(key, taken, "subscription."), "extra", array))
+    order = {role: i for i, role in enumerate(_ROLES)}
+    dynamic.sort(key=lambda item: order[item[1]])
+    return fixed, dynamic
+
+
+def frame_from_tables(tables: Sequence[pa.Table]) -> pd.DataFrame:
+    """Combine pages flattened by ``flatten_profiles`` into the final DataFrame.
+
+    Pages may disagree on columns and types: a column missing from a page is
+    null there, and a dynamic column whose type differs between pages becomes
+    text (see the module doc).
+    """
+    layouts = [_layout(t) for t in tables]
+    sub_names = {n for lay in layouts for n, role, _ in lay if role not in ("id", "profile")}
+    names: dict[str, dict[str, None]] = {role: {} for role in _ROLES}
+    by_name: list[dict[str, pa.ChunkedArray]] = []
+    profile_raw: dict[str, str] = {}
+    for table, layout in zip(tables, layouts, strict=True):
+        columns: dict[str, pa.ChunkedArray] = {}
+        for (column, role, raw), array in zip(layout, table.columns, strict=True):
+            name = column
+            if role == "profile":
+                if raw not in profile_raw:
+                    taken = set(profile_raw.values()) | sub_names | set(_KINDS)
+                    profile_raw[raw] = fl.unique(raw, taken, "profile.")
+                name = profile_raw[raw]
+            columns[name] = array
+            names[role].setdefault(name)
+        by_name.append(columns)
+    names["id"], names["cats"] = {"profile_id": None}, {_CATS: None}
+    names["fixed"] = dict.fromkeys(SUBSCRIPTION_COLUMNS)
+
+    data: dict[str, Any] = {}
+    for role in _ROLES:
+        for name in names[role]:
+            pieces: list[pa.Array | int] = []
+            for table, columns in zip(tables, by_name, strict=True):
+                if name in columns:
+                    pieces.extend(columns[name].chunks)
+                else:
+                    pieces.append(table.num_rows)
+            data[name] = co.to_pandas(pieces, _KINDS.get(name), KIND_DTYPES)
+    total = sum(t.num_rows for t in tables)
+    return pd.DataFrame(data, index=pd.RangeIndex(total), copy=False)
+
+
+def _layout(table: pa.Table) -> list[tuple[str, str, str]]:
+    meta = (table.schema.metadata or {}).get(_META)
+    if meta is not None:
+        layout = [(name, role, raw) for name, role, raw in json.loads(meta)]
+        if [name for name, _, _ in layout] == table.column_names:
+            return layout
+    # A table built elsewhere: guess each column's role from its name.
+    return [(n, _role_of(n), n) for n in table.column_names]
+
+
+def _role_of(name: str) -> str:
+    if name == "profile_id":
+        return "id"
+    if name in _KINDS:
+        return "cats" if name == "cats" else "fixed"
+    if name.startswith("cf."):
+        return "cf"
+    return "block" if "." in name and not name.startswith("profile.") else "profile"
+
+
+def split_channels(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Split a flat profile frame into one frame per channel.
+
+    Rows without a channel (profiles without subscriptions) are left out. Each
+    frame keeps the profile columns, the common subscription columns and, of
+    the others, those with at least one value for that channel.
+
+    Args:
+        df: A frame from ``normalize_profiles`` (or ``read_profiles``).
+
+    Returns:
+        Frames keyed by channel, in the order the channels first appear.
+
+    >>> df = normalize_profiles([{"id": "a1", "subscriptions": [
+    ...     {"channel": "email", "email_data": {"email": "a@example.org"}},
+    ...     {"channel": "sms", "phone_data": {"phone": "+79001234567"}}]}])
+    >>> {ch: list(f.columns[-3:]) for ch, f in split_channels(df).items()}
+    {'email': ['reg_ip', 'email', 'cats'], 'sms': ['reg_ip', 'phone', 'cats']}
+    """
+    if not isinstance(df, pd.DataFrame) or "channel" not in df.columns:
+        raise InvalidInput("split_channels needs a frame with a 'channel' column")
+    where = df.columns.get_loc("channel")
+    if not isinstance(where, int):
+        raise InvalidInput("split_channels needs exactly one 'channel' column")
+    profile = set(df.columns[:where])
+    common = set(COMMON_COLUMNS)
+    others = [c for c in df.columns[where:] if c not in common]
+    codes, channels = pd.factorize(df["channel"], sort=False)
+    frames: dict[str, pd.DataFrame] = {}
+    for code, channel in enumerate(channels):
+        part = df.iloc[(codes == code).nonzero()[0]]
+        filled = {c for c in others if part[c].notna().any()}
+        keep = [c for c in df.columns if c in common or c in filled or c in profile]
+        frames[str(channel)] = part[keep].reset_index(drop=True)
+    return frames
