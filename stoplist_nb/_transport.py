@@ -1,0 +1,302 @@
+"""HTTP for stoplist_nb: session, retries, timeouts, the envelope check.
+
+This is the only module that touches requests and urllib3 errors; it turns
+each of them into an exception of :mod:`stoplist_nb.errors` (see ``_FOREIGN``)
+and scrubs the API token from the foreign exception before chaining it.
+
+Retries are urllib3's, on an ``HTTPAdapter``: a ``Retry`` object is the whole
+policy and users may pass their own. urllib3 does not retry POST unless told;
+we tell it to for reads (``profiles/list``, ``tasks/status``, ...), but a call
+that creates something (``suppresses/export``) must not be replayed, so it goes
+through a second adapter that only retries connections that never opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from stoplist_nb import errors
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "NON_REPLAYABLE",
+    "RETRY_STATUSES",
+    "CappedRetry",
+    "Transport",
+    "check_envelope",
+    "default_retry",
+]
+
+log = logging.getLogger("stoplist_nb")
+
+#: (connect, read) seconds: a notebook cell must never hang forever.
+DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 120.0)
+
+#: Replies worth another try: rate limit and the gateway/overload family.
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+#: API methods that create something, so a replay could create it twice.
+NON_REPLAYABLE = frozenset({"suppresses/export"})
+
+
+class CappedRetry(Retry):
+    """urllib3 ``Retry`` that honours ``Retry-After`` up to ``retry_after_cap`` seconds.
+
+    A service asking for an hour's pause would otherwise freeze the notebook
+    for an hour; past the cap we wait the cap, and the retry budget decides.
+    """
+
+    # Not urllib3's own ``retry_after_max`` (2.6.3+, six hours by default): that one
+    # is an instance attribute set in __init__, and older urllib3 has none.
+    retry_after_cap: float = 60.0
+
+    def get_retry_after(self, response: Any) -> float | None:
+        seconds = super().get_retry_after(response)
+        return None if seconds is None else min(seconds, self.retry_after_cap)
+
+
+def default_retry() -> Retry:
+    """Return the default retry policy (a fresh object each call).
+
+    Five retries in all, exponential backoff from 0.5 s capped at 30 s, on
+    429/502/503/504 (``Retry-After`` honoured up to 60 s) and on connection
+    and read errors. When the budget runs out the last reply is kept, so the
+    caller gets the service's own error rather than a ``RetryError``.
+
+    >>> default_retry().total
+    5
+    """
+    return CappedRetry(
+        total=5,
+        connect=5,
+        read=2,
+        status=5,
+        other=0,
+        redirect=2,
+        backoff_factor=0.5,
+        backoff_max=30.0,
+        status_forcelist=RETRY_STATUSES,
+        allowed_methods=None,  # None = every verb, POST included: these calls are reads
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+
+
+def _connect_only(retry: Retry) -> Retry:
+    """The same budget, limited to connections that never carried the request."""
+    return retry.new(
+        read=0,
+        status=0,
+        other=0,
+        status_forcelist=frozenset(),
+        respect_retry_after_header=False,
+        allowed_methods=frozenset({"HEAD"}),  # anything but POST; an empty set means "all"
+    )
+
+
+class Redactor:
+    """Remove a secret, and its URL-quoted form, from text and from exceptions."""
+
+    def __init__(self, secret: str | None) -> None:
+        forms = {secret, quote(secret, safe=""), quote(secret)} if secret else set()
+        self._forms = sorted((f for f in forms if f), key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for form in self._forms:
+            text = text.replace(form, "***")
+        return text
+
+    def scrub(self, exc: BaseException) -> BaseException:
+        """Rewrite the messages of ``exc`` and of everything chained to it."""
+        seen: set[int] = set()
+        todo: list[BaseException] = [exc]
+        while todo:
+            item = todo.pop()
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            item.args = tuple(self._clean(a) for a in item.args)
+            for attr in ("reason", "__cause__", "__context__"):
+                linked = getattr(item, attr, None)
+                if isinstance(linked, BaseException):
+                    todo.append(linked)
+            # requests keeps the whole prepared request (URL and body) on its errors
+            for attr in ("request", "response"):
+                if getattr(item, attr, None) is not None:
+                    setattr(item, attr, None)
+            if isinstance(getattr(item, "url", None), str):
+                item.url = self(item.url)  # type: ignore[attr-defined]
+        return exc
+
+    def _clean(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, BaseException):
+            self.scrub(value)
+            return value
+        if isinstance(value, tuple):
+            return tuple(self._clean(v) for v in value)
+        return value if isinstance(value, int | float | type(None)) else self(repr(value))
+
+
+# Which foreign error becomes which of ours, most specific first.
+_FOREIGN: tuple[tuple[type[BaseException], type[errors.TransportError]], ...] = (
+    (requests.exceptions.ConnectTimeout, errors.RequestTimeout),
+    (requests.exceptions.ReadTimeout, errors.RequestTimeout),
+    (requests.exceptions.ConnectionError, errors.ConnectError),
+    (requests.exceptions.ChunkedEncodingError, errors.ConnectError),
+    (requests.exceptions.RequestException, errors.TransportError),
+)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a timeout lies anywhere under ``exc`` (args, reason, cause)."""
+    todo: list[Any] = [exc]
+    seen: set[int] = set()
+    while todo:
+        item = todo.pop()
+        if id(item) in seen or not isinstance(item, BaseException):
+            continue
+        seen.add(id(item))
+        # urllib3 derives NewConnectionError (refused, unreachable) from its TimeoutError
+        if isinstance(item, urllib3.exceptions.TimeoutError | TimeoutError) and not isinstance(
+            item, urllib3.exceptions.NewConnectionError
+        ):
+            return True
+        todo.extend([*item.args, getattr(item, "reason", None), item.__cause__])
+    return False
+
+
+def check_envelope(method: str, envelope: Mapping[str, Any], http_status: int = 200) -> None:
+    """Raise the matching :class:`~stoplist_nb.errors.APIError` if ``error`` is non-zero.
+
+    A missing ``error`` counts as success: the contract promises the key, but a
+    reply that carries data without it is more useful read than refused.
+    """
+    raw = envelope.get("error", 0)
+    try:
+        code = int(raw) if raw is not None else 0
+    except (TypeError, ValueError):
+        raise errors.InvalidReply(f"{method}: 'error' is not a number") from None
+    if code == 0 and http_status < 400:
+        return
+    code = code or http_status
+    text = envelope.get("error_text")
+    text = str(text) if text is not None else ""
+    raise errors.api_error_class(code)(code, text, method=method, http_status=http_status)
+
+
+def _error_from_status(method: str, response: requests.Response) -> errors.APIError:
+    """The error for a 4xx/5xx reply, from its JSON envelope if it has one."""
+    status = response.status_code
+    envelope: Any = None
+    with contextlib.suppress(ValueError):
+        envelope = json.loads(response.content)
+    if isinstance(envelope, dict) and "error" in envelope:
+        try:
+            check_envelope(method, envelope, status)
+        except errors.APIError as exc:
+            return exc
+    kind = response.headers.get("Content-Type", "").split(";")[0].strip() or "no"
+    text = f"{response.reason or 'HTTP error'} ({kind} body, not the API's JSON)"
+    return errors.api_error_class(status)(status, text, method=method, http_status=status)
+
+
+class Transport:
+    """A requests session configured for one service and one token."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        *,
+        timeout: float | tuple[float, float] | None = DEFAULT_TIMEOUT,
+        retry: Retry | int | bool = True,
+        session: requests.Session | None = None,
+        non_replayable: Iterable[str] = NON_REPLAYABLE,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.redact = Redactor(token)
+        self._token = token
+        if retry is True:
+            retry = default_retry()
+        elif retry is False:
+            retry = Retry(0, read=False, raise_on_status=False)
+        elif isinstance(retry, int):
+            retry = default_retry().new(total=retry)
+        self.retry = retry
+        self.session = session if session is not None else requests.Session()
+        self.session.mount(self.base_url + "/", HTTPAdapter(max_retries=retry))
+        once = HTTPAdapter(max_retries=_connect_only(retry))
+        for method in non_replayable:
+            self.session.mount(self.method_url(method), once)
+
+    def method_url(self, method: str) -> str:
+        return f"{self.base_url}/api/v1.1/{method.strip('/')}"
+
+    def post(self, method: str, params: Mapping[str, Any]) -> bytes:
+        """POST ``params`` (with the token) to ``method``; return the body of a 2xx reply.
+
+        The envelope inside the body is left to the caller, which may decode it
+        with pyarrow rather than ``json``.
+        """
+        body = dict(params)
+        if self._token is not None:
+            body["token"] = self._token
+        start = time.perf_counter()
+        try:
+            response = self.session.post(self.method_url(method), json=body, timeout=self.timeout)
+            content = response.content
+        except requests.exceptions.RequestException as exc:
+            raise self._translate(method, exc) from self.redact.scrub(exc)
+        log.debug(
+            "POST %s -> HTTP %s, %d bytes in %.3f s",
+            method,
+            response.status_code,
+            len(content),
+            time.perf_counter() - start,
+        )
+        if response.status_code >= 400:
+            raise _error_from_status(method, response)
+        return content
+
+    def call(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """POST and return the checked JSON envelope as a dict."""
+        content = self.post(method, params)
+        try:
+            reply = json.loads(content)
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            raise errors.InvalidReply(
+                f"{method}: the reply is not a JSON object ({len(content)} bytes)"
+            )
+        check_envelope(method, reply)
+        return reply
+
+    def _translate(self, method: str, exc: requests.exceptions.RequestException) -> Exception:
+        ours = next(
+            (cls for foreign, cls in _FOREIGN if isinstance(exc, foreign)), errors.TransportError
+        )
+        if _timed_out(exc):  # requests reports read timeouts that exhausted retries as
+            ours = errors.RequestTimeout  # ConnectionError(MaxRetryError(ReadTimeoutError))
+        what = {
+            errors.RequestTimeout: "no reply within the timeout",
+            errors.ConnectError: "the connection failed",
+        }.get(ours, "the request failed")
+        return ours(f"{method}: {what} ({type(exc).__name__}) at {self.base_url}")
+
+    def close(self) -> None:
+        self.session.close()

@@ -1,0 +1,220 @@
+"""The API client: one call, and the cursor paging of raw pages.
+
+``Client.call`` returns the reply as a dict; ``Client.pages`` walks a cursor
+endpoint and yields :class:`Page` objects holding the reply's rows as an
+Arrow array (decoded straight from the bytes, never through Python dicts).
+DataFrames are built one layer up, in :mod:`stoplist_nb.profiles`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+import requests
+from urllib3.util.retry import Retry
+
+from stoplist_nb import errors
+from stoplist_nb._arrowjson import Reply, read_reply
+from stoplist_nb._transport import DEFAULT_TIMEOUT, Transport, check_envelope
+
+__all__ = ["ENV_TOKEN", "ENV_URL", "Client", "Page"]
+
+ENV_URL = "STOPLIST_NB_URL"
+ENV_TOKEN = "STOPLIST_NB_TOKEN"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a cursor endpoint.
+
+    Attributes:
+        data: The page's rows as an Arrow array of structs (empty when no rows).
+        from_id: The cursor this page was requested with (``None`` for the first).
+        next_from_id: The cursor the service returned for the next page.
+        envelope: The reply's other top-level keys (``error``, ``error_text``, ...).
+    """
+
+    data: pa.Array
+    from_id: str | None
+    next_from_id: str | None
+    envelope: dict[str, Any]
+    content: bytes = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    @cached_property
+    def records(self) -> list[dict[str, Any]]:
+        """The rows exactly as the service sent them, as Python dicts."""
+        data = json.loads(self.content).get("data")
+        return list(data) if isinstance(data, list) else []
+
+
+class Client:
+    """A connection to one Altcraft Platform API v1.1 service.
+
+    Args:
+        base_url: The service address, e.g. ``"https://api.example.com"``.
+        token: The API token. It is sent in the body of every call and never
+            shown: not in ``repr``, log records or exception messages.
+        timeout: Seconds to wait, as ``(connect, read)`` or one number.
+        retry: A urllib3 ``Retry`` policy, an int (number of retries), ``True``
+            for :func:`~stoplist_nb._transport.default_retry` or ``False``.
+        session: A ``requests.Session`` to use (for proxies, certificates);
+            retry adapters are mounted on it for ``base_url`` only.
+
+    >>> client = Client("https://api.example.com", "secret")
+    >>> client
+    Client('https://api.example.com')
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float | tuple[float, float] | None = DEFAULT_TIMEOUT,
+        retry: Retry | int | bool = True,
+        session: requests.Session | None = None,
+    ) -> None:
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise errors.InvalidInput("base_url must be an http:// or https:// address")
+        if token is not None and (not isinstance(token, str) or not token.strip()):
+            raise errors.InvalidInput("token must be a non-empty string (or None)")
+        self._transport = Transport(base_url, token, timeout=timeout, retry=retry, session=session)
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> Client:
+        """Build a client from ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``.
+
+        Keeping the token in the environment keeps it out of the notebook.
+
+        >>> client = Client.from_env()  # doctest: +SKIP
+        """
+        url = os.environ.get(ENV_URL, "").strip()
+        if not url:
+            raise errors.InvalidInput(f"set {ENV_URL} (and {ENV_TOKEN}) in the environment")
+        return cls(url, os.environ.get(ENV_TOKEN) or None, **kwargs)
+
+    @property
+    def base_url(self) -> str:
+        return self._transport.base_url
+
+    @property
+    def session(self) -> requests.Session:
+        return self._transport.session
+
+    def __repr__(self) -> str:
+        return f"Client({self.base_url!r})"
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._transport.close()
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        """Call an API method and return its reply as a dict.
+
+        Args:
+            method: The method path after ``/api/v1.1/``, e.g. ``"tasks/status"``.
+            **params: The JSON body, without the token (the client adds it).
+
+        Raises:
+            APIError: The service answered with a non-zero ``error``.
+            TransportError: No usable reply arrived.
+
+        >>> client.call("tasks/status", task_id="42")  # doctest: +SKIP
+        {'data': {'status': 'completed', 'progress': 100, ...}, 'error': 0, ...}
+        """
+        _check_method(method, params)
+        return self._transport.call(method, params)
+
+    def pages(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        from_id: str | None = None,
+        max_rows: int | None = None,
+    ) -> Iterator[Page]:
+        """Walk a cursor endpoint (``from_id`` / ``next_from_id``) page by page.
+
+        Stops at the first page with no rows, as the docs prescribe (the
+        cursor may still be set on the last page). An exception raised while
+        paging carries ``resume_from``, the cursor to start again from.
+
+        Args:
+            method: The method, e.g. ``"profiles/list"``.
+            params: The body of every request; its ``limit`` is the page size.
+            from_id: The cursor to start from (``None``: the beginning).
+            max_rows: Stop after this many rows; the last request asks for
+                only what is missing, so the cursor stays exact.
+
+        Raises:
+            CursorStalled: Rows keep coming but the cursor does not move.
+        """
+        _check_method(method, params)
+        limit = params.get("limit")
+        seen: set[str] = set()
+        fetched = 0
+        while max_rows is None or fetched < max_rows:
+            body = dict(params)
+            if from_id:
+                body["from_id"] = from_id
+            if max_rows is not None and (limit is None or max_rows - fetched < limit):
+                body["limit"] = max_rows - fetched
+            try:
+                content, reply = self._post_page(method, body)
+            except errors.StoplistError as exc:
+                exc.resume_from = from_id or ""
+                raise
+            data = reply.data if reply.data is not None else pa.array([], pa.null())
+            if len(data) == 0:
+                return
+            raw_next = reply.envelope.get("next_from_id")
+            next_id = str(raw_next) if raw_next not in (None, "") else None
+            yield Page(data, from_id, next_id, reply.envelope, content)
+            fetched += len(data)
+            done = max_rows is not None and fetched >= max_rows
+            if next_id is None and (done or len(data) < body.get("limit", len(data) + 1)):
+                return  # a short page without a cursor can only be the last one
+            if next_id is None or next_id == from_id or next_id in seen:
+                stalled = errors.CursorStalled(
+                    f"{method}: {len(data)} rows came with next_from_id={raw_next!r}, "
+                    "which does not move the cursor forward"
+                )
+                stalled.resume_from = next_id or from_id or ""
+                raise stalled
+            seen.add(next_id)
+            from_id = next_id
+
+    def _post_page(self, method: str, body: dict[str, Any]) -> tuple[bytes, Reply]:
+        content = self._transport.post(method, body)
+        try:
+            reply = read_reply(content)
+        except ValueError:
+            raise errors.InvalidReply(
+                f"{method}: the reply is not a JSON object ({len(content)} bytes)"
+            ) from None
+        check_envelope(method, reply.envelope)
+        return content, reply
+
+
+def _check_method(method: str, params: Mapping[str, Any]) -> None:
+    if not isinstance(method, str) or not method.strip("/") or "?" in method:
+        raise errors.InvalidInput(
+            f"method must be an API method name like 'profiles/list', not {method!r}"
+        )
+    if "token" in params:
+        raise errors.InvalidInput("pass the token to Client(), not as a parameter")

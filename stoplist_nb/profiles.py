@@ -1,0 +1,162 @@
+"""Subscriber profiles of a database as pandas DataFrames (``profiles/list``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+from tqdm.auto import tqdm
+
+from stoplist_nb import errors
+from stoplist_nb.client import Client, Page
+from stoplist_nb.normalize import flatten_profiles, frame_from_tables
+from stoplist_nb.query import validate_query
+
+__all__ = ["iter_profile_pages", "read_profiles"]
+
+METHOD = "profiles/list"
+
+
+def _params(
+    client: Any, db_id: Any, query: Any, fields: Any, limit: Any, from_id: Any
+) -> dict[str, Any]:
+    """Check every argument and build the request body (without cursor and token)."""
+    if not isinstance(client, Client):
+        raise errors.InvalidInput(f"client must be a stoplist_nb.Client, not {type(client)!r}")
+    if isinstance(db_id, bool) or not isinstance(db_id, int):
+        raise errors.InvalidInput(f"db_id must be an int, not {db_id!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise errors.InvalidInput(f"limit must be an int of at least 1, not {limit!r}")
+    if from_id is not None and not isinstance(from_id, str):
+        raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
+    params: dict[str, Any] = {"db_id": db_id, "format": "json", "limit": limit}
+    if query is not None:
+        params["query"] = validate_query(query)
+    if fields is not None:
+        if (
+            isinstance(fields, str)
+            or not isinstance(fields, Sequence)
+            or not all(isinstance(f, str) and f for f in fields)
+        ):
+            raise errors.InvalidInput(
+                f"fields must be a list of field names like ['_fname', '_city'], not {fields!r}"
+            )
+        params["fields"] = list(fields)
+    return params
+
+
+def iter_profile_pages(
+    client: Client,
+    db_id: int,
+    *,
+    query: dict[str, Any] | None = None,
+    fields: Sequence[str] | None = None,
+    limit: int = 1000,
+    from_id: str | None = None,
+) -> Iterator[Page]:
+    """Yield the raw pages of ``profiles/list``, one request each.
+
+    Each :class:`~stoplist_nb.client.Page` has ``records`` (the profiles as
+    dicts), ``data`` (the same as an Arrow array), ``from_id`` (the cursor it
+    was asked with) and ``next_from_id``. Paging stops at the first page
+    without rows. Arguments are checked before the first request.
+
+    Args:
+        client: The API client.
+        db_id: The database id.
+        query: A MongoDB filter on profile fields.
+        fields: The profile fields to return (``_id`` names the id).
+        limit: Profiles per page.
+        from_id: The cursor to start from, e.g. a previous ``next_from_id``.
+
+    Raises:
+        InvalidInput: An argument is wrong (nothing was sent).
+        CursorStalled: Rows keep coming but ``next_from_id`` does not move.
+
+    >>> for page in iter_profile_pages(client, 1, limit=500):  # doctest: +SKIP
+    ...     print(len(page), page.next_from_id)
+    """
+    params = _params(client, db_id, query, fields, limit, from_id)
+    return client.pages(METHOD, params, from_id=from_id)
+
+
+def read_profiles(
+    client: Client,
+    db_id: int,
+    *,
+    query: dict[str, Any] | None = None,
+    fields: Sequence[str] | None = None,
+    limit: int = 1000,
+    from_id: str | None = None,
+    max_profiles: int | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Read a database's profiles into a DataFrame, one row per subscription.
+
+    Pages through ``profiles/list`` until a page comes back empty (or
+    ``max_profiles`` are read) and normalizes the profiles: see
+    :func:`~stoplist_nb.normalize.normalize_profiles` for the columns.
+
+    Args:
+        client: The API client.
+        db_id: The database id.
+        query: A MongoDB filter, e.g. ``{"_city": {"$in": ["Moscow", "Kazan"]}}``.
+        fields: Profile fields to return, e.g. ``["_fname", "subscriptions"]``.
+        limit: Profiles per request.
+        from_id: Resume from this cursor (``df.attrs["next_from_id"]`` of an
+            earlier read, or ``exc.resume_from`` of a failed one).
+        max_profiles: Stop after this many profiles.
+        progress: Show a progress bar counting profiles.
+
+    Returns:
+        The frame; ``attrs["next_from_id"]`` is where a later read resumes and
+        ``attrs["profiles"]`` the number of profiles read.
+
+    Raises:
+        InvalidInput: An argument is wrong (nothing was sent).
+        StoplistError: A request failed after its retries. ``exc.partial``
+            holds the rows read so far and ``exc.resume_from`` the cursor to
+            pass as ``from_id`` to carry on.
+
+    >>> df = read_profiles(client, 1, query={"_city": "Moscow"})  # doctest: +SKIP
+    >>> df[["profile_id", "channel", "email"]].head()  # doctest: +SKIP
+    """
+    params = _params(client, db_id, query, fields, limit, from_id)
+    if max_profiles is not None and (
+        isinstance(max_profiles, bool) or not isinstance(max_profiles, int) or max_profiles < 1
+    ):
+        raise errors.InvalidInput(
+            f"max_profiles must be an int of at least 1, not {max_profiles!r}"
+        )
+    tables: list[pa.Table] = []
+    count = 0
+    cursor = from_id or ""
+    with tqdm(total=max_profiles, unit=" profiles", desc=METHOD, disable=not progress) as bar:
+        try:
+            for page in client.pages(METHOD, params, from_id=from_id, max_rows=max_profiles):
+                data = page.data
+                if max_profiles is not None and count + len(data) > max_profiles:
+                    data = data.slice(0, max_profiles - count)  # a service that ignored limit
+                if bar.total is None and isinstance(page.envelope.get("total_count"), int):
+                    bar.total = page.envelope["total_count"]
+                try:
+                    tables.append(flatten_profiles(data))
+                except errors.InvalidInput as exc:  # the service's rows, not the caller's input
+                    raise errors.InvalidReply(f"{METHOD}: {exc}") from None
+                count += len(data)
+                cursor = page.next_from_id or cursor
+                bar.update(len(data))
+        except errors.StoplistError as exc:
+            if exc.resume_from is None:
+                exc.resume_from = cursor
+            exc.partial = _frame(tables, db_id, exc.resume_from, count)
+            raise
+    return _frame(tables, db_id, cursor, count)
+
+
+def _frame(tables: list[pa.Table], db_id: int, cursor: str, count: int) -> pd.DataFrame:
+    frame = frame_from_tables(tables)
+    frame.attrs.update(db_id=db_id, next_from_id=cursor, profiles=count)
+    return frame

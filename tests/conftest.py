@@ -1,0 +1,38 @@
+"""Shared fixtures: a real demo service on loopback for each test module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from stoplist_nb.demo import DemoService, serve
+
+if TYPE_CHECKING:
+    from stoplist_nb.client import Client
+
+
+@pytest.fixture(scope="module")
+def svc() -> Iterator[DemoService]:
+    """A demo service of 120 profiles, shared by the tests of one module."""
+    with serve(profiles=120, seed=7) as service:
+        yield service
+
+
+@pytest.fixture
+def demo(svc: DemoService) -> Iterator[DemoService]:
+    """The module's service with no faults left over and an empty request log."""
+    svc.clear_faults()
+    svc.requests.clear()
+    yield svc
+    svc.clear_faults()
+
+
+@pytest.fixture
+def client(demo: DemoService) -> Iterator[Client]:
+    """A client with fast retries, so retry tests take milliseconds."""
+    from stoplist_nb._transport import default_retry
+
+    with demo.client(retry=default_retry().new(backoff_factor=0.01)) as c:
+        yield c

@@ -1,0 +1,123 @@
+"""The token never appears: not in messages, tracebacks, chained causes or logs."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import traceback
+from collections.abc import Callable, Iterator
+
+import pytest
+from urllib3.util.retry import Retry
+
+import stoplist_nb as sn
+from stoplist_nb.demo import DemoService, serve
+
+SECRET = "s3cr3t-T0KEN-9f8e7d6c"
+
+
+@pytest.fixture(scope="module")
+def secret_svc() -> Iterator[DemoService]:
+    with serve(profiles=30, seed=3, token=SECRET) as svc:
+        yield svc
+
+
+@pytest.fixture
+def fresh(secret_svc: DemoService) -> Iterator[DemoService]:
+    secret_svc.clear_faults()
+    yield secret_svc
+    secret_svc.clear_faults()
+
+
+def everything_said(exc: BaseException) -> str:
+    """All the text a notebook could show of ``exc``, causes and attributes included."""
+    parts = ["".join(traceback.format_exception(exc)), str(exc), repr(exc)]
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        parts += [repr(item), repr(item.args), repr(vars(item))]
+        todo += [item.__cause__, item.__context__]
+    return "\n".join(parts)
+
+
+def fast(svc: DemoService, **kwargs: object) -> sn.Client:
+    kwargs.setdefault(
+        "retry",
+        Retry(
+            2,
+            backoff_factor=0,
+            status_forcelist=[502, 503, 429],
+            allowed_methods=None,
+            raise_on_status=False,
+        ),
+    )
+    return sn.Client(svc.base_url, SECRET, **kwargs)  # type: ignore[arg-type]
+
+
+def refused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+FAILURES: dict[str, tuple[str | None, Callable[[DemoService], sn.Client]]] = {
+    "status-503": ("status", fast),
+    "status-429": ("status", fast),
+    "html": ("html", fast),
+    "malformed": ("malformed", fast),
+    "api-error": ("api_error", fast),
+    "reset": ("reset", fast),
+    "slow": ("slow", lambda s: fast(s, timeout=(1, 0.1))),
+    "stall": ("stall", fast),
+    "refused": (
+        None,
+        lambda s: sn.Client(
+            f"http://127.0.0.1:{refused_port()}", SECRET, retry=Retry(1, backoff_factor=0)
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILURES))
+def test_token_absent_from_every_failure(
+    case: str,
+    fresh: DemoService,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kind, make = FAILURES[case]
+    if kind is not None:
+        status = 429 if case.endswith("429") else 503
+        fresh.add_fault("profiles/list", kind, status=status, delay=0.5, times=None)
+    client = make(fresh)
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(sn.StoplistError) as info:
+        sn.read_profiles(client, fresh.db_id, limit=5, progress=True)
+    text = everything_said(info.value)
+    assert SECRET not in text
+    assert SECRET not in caplog.text
+    out, err = capsys.readouterr()
+    assert SECRET not in out + err
+    assert info.value.resume_from is not None  # and it says how to resume
+    assert "resume with from_id=" in str(info.value)
+
+
+def test_wrong_token_absent_from_auth_error(fresh: DemoService) -> None:
+    client = sn.Client(fresh.base_url, "wrong-" + SECRET, retry=False)
+    with pytest.raises(sn.AuthError) as info:
+        client.call("profiles/list", db_id=fresh.db_id)
+    assert SECRET not in everything_said(info.value)
+
+
+def test_token_absent_from_debug_logs_of_a_good_read(
+    fresh: DemoService, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    df = sn.read_profiles(fast(fresh), fresh.db_id, limit=10, progress=False)
+    assert df["profile_id"].nunique() == len(fresh.profiles)
+    assert "profiles/list" in caplog.text  # the log does speak, just not of the token
+    assert SECRET not in caplog.text
