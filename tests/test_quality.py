@@ -1,0 +1,60 @@
+"""The package's own checks: lint, types, import hygiene, doctests."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def test_ruff_check() -> None:
+    result = run(sys.executable, "-m", "ruff", "check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format() -> None:
+    result = run(sys.executable, "-m", "ruff", "format", "--check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict() -> None:
+    result = run(sys.executable, "-m", "mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_import_pulls_no_optional_packages() -> None:
+    code = (
+        "import sys, stoplist_nb;"
+        "bad = [m for m in ('ipywidgets', 'matplotlib', 'mongomock', 'stoplist_nb.demo')"
+        " if m in sys.modules]; print(bad); sys.exit(bool(bad))"
+    )
+    result = run(sys.executable, "-c", code)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_public_surface_is_sorted_and_real() -> None:
+    import stoplist_nb
+
+    assert stoplist_nb.__all__ == sorted(stoplist_nb.__all__)
+    for name in stoplist_nb.__all__:
+        assert getattr(stoplist_nb, name) is not None
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["stoplist_nb.query", "stoplist_nb.normalize", "stoplist_nb._transport", "stoplist_nb.client"],
+)
+def test_doctests(module: str) -> None:
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
