@@ -19,7 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m stoplist_nb.demo",
         description="Serve a local demo of the Altcraft Platform API v1.1 "
-        "(profiles/list, databases/fields_get) with generated profiles.",
+        "(profiles/list, databases/fields_get, suppresses/export, tasks/status and "
+        "the download) with generated profiles and a suppression list.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument(
@@ -29,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated data")
     parser.add_argument("--token", default=None, help="API token to accept (default: random)")
     parser.add_argument("--db-id", type=int, default=1, help="database id (default: 1)")
+    parser.add_argument(
+        "--suppress-id", type=int, default=7, help="suppression list id (default: 7)"
+    )
     return parser
 
 
@@ -50,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             host=args.host,
             port=args.port,
             db_id=args.db_id,
+            suppress_id=args.suppress_id,
         )
         service.start()
     except (OSError, ValueError) as exc:
@@ -62,7 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"base_url: {service.base_url}")
         print(f"token:    {service.token}")
         print(f"db_id:    {service.db_id}")
-        print(f"Serving {len(service.profiles)} profiles; press Ctrl-C to stop.", flush=True)
+        # The list's name is not printed: it is not ASCII, and stdout may not be UTF-8.
+        print(
+            f"Serving {len(service.profiles)} profiles and suppression list "
+            f"{service.suppress_id}; press Ctrl-C to stop.",
+            flush=True,
+        )
         threading.Event().wait()
     except KeyboardInterrupt:
         print("stopped", flush=True)

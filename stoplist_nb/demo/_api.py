@@ -3,7 +3,8 @@
 Each API method is one function in the ``ENDPOINTS`` table (method name such as
 ``"profiles/list"`` -> HTTP verb and handler), so a new endpoint is one function and one
 table row. Handlers return a :class:`Reply` or raise :class:`ApiError`; they know nothing
-about sockets, faults or the request log.
+about sockets, faults or the request log. The export flow's handlers live in ``_export``
+and its state in the backend's ``exports`` store (``_tasks``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 import secrets
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 try:
@@ -22,15 +23,23 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("the demo service needs mongomock: pip install 'stoplist_nb[demo]'") from exc
 
 from stoplist_nb.demo._data import FIELDS
+from stoplist_nb.demo._export import download, suppresses_export, tasks_status
+from stoplist_nb.demo._reply import (
+    API_PREFIX,
+    DOWNLOAD_PREFIX,
+    ApiError,
+    Call,
+    Reply,
+    error_reply,
+    is_int,
+    success,
+)
+from stoplist_nb.demo._tasks import ExportStore
 
 __all__ = ["ENDPOINTS", "ApiError", "Backend", "Call", "Reply", "error_reply", "method_name"]
 
-API_PREFIX = "/api/v1.1/"
-DOWNLOAD_PREFIX = "/api/download/"
-SUCCESS_TEXT = "Successful operation"
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 10_000
-JSON_TYPE = "application/json; charset=utf-8"
 
 # What mongomock raises for a query or projection it will not evaluate; a real MongoDB
 # refuses the same input, so it is the caller's error (400), not the server's.
@@ -44,53 +53,6 @@ _QUERY_ERRORS = (
     NotImplementedError,
     re.error,
 )
-
-
-class ApiError(Exception):
-    """An API-level failure: becomes the ``error``/``error_text`` envelope."""
-
-    def __init__(self, code: int, text: str) -> None:
-        super().__init__(code, text)
-        self.code = code
-        self.text = text
-
-
-@dataclass
-class Reply:
-    """One HTTP reply: a JSON envelope (``payload``) or a raw ``body``."""
-
-    status: int = 200
-    payload: dict[str, Any] | None = None
-    body: bytes = b""
-    content_type: str = JSON_TYPE
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def encode(self) -> bytes:
-        if self.payload is None:
-            return self.body
-        return json.dumps(self.payload, ensure_ascii=False).encode("utf-8")
-
-
-@dataclass(frozen=True)
-class Call:
-    """One parsed request as a handler sees it."""
-
-    verb: str
-    path: str
-    params: dict[str, Any]
-    bearer: str | None = None
-
-
-def success(**payload: Any) -> Reply:
-    return Reply(payload={"error": 0, "error_text": SUCCESS_TEXT, **payload})
-
-
-def error_reply(code: int, text: str, *, http_errors: bool) -> Reply:
-    """The error envelope; its HTTP status is ``code`` only when ``http_errors``."""
-    status = code if http_errors and 400 <= code <= 599 else 200
-    if http_errors and status == 200:
-        status = 400
-    return Reply(status=status, payload={"error": code, "error_text": text})
 
 
 def method_name(path: str) -> str:
@@ -114,19 +76,22 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     return value
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 class Backend:
-    """The data set, the credentials and the in-memory MongoDB collection."""
+    """The data set, the credentials, the in-memory MongoDB collection and the exports."""
 
     def __init__(
-        self, profiles: list[dict[str, Any]], *, token: str, db_id: int, http_errors: bool
+        self,
+        profiles: list[dict[str, Any]],
+        *,
+        token: str,
+        db_id: int,
+        http_errors: bool,
+        exports: ExportStore | None = None,
     ) -> None:
         self.token = token
         self.db_id = db_id
         self.http_errors = http_errors
+        self.exports = exports if exports is not None else ExportStore.for_profiles(profiles)
         # mongomock is not thread-safe; the HTTP server runs one thread per connection.
         self._lock = threading.Lock()
         self._collection = mongomock.MongoClient().demo.profiles
@@ -150,7 +115,7 @@ class Backend:
         """Require parameter ``name`` to be this database's id (an int)."""
         if value is None:
             raise ApiError(400, f"{name} is required")
-        if not _is_int(value):
+        if not is_int(value):
             raise ApiError(400, f"{name} must be an integer")
         if value != self.db_id:
             raise ApiError(400, "database not found")
@@ -192,7 +157,7 @@ def profiles_list(backend: Backend, call: Call) -> Reply:
     limit = params.get("limit")
     if limit is None:
         limit = DEFAULT_LIMIT
-    if not _is_int(limit) or limit < 1:
+    if not is_int(limit) or limit < 1:
         raise ApiError(400, "limit must be a positive integer")
     if limit > MAX_LIMIT:
         raise ApiError(400, f"limit must not exceed {MAX_LIMIT}")
@@ -232,6 +197,10 @@ class Endpoint:
 ENDPOINTS: dict[str, Endpoint] = {
     "profiles/list": Endpoint("POST", profiles_list),
     "databases/fields_get": Endpoint("POST", databases_fields_get),
+    "suppresses/export": Endpoint("POST", suppresses_export),
+    "tasks/status": Endpoint("POST", tasks_status),
+    # Answers 403/404 itself: a file download is not a JSON API call.
+    "download": Endpoint("GET", download, auth=False),
 }
 
 

@@ -14,7 +14,9 @@ from typing import Literal, get_args
 
 __all__ = ["Fault", "FaultKind", "FaultQueue"]
 
-FaultKind = Literal["status", "html", "malformed", "api_error", "slow", "stall", "reset"]
+FaultKind = Literal[
+    "status", "html", "malformed", "api_error", "slow", "stall", "reset", "truncate"
+]
 FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
 ANY_METHOD = "*"
 
@@ -24,13 +26,16 @@ class Fault:
     """One scripted misbehaviour.
 
     Attributes:
-        method: API method it applies to, e.g. ``"profiles/list"``, or ``"*"``.
+        method: API method it applies to, e.g. ``"profiles/list"``, ``"download"``
+            for ``GET /api/download/...``, or ``"*"``.
         kind: What happens: ``"status"`` (an HTTP error status with the JSON envelope),
             ``"html"`` (an HTML error page), ``"malformed"`` (HTTP 200 with broken JSON),
             ``"api_error"`` (HTTP 200 with a non-zero ``error``), ``"slow"`` (the normal
             reply after ``delay`` seconds), ``"stall"`` (``profiles/list`` answers but
-            ``next_from_id`` repeats the request's ``from_id``) or ``"reset"`` (the
-            connection is reset without a reply).
+            ``next_from_id`` repeats the request's ``from_id``), ``"reset"`` (the
+            connection is reset without a reply) or ``"truncate"`` (the normal reply's
+            headers with its full ``Content-Length``, half its body, then the
+            connection closes).
         times: Number of requests it fires for; ``None`` for every request.
         status: HTTP status for ``"status"`` (default 503) and ``"html"`` (default 502).
         retry_after: Value of a ``Retry-After`` header (seconds, or any raw string) for

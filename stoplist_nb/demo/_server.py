@@ -222,7 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
         srv.log(RequestRecord(name, path, logged, reply.status))
         if fault is not None and kind == "slow":
             srv.stopping.wait(2.0 if fault.delay is None else fault.delay)
-        self._send(reply)
+        self._send(reply, truncate=kind == "truncate")
 
     def _dispatch(self, name: str, path: str, params: dict[str, Any]) -> Reply:
         auth = self.headers.get("Authorization", "")
@@ -250,8 +250,12 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(413 if length > MAX_BODY else 400, "bad Content-Length")
         return self.rfile.read(length)
 
-    def _send(self, reply: Reply) -> None:
+    def _send(self, reply: Reply, *, truncate: bool = False) -> None:
         body = reply.encode()
+        if truncate:
+            # The full Content-Length, half the body, then the end of the connection:
+            # what a download cut off by a proxy or a dropped link looks like.
+            self.close_connection = True
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -260,7 +264,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(body)
+        self.wfile.write(body[: len(body) // 2] if truncate else body)
 
     def _reset(self) -> None:
         # Linger 0 makes close() send RST instead of FIN: the client gets a connection

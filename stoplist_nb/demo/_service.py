@@ -11,9 +11,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from stoplist_nb.demo._api import Backend
+from stoplist_nb.demo._controls import ExportControls
 from stoplist_nb.demo._data import generate_profiles
 from stoplist_nb.demo._faults import Fault, FaultKind, FaultQueue
 from stoplist_nb.demo._server import DemoHTTPServer, RequestRecord
+from stoplist_nb.demo._suppress import DEFAULT_SUPPRESS_ID, DEFAULT_SUPPRESS_NAME
+from stoplist_nb.demo._tasks import ExportStore
 
 if TYPE_CHECKING:  # only for the annotation: the demo must not import the client at run time
     from stoplist_nb.client import Client
@@ -24,7 +27,7 @@ __all__ = ["DemoService", "serve"]
 _POLL_INTERVAL = 0.05
 
 
-class DemoService:
+class DemoService(ExportControls):
     """A local implementation of the API, served over real HTTP on loopback.
 
     Args:
@@ -37,12 +40,21 @@ class DemoService:
         db_id: Id of the one database the service knows.
         http_errors: Answer API errors with the HTTP status equal to the error code
             (``True``) or always with HTTP 200 (``False``).
+        suppress_id: Id of the one suppression list ``suppresses/export`` knows.
+        suppress_name: Its name, which names the exported ``<name>.md5.zip``.
+        suppressed: Its contacts as ``{"emails": [...], "phones": [...], "domains":
+            [...]}`` (missing keys are empty); by default about 15% of the profiles'
+            subscription e-mails and phones and 10% of their e-mail domains, drawn with
+            ``seed``, plus as many contacts again that no profile has.
 
     Attributes:
         token: The accepted API token.
         db_id: The database id.
         profiles: The full data set, as ``profiles/list`` returns it without ``fields``.
         requests: One :class:`RequestRecord` per request handled, token removed.
+        suppress_id: Id of the suppression list (read-only).
+        suppress_name: Name of the suppression list (read-only).
+        suppressed: Copy of its canonical contacts per kind, sorted.
     """
 
     def __init__(
@@ -55,6 +67,9 @@ class DemoService:
         port: int = 0,
         db_id: int = 1,
         http_errors: bool = True,
+        suppress_id: int = DEFAULT_SUPPRESS_ID,
+        suppress_name: str = DEFAULT_SUPPRESS_NAME,
+        suppressed: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         if isinstance(profiles, int):
             data = generate_profiles(profiles, seed)
@@ -75,7 +90,12 @@ class DemoService:
         self._port = port
         self._requests_lock = threading.Lock()
         self._faults = FaultQueue()
-        self._backend = Backend(data, token=self.token, db_id=db_id, http_errors=http_errors)
+        exports = ExportStore.for_profiles(
+            data, seed, suppress_id=suppress_id, suppress_name=suppress_name, suppressed=suppressed
+        )
+        self._backend = Backend(
+            data, token=self.token, db_id=db_id, http_errors=http_errors, exports=exports
+        )
         self._server: DemoHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -166,9 +186,11 @@ class DemoService:
         """Queue a fault for the next ``times`` requests of ``method`` (see :class:`Fault`).
 
         Args:
-            method: API method name such as ``"profiles/list"``, or ``"*"`` for any.
+            method: API method name such as ``"profiles/list"``, ``"download"`` for
+                ``GET /api/download/...``, or ``"*"`` for any.
             kind: ``"status"``, ``"html"``, ``"malformed"``, ``"api_error"``,
-                ``"slow"``, ``"stall"`` or ``"reset"``.
+                ``"slow"``, ``"stall"``, ``"reset"`` or ``"truncate"`` (full
+                ``Content-Length``, half the body, then the connection closes).
             times: Requests it fires for; ``None`` for all of them.
             status: HTTP status of ``"status"`` (503) and ``"html"`` (502).
             retry_after: ``Retry-After`` header of ``"status"`` and ``"html"``.
@@ -207,6 +229,9 @@ def serve(
     port: int = 0,
     db_id: int = 1,
     http_errors: bool = True,
+    suppress_id: int = DEFAULT_SUPPRESS_ID,
+    suppress_name: str = DEFAULT_SUPPRESS_NAME,
+    suppressed: Mapping[str, Iterable[str]] | None = None,
 ) -> Iterator[DemoService]:
     """Run a :class:`DemoService` for the duration of a ``with`` block.
 
@@ -217,7 +242,12 @@ def serve(
         host: Address to listen on.
         port: Port to listen on; 0 picks a free one.
         db_id: Id of the database.
-        http_errors: Use the error code as the HTTP status of API errors.
+        http_errors: Use the error code as the HTTP status of API errors (the
+            download always answers with real HTTP statuses).
+        suppress_id: Id of the suppression list.
+        suppress_name: Name of the suppression list (spaces and non-ASCII allowed).
+        suppressed: The list's contacts (``"emails"``, ``"phones"``, ``"domains"``);
+            by default drawn from the profiles with ``seed``, plus extra contacts.
 
     Yields:
         The running service; it is stopped when the block exits.
@@ -231,7 +261,16 @@ def serve(
     (0, 2)
     """
     service = DemoService(
-        profiles, seed, token=token, host=host, port=port, db_id=db_id, http_errors=http_errors
+        profiles,
+        seed,
+        token=token,
+        host=host,
+        port=port,
+        db_id=db_id,
+        http_errors=http_errors,
+        suppress_id=suppress_id,
+        suppress_name=suppress_name,
+        suppressed=suppressed,
     )
     service.start()
     try:
