@@ -17,9 +17,8 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
-from urllib.parse import quote
+from collections.abc import Callable, Iterable, Mapping
+from typing import IO, Any
 
 import requests
 import urllib3
@@ -27,6 +26,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
+from stoplist_nb._redact import Redactor, filter_urllib3_logs
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -103,51 +103,6 @@ def _connect_only(retry: Retry) -> Retry:
         respect_retry_after_header=False,
         allowed_methods=frozenset({"HEAD"}),  # anything but POST; an empty set means "all"
     )
-
-
-class Redactor:
-    """Remove a secret, and its URL-quoted form, from text and from exceptions."""
-
-    def __init__(self, secret: str | None) -> None:
-        forms = {secret, quote(secret, safe=""), quote(secret)} if secret else set()
-        self._forms = sorted((f for f in forms if f), key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for form in self._forms:
-            text = text.replace(form, "***")
-        return text
-
-    def scrub(self, exc: BaseException) -> BaseException:
-        """Rewrite the messages of ``exc`` and of everything chained to it."""
-        seen: set[int] = set()
-        todo: list[BaseException] = [exc]
-        while todo:
-            item = todo.pop()
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
-            item.args = tuple(self._clean(a) for a in item.args)
-            for attr in ("reason", "__cause__", "__context__"):
-                linked = getattr(item, attr, None)
-                if isinstance(linked, BaseException):
-                    todo.append(linked)
-            # requests keeps the whole prepared request (URL and body) on its errors
-            for attr in ("request", "response"):
-                if getattr(item, attr, None) is not None:
-                    setattr(item, attr, None)
-            if isinstance(getattr(item, "url", None), str):
-                item.url = self(item.url)  # type: ignore[attr-defined]
-        return exc
-
-    def _clean(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self(value)
-        if isinstance(value, BaseException):
-            self.scrub(value)
-            return value
-        if isinstance(value, tuple):
-            return tuple(self._clean(v) for v in value)
-        return value if isinstance(value, int | float | type(None)) else self(repr(value))
 
 
 # Which foreign error becomes which of ours, most specific first.
@@ -237,6 +192,7 @@ class Transport:
         elif isinstance(retry, int):
             retry = default_retry().new(total=retry)
         self.retry = retry
+        filter_urllib3_logs()
         self.session = session if session is not None else requests.Session()
         self.session.mount(self.base_url + "/", HTTPAdapter(max_retries=retry))
         once = HTTPAdapter(max_retries=_connect_only(retry))
@@ -297,6 +253,59 @@ class Transport:
             errors.ConnectError: "the connection failed",
         }.get(ours, "the request failed")
         return ours(f"{method}: {what} ({type(exc).__name__}) at {self.base_url}")
+
+    def download(
+        self,
+        path: str,
+        out: IO[bytes],
+        *,
+        on_start: Callable[[int | None], object] = lambda size: None,
+        on_chunk: Callable[[int], object] = lambda size: None,
+        chunk_size: int = 1 << 20,
+    ) -> int:
+        """GET ``/api/download/<path>`` into ``out``; return the number of bytes written.
+
+        ``path`` must already be URL-quoted. The token goes both in the query
+        (as the contract says) and as a Bearer header (as newer docs prefer);
+        the URL carrying it never reaches a message or a log record.
+
+        Raises:
+            IncompleteDownload: The body ended before its ``Content-Length``.
+        """
+        params = {"token": self._token} if self._token else None
+        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        written, expected = 0, None
+        try:
+            with self.session.get(
+                f"{self.base_url}/api/download/{path}",
+                params=params,
+                headers=headers,
+                stream=True,
+                timeout=self.timeout,
+            ) as response:
+                if response.status_code >= 400:
+                    raise _error_from_status("download", response)
+                length = response.headers.get("Content-Length", "")
+                encoded = response.headers.get("Content-Encoding", "identity") != "identity"
+                expected = int(length) if length.isdigit() and not encoded else None
+                on_start(expected)
+                try:
+                    for chunk in response.iter_content(chunk_size=chunk_size):
+                        out.write(chunk)
+                        written += len(chunk)
+                        on_chunk(len(chunk))
+                except requests.exceptions.RequestException as exc:
+                    self.redact.scrub(exc)
+                    raise errors.IncompleteDownload(
+                        f"download: the connection broke after {written} of "
+                        f"{expected if expected is not None else 'unknown'} bytes"
+                    ) from exc
+        except requests.exceptions.RequestException as exc:
+            raise self._translate("download", exc) from self.redact.scrub(exc)
+        if expected is not None and written != expected:
+            raise errors.IncompleteDownload(f"download: {written} of {expected} bytes arrived")
+        log.debug("GET download -> %d bytes", written)
+        return written
 
     def close(self) -> None:
         self.session.close()

@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
+import tempfile
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import requests
+from tqdm.auto import tqdm
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
 from stoplist_nb._arrowjson import Reply, read_reply
 from stoplist_nb._transport import DEFAULT_TIMEOUT, Transport, check_envelope
 
-__all__ = ["ENV_TOKEN", "ENV_URL", "Client", "Page"]
+__all__ = ["ENV_TOKEN", "ENV_URL", "Client", "Page", "safe_download_path"]
 
 ENV_URL = "STOPLIST_NB_URL"
 ENV_TOKEN = "STOPLIST_NB_TOKEN"
@@ -199,6 +204,62 @@ class Client:
             seen.add(next_id)
             from_id = next_id
 
+    def download(
+        self,
+        path: str,
+        dest: str | os.PathLike[str] | None = None,
+        *,
+        progress: bool = True,
+    ) -> pathlib.Path:
+        """Download ``/api/download/<path>`` from this client's service to a file.
+
+        The file is written under a temporary name beside ``dest`` and renamed
+        into place only when complete: a failed download leaves nothing behind.
+
+        Args:
+            path: The path relative to ``/api/download/``, as a task result
+                gives it (``suppress/<uuid>/<list name>.md5.zip``); it is
+                URL-quoted here. Anything that could leave the service's
+                download area is refused (see :func:`safe_download_path`).
+            dest: A file, or a directory to put the file in under its own
+                name; default: the current directory.
+            progress: Show a byte progress bar.
+
+        Raises:
+            UnsafePath: ``path`` is absolute, has ``..``, backslashes or
+                control characters.
+            IncompleteDownload: The body ended before its announced length.
+
+        >>> client.download("suppress/1f0c/My list.md5.zip", "exports/")  # doctest: +SKIP
+        PosixPath('exports/My list.md5.zip')
+        """
+        quoted = safe_download_path(path)
+        name = path.rsplit("/", 1)[-1]
+        target = pathlib.Path(dest) if dest is not None else pathlib.Path.cwd()
+        if target.is_dir() or (dest is not None and str(dest).endswith(("/", os.sep))):
+            target = target / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        part = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, on every path
+            dir=target.parent, prefix=f".{target.name}.", suffix=".part", delete=False
+        )
+        try:
+            with (
+                part,
+                tqdm(
+                    unit="B", unit_scale=True, unit_divisor=1024, desc=name, disable=not progress
+                ) as bar,
+            ):
+
+                def start(size: int | None) -> None:
+                    bar.reset(total=size)
+
+                self._transport.download(quoted, part, on_start=start, on_chunk=bar.update)
+            os.replace(part.name, target)
+        except BaseException:
+            pathlib.Path(part.name).unlink(missing_ok=True)
+            raise
+        return target
+
     def _post_page(self, method: str, body: dict[str, Any]) -> tuple[bytes, Reply]:
         content = self._transport.post(method, body)
         try:
@@ -218,3 +279,39 @@ def _check_method(method: str, params: Mapping[str, Any]) -> None:
         )
     if "token" in params:
         raise errors.InvalidInput("pass the token to Client(), not as a parameter")
+
+
+def safe_download_path(path: str) -> str:
+    """Check a download path and return it URL-quoted for ``/api/download/``.
+
+    The token travels with every download, so only plain relative paths under
+    the service's own download area are allowed.
+
+    Raises:
+        UnsafePath: ``path`` is empty, an absolute URL, starts with ``/``, has
+            ``.`` or ``..`` or empty segments, backslashes or control characters.
+
+    >>> safe_download_path("suppress/1f0c/Стоп-лист 1.md5.zip")
+    'suppress/1f0c/%D0%A1%D1%82%D0%BE%D0%BF-%D0%BB%D0%B8%D1%81%D1%82%201.md5.zip'
+    >>> safe_download_path("https://elsewhere.example/x.zip")
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.UnsafePath: download path refused: it is an absolute URL
+    """
+    if not isinstance(path, str) or not path.strip():
+        raise errors.UnsafePath("download path refused: it is empty or not a string")
+    why = None
+    segments = path.split("/")
+    if "://" in path or (":" in segments[0] and not path.startswith("/")):
+        why = "it is an absolute URL"
+    elif path.startswith("/"):
+        why = "it starts with '/'"
+    elif "\\" in path:
+        why = "it contains a backslash"
+    elif any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in path):
+        why = "it contains control characters"
+    elif any(seg in ("", ".", "..") for seg in segments):
+        why = "it has empty, '.' or '..' segments"
+    if why:
+        raise errors.UnsafePath(f"download path refused: {why}")
+    return quote(path, safe="/")

@@ -12,10 +12,16 @@
     ├── TransportError            no usable reply at all
     │   ├── ConnectError          the connection failed or was reset
     │   ├── RequestTimeout        the reply did not arrive in time
-    │   └── InvalidReply          the reply was not the JSON envelope
+    │   ├── InvalidReply          the reply was not the JSON envelope
+    │   └── IncompleteDownload    a download ended before its last byte
     ├── InvalidInput              bad arguments, caught before anything is sent
-    │   └── InvalidQuery          a MongoDB query the service would not accept
-    └── CursorStalled             paging: the cursor stopped advancing
+    │   ├── InvalidQuery          a MongoDB query the service would not accept
+    │   └── UnsafePath            a download path that leaves the service's base URL
+    ├── CursorStalled             paging: the cursor stopped advancing
+    ├── TaskFailed                an export task ended in failure
+    ├── TaskTimeout               an export task was still running at the deadline
+    └── BadArchive                a download is not a readable ZIP of CSV files
+        └── ArchiveTooLarge       the ZIP would unpack beyond the set limits
 
 Leaves also inherit the builtin they resemble, so ``except ValueError`` and
 ``except TimeoutError`` keep working. Every exception raised while paging
@@ -32,10 +38,13 @@ from typing import Any
 
 __all__ = [
     "APIError",
+    "ArchiveTooLarge",
     "AuthError",
+    "BadArchive",
     "BadRequest",
     "ConnectError",
     "CursorStalled",
+    "IncompleteDownload",
     "InvalidInput",
     "InvalidQuery",
     "InvalidReply",
@@ -44,7 +53,10 @@ __all__ = [
     "ServerError",
     "StoplistError",
     "TariffLimit",
+    "TaskFailed",
+    "TaskTimeout",
     "TransportError",
+    "UnsafePath",
 ]
 
 
@@ -55,13 +67,18 @@ class StoplistError(Exception):
         partial: What a paging call fetched before it failed (a DataFrame for
             ``read_profiles``), or ``None``.
         resume_from: The ``from_id`` to pass to resume a paging call, or ``None``.
+        hint: How to carry on, when there is a way (also shown in the message).
     """
 
     partial: Any = None
     resume_from: str | None = None
+    #: A sentence on how to carry on, added to the message (e.g. the export task to wait for).
+    hint: str | None = None
 
     def __str__(self) -> str:
         text = super().__str__()
+        if self.hint:
+            text += f" ({self.hint})"
         if self.resume_from is not None:
             fetched = (
                 f"{len(self.partial)} rows fetched so far are in .partial; "
@@ -127,6 +144,10 @@ class InvalidReply(TransportError):
     """Raised when a reply is not the JSON envelope (an HTML error page, say)."""
 
 
+class IncompleteDownload(TransportError):
+    """Raised when a download stops short of its announced length."""
+
+
 class InvalidInput(StoplistError, ValueError):
     """Raised for a bad argument, before any request is sent."""
 
@@ -135,8 +156,47 @@ class InvalidQuery(InvalidInput):
     """Raised for a MongoDB query the service would not accept."""
 
 
+class UnsafePath(InvalidInput):
+    """Raised for a download path that is not a plain path under ``/api/download/``."""
+
+
 class CursorStalled(StoplistError, RuntimeError):
     """Raised when a page keeps returning rows but ``next_from_id`` does not move."""
+
+
+class TaskFailed(StoplistError):
+    """Raised when an export task reports failure.
+
+    Attributes:
+        task_id: The task's identifier.
+        status: The status word the service reported.
+    """
+
+    def __init__(self, message: str, *, task_id: str, status: str) -> None:
+        super().__init__(message)
+        self.task_id = task_id
+        self.status = status
+
+
+class TaskTimeout(StoplistError, TimeoutError):
+    """Raised when an export task is still running at the deadline.
+
+    The task goes on at the service: ``wait_for_task(client, exc.task_id)``
+    picks it up again.
+    """
+
+    def __init__(self, message: str, *, task_id: str, progress: int | None = None) -> None:
+        super().__init__(message)
+        self.task_id = task_id
+        self.progress = progress
+
+
+class BadArchive(StoplistError, ValueError):
+    """Raised when a downloaded file is not a readable ZIP holding CSV files."""
+
+
+class ArchiveTooLarge(BadArchive):
+    """Raised when a ZIP would unpack beyond ``max_size`` or ``max_ratio`` (a zip bomb)."""
 
 
 _BY_CODE: dict[int, type[APIError]] = {
