@@ -11,10 +11,13 @@ and the demo service (:mod:`stoplist_nb.demo`) are imported on demand.
 from stoplist_nb.client import Client, Page
 from stoplist_nb.errors import (
     APIError,
+    ArchiveTooLarge,
     AuthError,
+    BadArchive,
     BadRequest,
     ConnectError,
     CursorStalled,
+    IncompleteDownload,
     InvalidInput,
     InvalidQuery,
     InvalidReply,
@@ -23,19 +26,35 @@ from stoplist_nb.errors import (
     ServerError,
     StoplistError,
     TariffLimit,
+    TaskFailed,
+    TaskTimeout,
     TransportError,
+    UnsafePath,
 )
+from stoplist_nb.export import (
+    TaskStatus,
+    download_export,
+    get_task,
+    read_suppression_list,
+    start_suppression_export,
+    wait_for_task,
+)
+from stoplist_nb.hashfile import read_hashed_csv
+from stoplist_nb.hashing import flag_suppressed, hash_email, hash_emails, hash_phone, hash_phones
 from stoplist_nb.normalize import normalize_profiles, split_channels
 from stoplist_nb.profiles import iter_profile_pages, read_profiles
 from stoplist_nb.query import validate_query
 
 __all__ = [
     "APIError",
+    "ArchiveTooLarge",
     "AuthError",
+    "BadArchive",
     "BadRequest",
     "Client",
     "ConnectError",
     "CursorStalled",
+    "IncompleteDownload",
     "InvalidInput",
     "InvalidQuery",
     "InvalidReply",
@@ -45,11 +64,26 @@ __all__ = [
     "ServerError",
     "StoplistError",
     "TariffLimit",
+    "TaskFailed",
+    "TaskStatus",
+    "TaskTimeout",
     "TransportError",
+    "UnsafePath",
+    "download_export",
+    "flag_suppressed",
+    "get_task",
+    "hash_email",
+    "hash_emails",
+    "hash_phone",
+    "hash_phones",
     "iter_profile_pages",
     "normalize_profiles",
+    "read_hashed_csv",
     "read_profiles",
+    "read_suppression_list",
     "split_channels",
+    "start_suppression_export",
     "validate_query",
+    "wait_for_task",
 ]
 __version__ = "0.1.0"
