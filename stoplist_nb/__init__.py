@@ -39,6 +39,7 @@ from stoplist_nb.export import (
     start_suppression_export,
     wait_for_task,
 )
+from stoplist_nb.fields import database_fields
 from stoplist_nb.hashfile import read_hashed_csv
 from stoplist_nb.hashing import flag_suppressed, hash_email, hash_emails, hash_phone, hash_phones
 from stoplist_nb.normalize import normalize_profiles, split_channels
@@ -69,6 +70,7 @@ __all__ = [
     "TaskTimeout",
     "TransportError",
     "UnsafePath",
+    "database_fields",
     "download_export",
     "flag_suppressed",
     "get_task",

@@ -1,0 +1,136 @@
+"""The fields of a database's profiles: what a query can filter on.
+
+``databases/fields_get`` is named by the docs but not described; we read it as
+its documented sibling ``resources/fields_get``: ``id`` is the database id and
+``data`` a list of ``{name, title, type, category, required}``. When the
+service refuses the call, the fields are inferred from a sample page of
+profiles instead, with a warning that says so.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from stoplist_nb import errors
+from stoplist_nb.client import Client
+from stoplist_nb.normalize import KIND_DTYPES
+
+__all__ = ["FIELD_COLUMNS", "SUBSCRIPTION_FIELDS", "database_fields"]
+
+#: The columns of :func:`database_fields`, in order.
+FIELD_COLUMNS = ("name", "title", "type", "category", "required")
+
+#: Paths inside ``subscriptions`` worth filtering on: (name, title, type).
+SUBSCRIPTION_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("subscriptions.channel", "Subscription channel", "string"),
+    ("subscriptions.status", "Subscription status", "string"),
+    ("subscriptions.resource_id", "Subscription resource id", "int"),
+    ("subscriptions.priority", "Subscription priority", "int"),
+    ("subscriptions.is_delete", "Subscription deleted", "boolean"),
+    ("subscriptions.reg_info.date", "Subscription date", "string"),
+    ("subscriptions.email_data.email", "Subscription e-mail", "string"),
+    ("subscriptions.email_data.domain", "Subscription e-mail domain", "string"),
+    ("subscriptions.email_data.domain_group", "Subscription e-mail domain group", "string"),
+    ("subscriptions.phone_data.phone", "Subscription phone", "string"),
+    ("subscriptions.push_data.provider", "Subscription push provider", "string"),
+    ("subscriptions.cats", "Subscription categories", "array"),
+)
+
+_TYPES = {bool: "boolean", int: "int", float: "float", str: "string", list: "array", dict: "object"}
+
+
+def database_fields(
+    client: Client, db_id: int, *, subscriptions: bool = True, sample: int = 100
+) -> pd.DataFrame:
+    """List the profile fields of a database, for building queries.
+
+    Args:
+        client: The API client.
+        db_id: The database id.
+        subscriptions: Add the ``subscriptions.*`` paths (category
+            ``"subscription"``), which ``query`` can filter on too.
+        sample: How many profiles to look at when the fields must be inferred.
+
+    Returns:
+        One row per field: ``name``, ``title``, ``type`` (``int``, ``float``,
+        ``string``, ``boolean``, ``array``, ``object``), ``category``
+        (``system``, ``custom`` or ``subscription``) and ``required``.
+
+    >>> fields = database_fields(client, 1)  # doctest: +SKIP
+    >>> fields.loc[fields["category"] == "custom", ["name", "type"]]  # doctest: +SKIP
+    """
+    if isinstance(db_id, bool) or not isinstance(db_id, int):
+        raise errors.InvalidInput(f"db_id must be an int, not {db_id!r}")
+    try:
+        data = client.call("databases/fields_get", id=db_id).get("data")
+        if not isinstance(data, list):
+            raise errors.InvalidReply("databases/fields_get: data is not a list")
+        rows = [_described(item) for item in data if isinstance(item, Mapping)]
+    except (errors.APIError, errors.InvalidReply) as exc:
+        if isinstance(exc, errors.AuthError | errors.RateLimited):
+            raise
+        page = client.call("profiles/list", db_id=db_id, limit=sample).get("data")
+        rows = _inferred(page if isinstance(page, list) else [])
+        warnings.warn(
+            f"databases/fields_get failed ({exc}); the fields were inferred from "
+            f"{len(page) if isinstance(page, list) else 0} sample profiles instead",
+            stacklevel=2,
+        )
+    if subscriptions:
+        known = {row["name"] for row in rows}
+        rows += [
+            {"name": n, "title": t, "type": k, "category": "subscription", "required": False}
+            for n, t, k in SUBSCRIPTION_FIELDS
+            if n not in known
+        ]
+    return _frame(rows)
+
+
+def _described(item: Mapping[str, Any]) -> dict[str, Any]:
+    name = str(item.get("name") or "")
+    return {
+        "name": name,
+        "title": str(item.get("title") or name),
+        "type": str(item.get("type") or "string"),
+        "category": str(item.get("category") or ("system" if name.startswith("_") else "custom")),
+        "required": bool(item.get("required", False)),
+    }
+
+
+def _inferred(profiles: Iterable[Any]) -> list[dict[str, Any]]:
+    """Name and JSON type of every top-level key seen, in first-seen order."""
+    types: dict[str, set[str]] = {"_id": {"string"}}
+    for profile in profiles:
+        if not isinstance(profile, Mapping):
+            continue
+        for key, value in profile.items():
+            if key in ("id", "_id", "subscriptions"):
+                continue
+            seen = types.setdefault(key, set())
+            if value is not None:
+                seen.add(_TYPES.get(type(value), "string"))
+    rows = []
+    for name, seen in types.items():
+        # a null-only field says nothing: text is the safe guess, as for mixed types
+        kind = (
+            next(iter(seen))
+            if len(seen) == 1
+            else "float"
+            if seen == {"int", "float"}
+            else "string"
+        )
+        category = "system" if name.startswith("_") else "custom"
+        rows.append(
+            {"name": name, "title": name, "type": kind, "category": category, "required": False}
+        )
+    return rows
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    text = KIND_DTYPES["text"]
+    frame = pd.DataFrame(rows, columns=list(FIELD_COLUMNS))
+    return frame.astype(dict.fromkeys(FIELD_COLUMNS[:4], text) | {"required": "boolean"})
