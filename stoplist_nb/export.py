@@ -256,6 +256,8 @@ def read_suppression_list(
     keep_file: str | os.PathLike[str] | None = None,
     poll_interval: float = 1.0,
     timeout: float = 600.0,
+    max_size: int = 4 * 2**30,
+    max_ratio: float = 200,
 ) -> pd.DataFrame:
     """Export a suppression list and read its MD5 hashes into a DataFrame.
 
@@ -271,6 +273,8 @@ def read_suppression_list(
             temporary directory removed afterwards.
         poll_interval: Seconds before the second status poll (it grows after).
         timeout: Seconds to wait for the task.
+        max_size, max_ratio: The zip-bomb limits of
+            :func:`~stoplist_nb.hashfile.read_hashed_csv`, to raise for a huge list.
 
     Returns:
         The hashes; ``attrs`` hold ``task_id``, ``list_id``, ``type``,
@@ -294,7 +298,7 @@ def read_suppression_list(
     with tempfile.TemporaryDirectory(prefix="stoplist_nb-") as tmp:
         dest = pathlib.Path(keep_file) if keep_file is not None else pathlib.Path(tmp)
         paths = [client.download(f, dest, progress=progress) for f in status.hashed_files]
-        frames = [read_hashed_csv(p) for p in paths]
+        frames = [read_hashed_csv(p, max_size=max_size, max_ratio=max_ratio) for p in paths]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     frame.attrs = {
         "task_id": task_id,

@@ -248,6 +248,16 @@ def test_hostile_archives(
         sn.read_suppression_list(client, demo.suppress_id, poll_interval=0.01, progress=False)
 
 
+def test_zip_limits_can_be_raised(client: sn.Client, demo: DemoService) -> None:
+    demo.plan_next_export(steps=1, archive="bomb")
+    with pytest.warns(UserWarning, match="reported 64 contacts"):  # the bomb is not the list
+        df = sn.read_suppression_list(
+            client, demo.suppress_id, poll_interval=0.01, progress=False, max_ratio=10_000
+        )
+    assert len(df) > 1_000_000  # the 200 MiB member, read once the limit allows it
+    assert df["md5"].str.len().eq(32).all()
+
+
 @pytest.mark.parametrize("archive", ["junk", "two_csv"])
 def test_junk_members_are_ignored(client: sn.Client, demo: DemoService, archive: str) -> None:
     demo.plan_next_export(steps=1, archive=archive)
