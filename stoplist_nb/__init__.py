@@ -44,22 +44,28 @@ from stoplist_nb.hashfile import read_hashed_csv
 from stoplist_nb.hashing import flag_suppressed, hash_email, hash_emails, hash_phone, hash_phones
 from stoplist_nb.normalize import normalize_profiles, split_channels
 from stoplist_nb.profiles import iter_profile_pages, read_profiles
-from stoplist_nb.query import validate_query
+from stoplist_nb.query import And, Condition, F, Nor, Or, Query, parse_query, validate_query
 
 __all__ = [
     "APIError",
+    "And",
     "ArchiveTooLarge",
     "AuthError",
     "BadArchive",
     "BadRequest",
     "Client",
+    "Condition",
     "ConnectError",
     "CursorStalled",
+    "F",
     "IncompleteDownload",
     "InvalidInput",
     "InvalidQuery",
     "InvalidReply",
+    "Nor",
+    "Or",
     "Page",
+    "Query",
     "RateLimited",
     "RequestTimeout",
     "ServerError",
@@ -80,6 +86,7 @@ __all__ = [
     "hash_phones",
     "iter_profile_pages",
     "normalize_profiles",
+    "parse_query",
     "read_hashed_csv",
     "read_profiles",
     "read_suppression_list",

@@ -4,6 +4,15 @@ Pure: no I/O. The service evaluates ``query`` as a MongoDB filter; a mistake
 there costs a round trip and comes back as a terse 400, so the common ones
 (unknown operators, operators in the wrong place, wrong value types) are
 caught here with the exact place named.
+
+Queries can also be built and taken apart as objects (see
+:mod:`stoplist_nb._querymodel` for the negation rules):
+
+>>> q = (F("_city") == "Moscow") | (F("subscriptions.channel") == "email")
+>>> q.to_mongo()
+{'$or': [{'_city': 'Moscow'}, {'subscriptions.channel': 'email'}]}
+>>> parse_query(q.to_mongo()) == q
+True
 """
 
 from __future__ import annotations
@@ -11,9 +20,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stoplist_nb._querymodel import And, Condition, F, Nor, Or, Query
 from stoplist_nb.errors import InvalidQuery
 
-__all__ = ["FIELD_OPERATORS", "LOGICAL_OPERATORS", "validate_query"]
+__all__ = [
+    "FIELD_OPERATORS",
+    "LOGICAL_OPERATORS",
+    "And",
+    "Condition",
+    "F",
+    "Nor",
+    "Or",
+    "Query",
+    "parse_query",
+    "validate_query",
+]
 
 #: Operators that combine whole conditions, allowed where a query is.
 LOGICAL_OPERATORS = frozenset({"$and", "$or", "$nor", "$comment"})
@@ -132,7 +153,82 @@ def _check_operator(op: str, arg: Any, where: str) -> None:
     elif op == "$elemMatch":
         if not isinstance(arg, Mapping) or not arg:
             raise _fail(where, "$elemMatch takes a non-empty dict")
-        if _is_operator_dict(arg, where):
-            _check_condition(arg, where)
-        else:
+        if _is_element_filter(arg, where):
             _check_filter(arg, where)
+        else:
+            _check_condition(arg, where)
+
+
+def _is_element_filter(arg: Mapping[str, Any], where: str) -> bool:
+    # MongoDB reads $and/$or/$nor in $elemMatch as a filter on the elements'
+    # fields, not as operators on the elements themselves.
+    return any(k in LOGICAL_OPERATORS for k in arg) or not _is_operator_dict(arg, where)
+
+
+def parse_query(query: Any) -> Query:
+    """Turn a MongoDB query into :class:`Query` objects, after :func:`validate_query`.
+
+    Top-level keys are an implicit AND; several operators on one field become
+    an :class:`And` of conditions; ``{"$or": [x]}`` becomes ``x``. For every
+    query built with :class:`F`, ``parse_query(q.to_mongo()) == q``.
+
+    Args:
+        query: The filter, e.g. ``{"_city": "Moscow", "score": {"$gte": 1}}``.
+
+    Raises:
+        InvalidQuery: The query is not valid, or uses what the model does not
+            hold (``$comment``, an operator-only ``$elemMatch``); the message
+            names the part.
+
+    >>> parse_query({"_city": "Moscow", "score": {"$gte": 1, "$lt": 5}})
+    (F('_city') == 'Moscow') & (F('score') >= 1) & (F('score') < 5)
+    >>> parse_query({"_lname": {"$not": {"$regex": "^iv", "$options": "i"}}})
+    ~F('_lname').regex('^iv', flags='i')
+    >>> parse_query({"$comment": "x"})
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.InvalidQuery: query['$comment']: $comment cannot be held by a Query
+    """
+    return _parse_filter(validate_query(query), "query")
+
+
+def _parse_filter(query: Mapping[str, Any], where: str) -> Query:
+    parts: list[Query] = []
+    for key, value in query.items():
+        here = f"{where}[{key!r}]"
+        if key in {"$and", "$or", "$nor"}:
+            items = [_parse_filter(part, f"{here}[{i}]") for i, part in enumerate(value)]
+            if key == "$and":
+                parts.append(And(items))
+            elif key == "$or":
+                parts.append(items[0] if len(items) == 1 else Or(items))
+            else:
+                parts.append(Nor(items))
+        elif key.startswith("$"):
+            raise _fail(here, f"{key} cannot be held by a Query")
+        else:
+            parts.append(_parse_field(key, value, here))
+    return parts[0] if len(parts) == 1 else And(parts)
+
+
+def _parse_field(path: str, condition: Any, where: str) -> Query:
+    if not _is_operator_dict(condition, where):
+        return Condition(path, "$eq", condition)
+    parts: list[Query] = []
+    for op, arg in condition.items():
+        here = f"{where}[{op!r}]"
+        if op == "$options":
+            continue  # read with its $regex
+        if op == "$regex":
+            parts.append(Condition(path, op, arg, options=condition.get("$options", "")))
+        elif op == "$not":
+            # A bare string is the pattern of a $regex.
+            negated = arg if isinstance(arg, Mapping) else {"$regex": arg}
+            parts.append(~_parse_field(path, negated, here))
+        elif op == "$elemMatch":
+            if not _is_element_filter(arg, here):
+                raise _fail(here, "an $elemMatch of operators cannot be held by a Query")
+            parts.append(Condition(path, op, _parse_filter(arg, here)))
+        else:
+            parts.append(Condition(path, op, arg))
+    return parts[0] if len(parts) == 1 else And(parts)

@@ -1,0 +1,440 @@
+"""The query model behind :mod:`stoplist_nb.query`: ``F``, conditions and groups.
+
+Every node is immutable and compares by value, so queries can be used as
+dict keys and compared in tests. Values are frozen on the way in (lists become
+tuples, dicts a read-only mapping) and thawed again by ``to_mongo``. Equality
+looks at value types as well, because MongoDB does: ``1`` and ``True`` are
+different filters.
+
+Negation rules (``~``):
+
+* ``$eq``/``$ne``, ``$in``/``$nin`` and ``$exists`` True/False turn into each
+  other. These pairs agree on documents without the field, so nothing changes.
+* any other single condition (ranges, ``$regex``, ``$elemMatch``, ...) becomes
+  ``{path: {"$not": {...}}}``. ``$lte`` is not the opposite of ``$gt``: it
+  would drop documents without the field, which ``$not`` keeps.
+* ``~And(...)`` becomes ``{"$nor": [{...}]}``; ``~Or(a, b)`` becomes
+  ``{"$nor": [a, b]}`` (the same thing); ``~Nor(a, b)`` is ``Or(a, b)`` and
+  ``~Nor(x)`` is ``x``. So ``~~q == q`` for anything ``F`` builds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stoplist_nb.errors import InvalidQuery
+
+#: Field operators a :class:`Condition` can hold.
+CONDITION_OPERATORS = frozenset({
+    "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$regex",
+    "$elemMatch", "$all", "$size", "$type", "$mod",
+})  # fmt: skip
+
+_OPPOSITE = {"$eq": "$ne", "$ne": "$eq", "$in": "$nin", "$nin": "$in"}
+_SYMBOL = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_METHOD = {"$in": "isin", "$nin": "notin", "$exists": "exists", "$elemMatch": "elem_match"}
+_REGEX_OPTIONS = frozenset("imxsu")
+
+
+class _FrozenDict(Mapping[str, Any]):
+    """A read-only dict, so an embedded document can sit inside a hashable node."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = dict(data)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(_thaw(self))
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, Mapping) and not isinstance(value, _FrozenDict):
+        return _FrozenDict({k: _freeze(v) for k, v in value.items()})
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    if isinstance(value, _FrozenDict):
+        return {k: _thaw(v) for k, v in value.items()}
+    return value
+
+
+def _key(value: Any) -> Any:
+    # The type goes into the key because 1 == True == 1.0 in Python, not in MongoDB;
+    # document keys keep their order because MongoDB compares documents in order.
+    if isinstance(value, tuple):
+        return ("list", tuple(_key(v) for v in value))
+    if isinstance(value, _FrozenDict):
+        return ("dict", tuple((k, _key(v)) for k, v in value.items()))
+    return (type(value).__name__, value)
+
+
+def _check_path(path: Any) -> None:
+    if not isinstance(path, str) or not path or path.startswith("$"):
+        raise InvalidQuery(f"a field path must be a non-empty string without '$', not {path!r}")
+    if any(not part for part in path.split(".")):
+        raise InvalidQuery(f"query[{path!r}]: a field path cannot have empty parts")
+
+
+class Query:
+    """Base of every query node: combine with ``&``, ``|``, ``~``; send ``to_mongo()``.
+
+    >>> q = (F("_city") == "Moscow") | ~F("email").exists()
+    >>> q.to_mongo()
+    {'$or': [{'_city': 'Moscow'}, {'email': {'$exists': False}}]}
+    """
+
+    __slots__ = ()
+
+    def to_mongo(self) -> dict[str, Any]:
+        """Return the MongoDB filter, a fresh dict of plain lists and dicts."""
+        raise NotImplementedError
+
+    def _key(self) -> Any:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Query):
+            return NotImplemented
+        return type(self) is type(other) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._key()))
+
+    def __and__(self, other: Query) -> Query:
+        if not isinstance(other, Query):
+            return NotImplemented
+        return And((self, other))
+
+    def __or__(self, other: Query) -> Query:
+        if not isinstance(other, Query):
+            return NotImplemented
+        return Or((self, other))
+
+    def __invert__(self) -> Query:
+        raise NotImplementedError
+
+    def __bool__(self) -> bool:
+        # `a and b` or `1 < F("x") < 5` would otherwise silently keep one side only.
+        raise TypeError("a Query has no truth value: combine queries with &, | and ~")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Condition(Query):
+    """One operator on one field, e.g. ``{"_city": {"$in": [...]}}``.
+
+    Attributes:
+        path: The field, dotted for nested ones (``"subscriptions.channel"``).
+        op: The operator, one of :data:`CONDITION_OPERATORS`.
+        value: Its argument; for ``$elemMatch`` a :class:`Query` on the elements.
+        options: ``$options`` letters of a ``$regex``.
+        negated: Wrapped in ``$not``. Set only where no opposite operator exists:
+            the constructor turns a negated ``$eq`` into ``$ne`` and so on.
+
+    >>> Condition("_city", "$eq", "Moscow", negated=True)
+    F('_city') != 'Moscow'
+    """
+
+    path: str
+    op: str
+    value: Any
+    options: str = ""
+    negated: bool = False
+
+    def __post_init__(self) -> None:
+        _check_path(self.path)
+        op, value, negated = self.op, _freeze(self.value), self.negated
+        where = f"query[{self.path!r}][{op!r}]"
+        if op not in CONDITION_OPERATORS:
+            raise InvalidQuery(f"query[{self.path!r}]: unsupported operator {op!r}")
+        if op in {"$in", "$nin", "$all"} and not isinstance(value, tuple):
+            raise InvalidQuery(f"{where}: {op} takes a list, not {type(value).__name__}")
+        if op == "$exists" and not isinstance(value, bool):
+            raise InvalidQuery(f"{where}: $exists takes True or False, not {value!r}")
+        if op == "$regex" and not isinstance(value, str):
+            raise InvalidQuery(f"{where}: $regex takes a pattern string, not {value!r}")
+        if op == "$elemMatch" and not isinstance(value, Query):
+            raise InvalidQuery(f"{where}: $elemMatch takes a Query, not {value!r}")
+        if self.options and (op != "$regex" or set(self.options) - _REGEX_OPTIONS):
+            raise InvalidQuery(f"{where}: $options takes letters from 'imxsu' with $regex")
+        if negated and op in _OPPOSITE:
+            op, negated = _OPPOSITE[op], False
+        elif negated and op == "$exists":
+            value, negated = not value, False
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "negated", negated)
+        object.__setattr__(self, "options", "".join(sorted(set(self.options))))
+
+    def _operand(self) -> dict[str, Any]:
+        arg = self.value.to_mongo() if isinstance(self.value, Query) else _thaw(self.value)
+        body = {self.op: arg}
+        if self.options:
+            body["$options"] = self.options
+        return body
+
+    def field_value(self) -> Any:
+        """Return what goes under ``path`` in the filter.
+
+        >>> (F("a") == 1).field_value(), (F("a") > 1).field_value()
+        (1, {'$gt': 1})
+        """
+        if self.negated:
+            return {"$not": self._operand()}
+        if self.op == "$eq" and not isinstance(self.value, _FrozenDict):
+            return _thaw(self.value)
+        return self._operand()  # a document after $eq would read as operators otherwise
+
+    def to_mongo(self) -> dict[str, Any]:
+        """Return ``{path: ...}``; see :meth:`field_value`."""
+        return {self.path: self.field_value()}
+
+    def _key(self) -> Any:
+        return (self.path, self.op, _key(self.value), self.options, self.negated)
+
+    def __invert__(self) -> Condition:
+        return Condition(self.path, self.op, self.value, self.options, not self.negated)
+
+    def _is_comparison(self) -> bool:
+        return self.op in _SYMBOL and not self.negated
+
+    def __repr__(self) -> str:
+        field, op = f"F({self.path!r})", self.op
+        shown = self.value if isinstance(self.value, Query) else _thaw(self.value)
+        if op in _SYMBOL:
+            text = f"{field} {_SYMBOL[op]} {shown!r}"
+        elif op in _METHOD:
+            text = f"{field}.{_METHOD[op]}({shown!r})"
+        elif op == "$regex":
+            flags = f", flags={self.options!r}" if self.options else ""
+            text = f"{field}.regex({shown!r}{flags})"
+        else:
+            text = f"{field}.op({op!r}, {shown!r})"
+        if not self.negated:
+            return text
+        return f"~({text})" if op in _SYMBOL else f"~{text}"
+
+
+def _items(items: Iterable[Query], name: str, flatten: type[_Group] | None) -> tuple[Query, ...]:
+    out: list[Query] = []
+    for item in items:
+        if not isinstance(item, Query):
+            raise InvalidQuery(f"{name} takes queries, not {type(item).__name__}")
+        out.extend(item.items if flatten and isinstance(item, flatten) else [item])
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False, repr=False, init=False)
+class _Group(Query):
+    items: tuple[Query, ...]
+
+    def _key(self) -> Any:
+        return self.items
+
+
+@dataclass(frozen=True, eq=False, repr=False, init=False)
+class And(_Group):
+    """All of ``items``; nested ``And`` are flattened, ``And([])`` matches everything.
+
+    Conditions on different fields merge into one dict (MongoDB's implicit AND);
+    anything else, two conditions on one field included, goes under ``$and``.
+
+    >>> q = (F("a") >= 1) & (F("a") < 5) & (F("b") == "x")
+    >>> q
+    (F('a') >= 1) & (F('a') < 5) & (F('b') == 'x')
+    >>> q.to_mongo()
+    {'$and': [{'a': {'$gte': 1}}, {'a': {'$lt': 5}}, {'b': 'x'}]}
+    >>> ((F("a") == 1) & F("b").exists()).to_mongo()
+    {'a': 1, 'b': {'$exists': True}}
+    """
+
+    def __init__(self, items: Iterable[Query] = ()) -> None:
+        object.__setattr__(self, "items", _items(items, "And", And))
+
+    def to_mongo(self) -> dict[str, Any]:
+        """Return the merged dict, ``{"$and": [...]}``, or ``{}`` when empty."""
+        if not self.items:
+            return {}
+        conditions = [i for i in self.items if isinstance(i, Condition)]
+        # One item stays under $and, or it would read back as the bare item.
+        if len(conditions) == len(self.items) > 1:
+            merged = {c.path: c.field_value() for c in conditions}
+            if len(merged) == len(conditions):
+                return merged
+        return {"$and": [i.to_mongo() for i in self.items]}
+
+    def __invert__(self) -> Query:
+        return Nor((self,))
+
+    def __repr__(self) -> str:
+        if len(self.items) < 2:
+            return f"And({list(self.items)!r})"
+        return " & ".join(_wrap(i, Or) for i in self.items)
+
+
+@dataclass(frozen=True, eq=False, repr=False, init=False)
+class Or(_Group):
+    """Any of two or more ``items`` (``$or``); nested ``Or`` are flattened.
+
+    >>> ((F("_city") == "Moscow") | (F("_city") == "Kazan")).to_mongo()
+    {'$or': [{'_city': 'Moscow'}, {'_city': 'Kazan'}]}
+    """
+
+    def __init__(self, items: Iterable[Query]) -> None:
+        flat = _items(items, "Or", Or)
+        if len(flat) < 2:
+            raise InvalidQuery("Or takes two or more queries; use the query itself")
+        object.__setattr__(self, "items", flat)
+
+    def to_mongo(self) -> dict[str, Any]:
+        """Return ``{"$or": [...]}``."""
+        return {"$or": [i.to_mongo() for i in self.items]}
+
+    def __invert__(self) -> Query:
+        return Nor(self.items)
+
+    def __repr__(self) -> str:
+        return " | ".join(_wrap(i, And) for i in self.items)
+
+
+@dataclass(frozen=True, eq=False, repr=False, init=False)
+class Nor(_Group):
+    """None of ``items`` (``$nor``); what ``~`` makes of a group.
+
+    ``Nor([Or(items)])`` is stored as ``Nor(items)``, which means the same.
+
+    >>> q = ~((F("a") >= 1) & (F("a") < 5))
+    >>> q.to_mongo()
+    {'$nor': [{'$and': [{'a': {'$gte': 1}}, {'a': {'$lt': 5}}]}]}
+    >>> ~q
+    (F('a') >= 1) & (F('a') < 5)
+    """
+
+    def __init__(self, items: Iterable[Query]) -> None:
+        flat = _items(items, "Nor", None)
+        if len(flat) == 1 and isinstance(flat[0], Or):
+            flat = flat[0].items
+        if not flat:
+            raise InvalidQuery("Nor takes one or more queries")
+        object.__setattr__(self, "items", flat)
+
+    def to_mongo(self) -> dict[str, Any]:
+        """Return ``{"$nor": [...]}``."""
+        return {"$nor": [i.to_mongo() for i in self.items]}
+
+    def __invert__(self) -> Query:
+        return self.items[0] if len(self.items) == 1 else Or(self.items)
+
+    def __repr__(self) -> str:
+        if len(self.items) > 1:
+            return f"~({Or(self.items)!r})"
+        if isinstance(self.items[0], And):
+            return f"~({self.items[0]!r})"
+        return f"Nor({list(self.items)!r})"
+
+
+def _wrap(item: Query, group: type[_Group]) -> str:
+    # & binds tighter than ==, so comparisons need brackets; a group of the
+    # other kind gets them for the reader.
+    if (isinstance(item, Condition) and item._is_comparison()) or isinstance(item, group):
+        return f"({item!r})"
+    return repr(item)
+
+
+class F:
+    """A field, for building conditions: ``F("_city") == "Moscow"``.
+
+    ``F`` defines ``==`` to build a condition, so it is not hashable and
+    cannot be compared to anything else; the conditions it builds can.
+
+    Args:
+        path: The field, dotted for nested ones (``"subscriptions.channel"``).
+
+    >>> F("_city") == "Moscow"
+    F('_city') == 'Moscow'
+    >>> F("_lname").contains("ivan", case=False).to_mongo()
+    {'_lname': {'$regex': 'ivan', '$options': 'i'}}
+    >>> F("score").isin([1, 2]) & ~F("_fname").startswith("A.")
+    F('score').isin([1, 2]) & ~F('_fname').regex('^A\\\\.')
+    """
+
+    __slots__ = ("path",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, path: str) -> None:
+        _check_path(path)
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"F({self.path!r})"
+
+    def op(self, op: str, value: Any) -> Condition:
+        """Return the condition ``{path: {op: value}}``, e.g. ``F("phones").op("$size", 0)``."""
+        return Condition(self.path, op, value)
+
+    def __eq__(self, value: object) -> Condition:  # type: ignore[override]
+        return self.op("$eq", value)
+
+    def __ne__(self, value: object) -> Condition:  # type: ignore[override]
+        return self.op("$ne", value)
+
+    def __lt__(self, value: Any) -> Condition:
+        return self.op("$lt", value)
+
+    def __le__(self, value: Any) -> Condition:
+        return self.op("$lte", value)
+
+    def __gt__(self, value: Any) -> Condition:
+        return self.op("$gt", value)
+
+    def __ge__(self, value: Any) -> Condition:
+        return self.op("$gte", value)
+
+    def isin(self, values: Iterable[Any]) -> Condition:
+        """Return ``$in``: the field equals one of ``values`` (a list or tuple)."""
+        return self.op("$in", list(values) if isinstance(values, list | tuple) else values)
+
+    def notin(self, values: Iterable[Any]) -> Condition:
+        """Return ``$nin``: the field equals none of ``values``, or is missing."""
+        return self.op("$nin", list(values) if isinstance(values, list | tuple) else values)
+
+    def exists(self, flag: bool = True) -> Condition:
+        """Return ``$exists``: the field is present (``True``) or missing (``False``)."""
+        return self.op("$exists", flag)
+
+    def regex(self, pattern: str, flags: str = "") -> Condition:
+        """Return ``$regex`` with ``flags`` (letters from ``"imxsu"``) as ``$options``."""
+        return Condition(self.path, "$regex", pattern, options=flags)
+
+    def contains(self, text: str, *, case: bool = True) -> Condition:
+        """Return a ``$regex`` matching ``text`` literally anywhere in the field."""
+        return self.regex(re.escape(text), "" if case else "i")
+
+    def startswith(self, text: str, *, case: bool = True) -> Condition:
+        """Return a ``$regex`` matching fields that begin with ``text`` literally."""
+        return self.regex("^" + re.escape(text), "" if case else "i")
+
+    def elem_match(self, query: Query) -> Condition:
+        """Return ``$elemMatch``: one array element matches all of ``query``.
+
+        >>> F("subscriptions").elem_match((F("channel") == "email") & (F("status") == 0))
+        F('subscriptions').elem_match((F('channel') == 'email') & (F('status') == 0))
+        """
+        return self.op("$elemMatch", query)
