@@ -21,10 +21,11 @@ Negation rules (``~``):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from stoplist_nb._frozen import FrozenDict, freeze, thaw, value_key
 from stoplist_nb.errors import InvalidQuery
 
 #: Field operators a :class:`Condition` can hold.
@@ -37,53 +38,6 @@ _OPPOSITE = {"$eq": "$ne", "$ne": "$eq", "$in": "$nin", "$nin": "$in"}
 _SYMBOL = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _METHOD = {"$in": "isin", "$nin": "notin", "$exists": "exists", "$elemMatch": "elem_match"}
 _REGEX_OPTIONS = frozenset("imxsu")
-
-
-class _FrozenDict(Mapping[str, Any]):
-    """A read-only dict, so an embedded document can sit inside a hashable node."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self._data = dict(data)
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return repr(_thaw(self))
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, Mapping) and not isinstance(value, _FrozenDict):
-        return _FrozenDict({k: _freeze(v) for k, v in value.items()})
-    return value
-
-
-def _thaw(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
-    if isinstance(value, _FrozenDict):
-        return {k: _thaw(v) for k, v in value.items()}
-    return value
-
-
-def _key(value: Any) -> Any:
-    # The type goes into the key because 1 == True == 1.0 in Python, not in MongoDB;
-    # document keys keep their order because MongoDB compares documents in order.
-    if isinstance(value, tuple):
-        return ("list", tuple(_key(v) for v in value))
-    if isinstance(value, _FrozenDict):
-        return ("dict", tuple((k, _key(v)) for k, v in value.items()))
-    return (type(value).__name__, value)
 
 
 def _check_path(path: Any) -> None:
@@ -160,7 +114,7 @@ class Condition(Query):
 
     def __post_init__(self) -> None:
         _check_path(self.path)
-        op, value, negated = self.op, _freeze(self.value), self.negated
+        op, value, negated = self.op, freeze(self.value), self.negated
         where = f"query[{self.path!r}][{op!r}]"
         if op not in CONDITION_OPERATORS:
             raise InvalidQuery(f"query[{self.path!r}]: unsupported operator {op!r}")
@@ -184,7 +138,7 @@ class Condition(Query):
         object.__setattr__(self, "options", "".join(sorted(set(self.options))))
 
     def _operand(self) -> dict[str, Any]:
-        arg = self.value.to_mongo() if isinstance(self.value, Query) else _thaw(self.value)
+        arg = self.value.to_mongo() if isinstance(self.value, Query) else thaw(self.value)
         body = {self.op: arg}
         if self.options:
             body["$options"] = self.options
@@ -198,8 +152,8 @@ class Condition(Query):
         """
         if self.negated:
             return {"$not": self._operand()}
-        if self.op == "$eq" and not isinstance(self.value, _FrozenDict):
-            return _thaw(self.value)
+        if self.op == "$eq" and not isinstance(self.value, FrozenDict):
+            return thaw(self.value)
         return self._operand()  # a document after $eq would read as operators otherwise
 
     def to_mongo(self) -> dict[str, Any]:
@@ -207,7 +161,7 @@ class Condition(Query):
         return {self.path: self.field_value()}
 
     def _key(self) -> Any:
-        return (self.path, self.op, _key(self.value), self.options, self.negated)
+        return (self.path, self.op, value_key(self.value), self.options, self.negated)
 
     def __invert__(self) -> Condition:
         return Condition(self.path, self.op, self.value, self.options, not self.negated)
@@ -217,7 +171,7 @@ class Condition(Query):
 
     def __repr__(self) -> str:
         field, op = f"F({self.path!r})", self.op
-        shown = self.value if isinstance(self.value, Query) else _thaw(self.value)
+        shown = self.value if isinstance(self.value, Query) else thaw(self.value)
         if op in _SYMBOL:
             text = f"{field} {_SYMBOL[op]} {shown!r}"
         elif op in _METHOD:
