@@ -52,7 +52,16 @@ def test_public_surface_is_sorted_and_real() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["stoplist_nb.query", "stoplist_nb.normalize", "stoplist_nb._transport", "stoplist_nb.client"],
+    [
+        "stoplist_nb.query",
+        "stoplist_nb._querymodel",
+        "stoplist_nb.normalize",
+        "stoplist_nb._transport",
+        "stoplist_nb.client",
+        "stoplist_nb.hashing",
+        "stoplist_nb.hashfile",
+        "stoplist_nb.widgets",
+    ],
 )
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

@@ -1,0 +1,398 @@
+"""The rows and groups of :class:`stoplist_nb.widgets.QueryBuilder`.
+
+A :class:`ConditionRow` turns field / operator / value widgets into one
+:class:`~stoplist_nb.query.Condition` and back; a :class:`GroupBox` combines
+rows and sub-groups with AND / OR and an optional NOT.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import ipywidgets as w
+from traitlets import TraitError
+
+from stoplist_nb.errors import InvalidQuery
+from stoplist_nb.query import And, Condition, F, Nor, Or, Query
+
+_EQ, _NE = ("==", "$eq"), ("!=", "$ne")
+_RANGE = (("<", "$lt"), ("<=", "$lte"), (">", "$gt"), (">=", "$gte"))
+_SETS = (("isin", "$in"), ("notin", "$nin"))
+_EXISTS = ("exists", "$exists")
+
+#: The operators offered per kind of field, as (label, key) Dropdown options.
+OPERATORS: dict[str, tuple[tuple[str, str], ...]] = {
+    "string": (
+        _EQ, _NE, *_SETS, ("contains", "contains"), ("startswith", "startswith"),
+        ("regex", "$regex"), _EXISTS,
+    ),
+    "int": (_EQ, _NE, *_RANGE, *_SETS, _EXISTS),
+    "float": (_EQ, _NE, *_RANGE, *_SETS, _EXISTS),
+    "boolean": (_EQ, _NE, _EXISTS),
+    "array": (("has element (==)", "$eq"), *_SETS, _EXISTS),
+    "date": (_EQ, *_RANGE, _EXISTS),
+    "object": (_EXISTS,),
+}  # fmt: skip
+
+#: Known date fields; any other string field with "date" in its name is one too.
+DATE_FIELDS = frozenset({"_bdate", "_regdate", "subscriptions.reg_info.date"})
+
+_REGEX_KEYS = frozenset({"contains", "startswith", "$regex"})
+_KINDS = {"int": "int", "float": "float", "boolean": "boolean", "array": "array"}
+_KINDS |= {"object": "object", "date": "date", "datetime": "date"}
+
+
+def kind_of(name: str, type_: str) -> str:
+    """Return the key of :data:`OPERATORS` for a field of ``type_`` (``""`` if unknown)."""
+    if type_ in ("string", "") and (name in DATE_FIELDS or "date" in name.lower()):
+        return "date"
+    return _KINDS.get(type_, "string")
+
+
+def guess_type(value: Any) -> str:
+    """The field type a loaded value suggests, for fields the builder does not know."""
+    if isinstance(value, list | tuple):
+        return next((guess_type(v) for v in value if v is not None), "string")
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "int"
+    return "float" if isinstance(value, float) else "string"
+
+
+def _number(text: str, whole: bool) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"value must be a number, not {text!r}") from None
+    if whole:
+        raise ValueError(f"value must be a whole number, not {text!r}")
+    return _tidy(number)
+
+
+def _tidy(number: float) -> int | float:
+    # MongoDB compares numbers by value, so 50 and 50.0 match the same profiles;
+    # the int keeps hand-written queries like {"score": {"$gte": 50}} as written.
+    return int(number) if number.is_integer() and abs(number) < 2**53 else number
+
+
+def _unescape(pattern: str) -> str:
+    return re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
+
+
+def _is_literal(pattern: str) -> bool:
+    return re.escape(_unescape(pattern)) == pattern
+
+
+def _valid_date(text: str) -> bool:
+    return bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}([ T][0-9:.+\-Z]*)?", text))
+
+
+class ConditionRow(w.HBox):  # type: ignore[misc]
+    """One condition: ``field`` (Combobox), ``op`` (Dropdown), ``value``, ``case``, ``remove``.
+
+    ``value`` is replaced when the operator or the field's kind needs another
+    widget (Text, IntText, FloatText, Checkbox or TagsInput), so read it after
+    setting ``field`` and ``op``.
+    """
+
+    def __init__(
+        self,
+        types: Mapping[str, str],
+        on_change: Callable[[], None],
+        on_remove: Callable[[ConditionRow], None],
+    ) -> None:
+        self._types = types
+        self._on_change = on_change
+        self._guess = ""  # the type a loaded value suggested for an unknown field
+        self._hold = 0
+        self._slot: tuple[str, ...] = ()
+        self.field = w.Combobox(
+            options=sorted(types), placeholder="field", ensure_option=False,
+            layout=w.Layout(width="14em"),
+        )  # fmt: skip
+        self.op = w.Dropdown(options=OPERATORS["string"], layout=w.Layout(width="10em"))
+        self.case = w.Checkbox(value=False, description="ignore case", indent=False)
+        self.remove = w.Button(icon="trash", tooltip="remove this condition")
+        self.value: Any = w.Text()
+        super().__init__()
+        self.field.observe(self._field_changed, "value")
+        self.op.observe(self._op_changed, "value")
+        self.case.observe(self._changed, "value")
+        self.remove.on_click(lambda _: on_remove(self))
+        self._sync()
+
+    @property
+    def kind(self) -> str:
+        """The key of :data:`OPERATORS` for the chosen field."""
+        name = self.field.value.strip()
+        return kind_of(name, self._types.get(name) or self._guess)
+
+    def _changed(self, _: Any = None) -> None:
+        if not self._hold:
+            self._on_change()
+
+    def _field_changed(self, _: Any) -> None:
+        self._guess = ""
+        self._sync()
+        self._changed()
+
+    def _op_changed(self, _: Any) -> None:
+        if not self._hold:
+            self._sync()
+            self._changed()
+
+    def _sync(self) -> None:
+        """Offer the operators of the field's kind and the value widget of the operator."""
+        self._hold += 1
+        try:
+            ops = OPERATORS[self.kind]
+            if tuple(self.op.options) != ops:
+                keep = self.op.value
+                self.op.options = ops
+                self.op.value = keep if keep in dict(ops).values() else ops[0][1]
+            op, kind = self.op.value, self.kind
+            if op == "$exists":
+                slot: tuple[str, ...] = ("exists",)
+            elif op in ("$in", "$nin"):
+                slot = ("tags", kind)
+            else:
+                slot = (kind,)
+            if slot != self._slot:
+                self._slot = slot
+                self.value = self._new_value(slot)
+                self.value.observe(self._changed, "value")
+            case = (self.case,) if op in _REGEX_KEYS else ()
+            self.children = (self.field, self.op, self.value, *case, self.remove)
+        finally:
+            self._hold -= 1
+
+    @staticmethod
+    def _new_value(slot: tuple[str, ...]) -> Any:
+        if slot[0] == "exists":
+            return w.Checkbox(value=True, description="exists", indent=False)
+        if slot[0] == "tags":
+            return w.TagsInput(value=[], allow_duplicates=False, placeholder="values")
+        if slot[0] == "boolean":
+            return w.Checkbox(value=True, description="true", indent=False)
+        if slot[0] == "int":
+            return w.IntText(value=0, layout=w.Layout(width="12em"))
+        if slot[0] == "float":
+            return w.FloatText(value=0.0, layout=w.Layout(width="12em"))
+        return w.Text(placeholder="YYYY-MM-DD" if slot[0] == "date" else "value")
+
+    def condition(self) -> Condition:
+        """Return the row's condition.
+
+        Raises:
+            InvalidQuery: The field is empty or the value does not fit it.
+        """
+        path, op, kind, value = self.field.value.strip(), self.op.value, self.kind, self.value.value
+        if not path:
+            raise InvalidQuery("a condition needs a field")
+        where = f"{path}:"
+        try:
+            if op in ("$in", "$nin"):
+                value = [self._scalar(kind, tag) for tag in value]
+            elif op not in ("$exists", *_REGEX_KEYS):
+                value = self._scalar(kind, value)
+        except ValueError as exc:
+            raise InvalidQuery(f"{where} {exc}") from None
+        flags = "i" if self.case.value else ""
+        if op == "contains":
+            return F(path).contains(value, case=not flags)
+        if op == "startswith":
+            return F(path).startswith(value, case=not flags)
+        if op == "$regex":
+            return F(path).regex(value, flags)
+        return Condition(path, op, value)
+
+    @staticmethod
+    def _scalar(kind: str, value: Any) -> Any:
+        if kind in ("int", "float"):
+            if isinstance(value, str):
+                return _number(value.strip(), kind == "int")
+            return _tidy(value) if isinstance(value, float) else value
+        if kind == "date" and not _valid_date(value):
+            raise ValueError(f"value must be a date like 2024-01-31, not {value!r}")
+        return value
+
+    def show(self, cond: Condition) -> None:
+        """Fill the row from ``cond``.
+
+        Raises:
+            InvalidQuery: The row cannot hold ``cond`` exactly.
+        """
+        where = f"query[{cond.path!r}]"
+        if cond.negated:
+            raise InvalidQuery(f"{where}: the builder cannot show $not on a field")
+        op, value = cond.op, cond.value
+        if op == "$regex":
+            if cond.options not in ("", "i"):
+                raise InvalidQuery(f"{where}: the builder cannot show $options {cond.options!r}")
+            if value.startswith("^") and _is_literal(value[1:]):
+                op, value = "startswith", _unescape(value[1:])
+            elif _is_literal(value):
+                op, value = "contains", _unescape(value)
+        self._hold += 1
+        try:
+            self.field.value = cond.path
+            if cond.path not in self._types:
+                self._guess = guess_type(value)
+            self._sync()
+            if op not in dict(OPERATORS[self.kind]).values():
+                raise InvalidQuery(
+                    f"{where}: the builder cannot show {cond.op} on a {self.kind} field"
+                )
+            self.op.value = op
+            self._sync()
+            self.case.value = cond.options == "i"
+            try:
+                if op in ("$in", "$nin"):
+                    self.value.value = [str(v) for v in value]
+                else:
+                    self.value.value = value
+            except TraitError:
+                raise InvalidQuery(
+                    f"{where}: the builder cannot show the value {value!r}"
+                ) from None
+        finally:
+            self._hold -= 1
+        try:
+            shown = self.condition()
+        except InvalidQuery as exc:
+            raise InvalidQuery(f"{where}: the builder cannot show this value ({exc})") from None
+        if shown != cond and shown != _tidied(cond):
+            raise InvalidQuery(f"{where}: the builder cannot show {cond!r} exactly")
+
+
+def _tidied(cond: Condition) -> Condition:
+    value = cond.value
+    if isinstance(value, float):
+        value = _tidy(value)
+    elif isinstance(value, tuple):
+        value = [_tidy(v) if isinstance(v, float) else v for v in value]
+    return Condition(cond.path, cond.op, value, cond.options, cond.negated)
+
+
+class GroupBox(w.VBox):  # type: ignore[misc]
+    """Conditions and sub-groups joined by ``mode`` (AND / OR), negated by ``negate``.
+
+    ``items`` holds the rows and sub-groups in order; ``rows`` and ``groups``
+    are the two kinds separately.
+    """
+
+    def __init__(
+        self,
+        types: Mapping[str, str],
+        on_change: Callable[[], None],
+        on_remove: Callable[[GroupBox], None] | None = None,
+    ) -> None:
+        self._types = types
+        self._on_change = on_change
+        self.mode = w.ToggleButtons(options=[("AND", "and"), ("OR", "or")], value="and")
+        self.mode.style.button_width = "4em"
+        self.negate = w.ToggleButton(value=False, description="NOT", layout=w.Layout(width="5em"))
+        self.add_button = w.Button(description="add condition", icon="plus")
+        self.add_group_button = w.Button(description="add group", icon="folder")
+        self.remove = w.Button(icon="trash", tooltip="remove this group")
+        self.body = w.VBox(layout=w.Layout(margin="0 0 0 2em"))
+        self.mode.observe(lambda _: on_change(), "value")
+        self.negate.observe(lambda _: on_change(), "value")
+        self.add_button.on_click(lambda _: self.add_row())
+        self.add_group_button.on_click(lambda _: self.add_group())
+        head = [self.negate, self.mode, self.add_button, self.add_group_button]
+        if on_remove is not None:
+            self.remove.on_click(lambda _: on_remove(self))
+            head.append(self.remove)
+        box = w.Layout(border="1px solid #ccc", padding="4px") if on_remove else w.Layout()
+        super().__init__(children=(w.HBox(head), self.body), layout=box)
+
+    @property
+    def items(self) -> list[ConditionRow | GroupBox]:
+        """Rows and sub-groups, in order."""
+        return list(self.body.children)
+
+    @property
+    def rows(self) -> list[ConditionRow]:
+        """The condition rows directly in this group."""
+        return [i for i in self.body.children if isinstance(i, ConditionRow)]
+
+    @property
+    def groups(self) -> list[GroupBox]:
+        """The sub-groups directly in this group."""
+        return [i for i in self.body.children if isinstance(i, GroupBox)]
+
+    def add_row(self) -> ConditionRow:
+        """Append an empty condition and return it."""
+        row = ConditionRow(self._types, self._on_change, self._drop)
+        self.body.children = (*self.body.children, row)
+        self._on_change()
+        return row
+
+    def add_group(self) -> GroupBox:
+        """Append an empty sub-group (it adds nothing until it has a condition)."""
+        group = GroupBox(self._types, self._on_change, self._drop)
+        self.body.children = (*self.body.children, group)
+        self._on_change()
+        return group
+
+    def _drop(self, item: ConditionRow | GroupBox) -> None:
+        self.body.children = tuple(i for i in self.body.children if i is not item)
+        self._on_change()
+
+    def clear(self) -> None:
+        """Remove every row and sub-group; AND, not negated."""
+        self.body.children = ()
+        self.mode.value, self.negate.value = "and", False
+
+    def model(self) -> Query | None:
+        """The group's query, or ``None`` when it holds no condition.
+
+        Raises:
+            InvalidQuery: A row is incomplete or its value does not fit the field.
+        """
+        parts = [p for p in (self._model_of(i) for i in self.items) if p is not None]
+        if not parts:
+            return None
+        query = (
+            parts[0] if len(parts) == 1 else And(parts) if self.mode.value == "and" else Or(parts)
+        )
+        return Nor([query]) if self.negate.value else query
+
+    @staticmethod
+    def _model_of(item: ConditionRow | GroupBox) -> Query | None:
+        return item.condition() if isinstance(item, ConditionRow) else item.model()
+
+    def show(self, query: Query) -> None:
+        """Fill the group from ``query``.
+
+        Raises:
+            InvalidQuery: A part cannot be shown, e.g. ``$elemMatch`` or ``$size``.
+        """
+        self.clear()
+        items: tuple[Query, ...] = (query,)
+        if isinstance(query, Nor):
+            self.negate.value = True
+            if len(query.items) > 1:
+                self.mode.value, items = "or", query.items
+            else:
+                one = query.items[0]
+                items = one.items if isinstance(one, And) else (one,)
+        elif isinstance(query, And | Or):
+            self.mode.value = "or" if isinstance(query, Or) else "and"
+            items = query.items
+        for item in items:
+            if isinstance(item, Condition):
+                if item.op not in dict(OPERATORS["string"] + OPERATORS["int"]).values():
+                    where = f"query[{item.path!r}]"
+                    raise InvalidQuery(f"{where}: the builder cannot show {item.op}")
+                self.add_row().show(item)
+            else:
+                self.add_group().show(item)
