@@ -788,7 +788,8 @@ def test_profile_email_is_an_email_subscription() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", [stoplist_nb.demo, stoplist_nb.demo._data, stoplist_nb.demo._service]
+    "module",
+    [stoplist_nb.demo, stoplist_nb.demo._api, stoplist_nb.demo._data, stoplist_nb.demo._service],
 )
 def test_docstring_examples(module: Any) -> None:
     result = doctest.testmod(module)

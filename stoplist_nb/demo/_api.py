@@ -124,6 +124,7 @@ class Backend:
         self, query: dict[str, Any], fields: list[str] | None, from_id: str, limit: int
     ) -> list[dict[str, Any]]:
         """One page of profiles, ``_id`` renamed to ``id`` and put first."""
+        query = _exists_false_as_nor(query)
         if from_id:
             query = (
                 {"$and": [query, {"_id": {"$gt": from_id}}]} if query else {"_id": {"$gt": from_id}}
@@ -140,6 +141,40 @@ class Backend:
                 what = "fields" if projection and "collision" in str(exc).lower() else "query"
                 raise ApiError(400, f"invalid {what}: {exc}") from None
         return [{"id": doc.pop("_id"), **doc} for doc in docs]
+
+
+def _exists_false_as_nor(query: Any) -> Any:
+    """Rewrite ``{path: {"$exists": false}}`` as ``{"$nor": [{path: {"$exists": true}}]}``.
+
+    MongoDB defines ``$exists: false`` as the negation of ``$exists: true``, so
+    ``{"a.b": {"$exists": false}}`` rules out ``{"a": [{"b": 1}, {}]}``; mongomock
+    matches it because one element lacks ``b``. The rewritten form means the
+    same in MongoDB and is evaluated right by mongomock. Anything malformed is
+    passed through untouched, for mongomock to refuse.
+
+    >>> _exists_false_as_nor({"a.b": {"$exists": False, "$ne": 1}})
+    {'$and': [{'$nor': [{'a.b': {'$exists': True}}]}, {'a.b': {'$ne': 1}}]}
+    """
+    if isinstance(query, list):
+        return [_exists_false_as_nor(q) for q in query]
+    if not isinstance(query, dict):
+        return query
+    parts: list[dict[str, Any]] = []
+    for key, value in query.items():
+        if key in ("$and", "$or", "$nor"):
+            parts.append({key: _exists_false_as_nor(value)})
+        elif isinstance(value, dict) and value.get("$exists") is False:
+            parts.append({"$nor": [{key: {"$exists": True}}]})
+            rest = {op: arg for op, arg in value.items() if op != "$exists"}
+            if rest:
+                parts.append({key: rest})
+        elif isinstance(value, dict) and isinstance(value.get("$elemMatch"), dict):
+            parts.append({key: {**value, "$elemMatch": _exists_false_as_nor(value["$elemMatch"])}})
+        else:
+            parts.append({key: value})
+    if len(parts) <= 1:
+        return parts[0] if parts else {}
+    return {"$and": parts}
 
 
 def profiles_list(backend: Backend, call: Call) -> Reply:
