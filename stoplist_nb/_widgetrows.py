@@ -7,99 +7,41 @@ rows and sub-groups with AND / OR and an optional NOT.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
+from datetime import date, datetime
 from typing import Any
 
 import ipywidgets as w
 from traitlets import TraitError
 
+from stoplist_nb._widgetkinds import (
+    OPERATORS,
+    REGEX_KEYS,
+    guess_type,
+    is_literal,
+    iso_date,
+    kind_of,
+    parse_number,
+    tidy_number,
+    unescape,
+    valid_date,
+)
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query import And, Condition, F, Nor, Or, Query
-
-_EQ, _NE = ("==", "$eq"), ("!=", "$ne")
-_RANGE = (("<", "$lt"), ("<=", "$lte"), (">", "$gt"), (">=", "$gte"))
-_SETS = (("isin", "$in"), ("notin", "$nin"))
-_EXISTS = ("exists", "$exists")
-
-#: The operators offered per kind of field, as (label, key) Dropdown options.
-OPERATORS: dict[str, tuple[tuple[str, str], ...]] = {
-    "string": (
-        _EQ, _NE, *_SETS, ("contains", "contains"), ("startswith", "startswith"),
-        ("regex", "$regex"), _EXISTS,
-    ),
-    "int": (_EQ, _NE, *_RANGE, *_SETS, _EXISTS),
-    "float": (_EQ, _NE, *_RANGE, *_SETS, _EXISTS),
-    "boolean": (_EQ, _NE, _EXISTS),
-    "array": (("has element (==)", "$eq"), *_SETS, _EXISTS),
-    "date": (_EQ, *_RANGE, _EXISTS),
-    "object": (_EXISTS,),
-}  # fmt: skip
-
-#: Known date fields; any other string field with "date" in its name is one too.
-DATE_FIELDS = frozenset({"_bdate", "_regdate", "subscriptions.reg_info.date"})
-
-_REGEX_KEYS = frozenset({"contains", "startswith", "$regex"})
-_KINDS = {"int": "int", "float": "float", "boolean": "boolean", "array": "array"}
-_KINDS |= {"object": "object", "date": "date", "datetime": "date"}
-
-
-def kind_of(name: str, type_: str) -> str:
-    """Return the key of :data:`OPERATORS` for a field of ``type_`` (``""`` if unknown)."""
-    if type_ in ("string", "") and (name in DATE_FIELDS or "date" in name.lower()):
-        return "date"
-    return _KINDS.get(type_, "string")
-
-
-def guess_type(value: Any) -> str:
-    """The field type a loaded value suggests, for fields the builder does not know."""
-    if isinstance(value, list | tuple):
-        return next((guess_type(v) for v in value if v is not None), "string")
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "int"
-    return "float" if isinstance(value, float) else "string"
-
-
-def _number(text: str, whole: bool) -> int | float:
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        number = float(text)
-    except ValueError:
-        raise ValueError(f"value must be a number, not {text!r}") from None
-    if whole:
-        raise ValueError(f"value must be a whole number, not {text!r}")
-    return _tidy(number)
-
-
-def _tidy(number: float) -> int | float:
-    # MongoDB compares numbers by value, so 50 and 50.0 match the same profiles;
-    # the int keeps hand-written queries like {"score": {"$gte": 50}} as written.
-    return int(number) if number.is_integer() and abs(number) < 2**53 else number
-
-
-def _unescape(pattern: str) -> str:
-    return re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
-
-
-def _is_literal(pattern: str) -> bool:
-    return re.escape(_unescape(pattern)) == pattern
-
-
-def _valid_date(text: str) -> bool:
-    return bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}([ T][0-9:.+\-Z]*)?", text))
 
 
 class ConditionRow(w.HBox):  # type: ignore[misc]
     """One condition: ``field`` (Combobox), ``op`` (Dropdown), ``value``, ``case``, ``remove``.
 
     ``value`` is replaced when the operator or the field's kind needs another
-    widget (Text, IntText, FloatText, Checkbox or TagsInput), so read it after
-    setting ``field`` and ``op``.
+    widget (Text, IntText, FloatText, Checkbox, DatePicker or TagsInput), so read
+    it after setting ``field`` and ``op``.
+
+    A date field compares with a DatePicker, whose ``datetime.date`` becomes the
+    string ``YYYY-MM-DD`` (the service stores dates as RFC 3339 strings, so the
+    query stays a string comparison). The picker edits dates only: a loaded value
+    with a time, e.g. ``2023-07-14T09:26:53.512Z``, stays exact in a Text until
+    the field changes.
     """
 
     def __init__(
@@ -111,6 +53,7 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
         self._types = types
         self._on_change = on_change
         self._guess = ""  # the type a loaded value suggested for an unknown field
+        self._date_text = False  # a loaded date-time: a Text instead of the DatePicker
         self._hold = 0
         self._slot: tuple[str, ...] = ()
         self.field = w.Combobox(
@@ -139,7 +82,7 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
             self._on_change()
 
     def _field_changed(self, _: Any) -> None:
-        self._guess = ""
+        self._guess, self._date_text = "", False
         self._sync()
         self._changed()
 
@@ -162,13 +105,15 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
                 slot: tuple[str, ...] = ("exists",)
             elif op in ("$in", "$nin"):
                 slot = ("tags", kind)
+            elif kind == "date" and self._date_text:
+                slot = ("date", "text")
             else:
                 slot = (kind,)
             if slot != self._slot:
                 self._slot = slot
                 self.value = self._new_value(slot)
                 self.value.observe(self._changed, "value")
-            case = (self.case,) if op in _REGEX_KEYS else ()
+            case = (self.case,) if op in REGEX_KEYS else ()
             self.children = (self.field, self.op, self.value, *case, self.remove)
         finally:
             self._hold -= 1
@@ -185,6 +130,8 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
             return w.IntText(value=0, layout=w.Layout(width="12em"))
         if slot[0] == "float":
             return w.FloatText(value=0.0, layout=w.Layout(width="12em"))
+        if slot == ("date",):
+            return w.DatePicker(value=None, layout=w.Layout(width="12em"))
         return w.Text(placeholder="YYYY-MM-DD" if slot[0] == "date" else "value")
 
     def condition(self) -> Condition:
@@ -200,7 +147,7 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
         try:
             if op in ("$in", "$nin"):
                 value = [self._scalar(kind, tag) for tag in value]
-            elif op not in ("$exists", *_REGEX_KEYS):
+            elif op not in ("$exists", *REGEX_KEYS):
                 value = self._scalar(kind, value)
         except ValueError as exc:
             raise InvalidQuery(f"{where} {exc}") from None
@@ -217,9 +164,13 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
     def _scalar(kind: str, value: Any) -> Any:
         if kind in ("int", "float"):
             if isinstance(value, str):
-                return _number(value.strip(), kind == "int")
-            return _tidy(value) if isinstance(value, float) else value
-        if kind == "date" and not _valid_date(value):
+                return parse_number(value.strip(), kind == "int")
+            return tidy_number(value) if isinstance(value, float) else value
+        if kind == "date" and isinstance(value, date):
+            return (value.date() if isinstance(value, datetime) else value).isoformat()
+        if kind == "date" and value is None:
+            raise ValueError("value must be a date: pick one")
+        if kind == "date" and not valid_date(value):
             raise ValueError(f"value must be a date like 2024-01-31, not {value!r}")
         return value
 
@@ -236,10 +187,10 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
         if op == "$regex":
             if cond.options not in ("", "i"):
                 raise InvalidQuery(f"{where}: the builder cannot show $options {cond.options!r}")
-            if value.startswith("^") and _is_literal(value[1:]):
-                op, value = "startswith", _unescape(value[1:])
-            elif _is_literal(value):
-                op, value = "contains", _unescape(value)
+            if value.startswith("^") and is_literal(value[1:]):
+                op, value = "startswith", unescape(value[1:])
+            elif is_literal(value):
+                op, value = "contains", unescape(value)
         self._hold += 1
         try:
             self.field.value = cond.path
@@ -251,11 +202,16 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
                     f"{where}: the builder cannot show {cond.op} on a {self.kind} field"
                 )
             self.op.value = op
+            day = iso_date(value) if isinstance(value, str) else None
+            compares = op not in ("$in", "$nin", "$exists")
+            self._date_text = self.kind == "date" and compares and day is None
             self._sync()
             self.case.value = cond.options == "i"
             try:
                 if op in ("$in", "$nin"):
                     self.value.value = [str(v) for v in value]
+                elif isinstance(self.value, w.DatePicker):
+                    self.value.value = day
                 else:
                     self.value.value = value
             except TraitError:
@@ -275,9 +231,9 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
 def _tidied(cond: Condition) -> Condition:
     value = cond.value
     if isinstance(value, float):
-        value = _tidy(value)
+        value = tidy_number(value)
     elif isinstance(value, tuple):
-        value = [_tidy(v) if isinstance(v, float) else v for v in value]
+        value = [tidy_number(v) if isinstance(v, float) else v for v in value]
     return Condition(cond.path, cond.op, value, cond.options, cond.negated)
 
 

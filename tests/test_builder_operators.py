@@ -21,8 +21,10 @@ import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
+import ipywidgets as w
 import pytest
 
 import stoplist_nb as sn
@@ -245,7 +247,17 @@ def test_operator_selects_what_mongodb_would(
     row.op.value = op
     if op in _REGEX_OPS:
         row.case.value = ignore_case
-    row.value.value = [str(v) for v in value] if op in ("$in", "$nin") else value
+    if kind == "date" and op == "$eq" and len(value) > 10:
+        # a picked date never equals a date-time: load it, the row keeps it as text
+        builder.load({field: value})
+        row = builder.root_group.rows[0]
+        assert isinstance(row.value, w.Text)
+    elif isinstance(row.value, w.DatePicker):
+        day = date.fromisoformat(value[:10])
+        row.value.value = day
+        value = day.isoformat()
+    else:
+        row.value.value = [str(v) for v in value] if op in ("$in", "$nin") else value
     assert builder.error is None
     assert list(builder.query) == [field]
 

@@ -10,6 +10,7 @@ import html
 import json
 import subprocess
 import sys
+from datetime import date
 from typing import Any
 
 import ipywidgets as w
@@ -109,11 +110,11 @@ CASES = [
     ("phones", "$in", ["1", "2"], {"$in": ["1", "2"]}),
     ("phones", "$nin", ["1"], {"$nin": ["1"]}),
     ("phones", "$exists", False, {"$exists": False}),
-    ("_bdate", "$eq", "1990-01-31", "1990-01-31"),
-    ("_bdate", "$lt", "1990-01-01", {"$lt": "1990-01-01"}),
-    ("_bdate", "$lte", "1990-01-01", {"$lte": "1990-01-01"}),
-    ("_bdate", "$gt", "1990-01-01", {"$gt": "1990-01-01"}),
-    ("_bdate", "$gte", "1990-01-01", {"$gte": "1990-01-01"}),
+    ("_bdate", "$eq", date(1990, 1, 31), "1990-01-31"),
+    ("_bdate", "$lt", date(1990, 1, 1), {"$lt": "1990-01-01"}),
+    ("_bdate", "$lte", date(1990, 1, 1), {"$lte": "1990-01-01"}),
+    ("_bdate", "$gt", date(1990, 1, 1), {"$gt": "1990-01-01"}),
+    ("_bdate", "$gte", date(1990, 5, 1), {"$gte": "1990-05-01"}),
     ("_bdate", "$exists", True, {"$exists": True}),
     ("meta", "$exists", True, {"$exists": True}),
 ]
@@ -140,7 +141,35 @@ def test_value_widgets_follow_field_and_operator() -> None:
     ]:  # fmt: skip
         fill(row, field, op)
         kinds.append(type(row.value))
-    assert kinds == [w.Text, w.TagsInput, w.IntText, w.FloatText, w.Checkbox, w.Checkbox, w.Text]
+    assert kinds == [
+        w.Text, w.TagsInput, w.IntText, w.FloatText, w.Checkbox, w.Checkbox, w.DatePicker,
+    ]  # fmt: skip
+
+
+def test_date_field_takes_a_date_picker_except_for_sets_and_exists() -> None:
+    qb = builder()
+    row = fill(new_row(qb), "_bdate", "$gte")
+    assert isinstance(row.value, w.DatePicker)
+    row.value.value = date(1990, 5, 1)
+    assert qb.query == {"_bdate": {"$gte": "1990-05-01"}}
+    fill(row, "_bdate", "$exists")
+    assert isinstance(row.value, w.Checkbox)
+    fill(new_row(qb), "subscriptions.reg_info.date", "$lt")
+    assert isinstance(qb.root_group.rows[-1].value, w.DatePicker)
+
+
+def test_empty_date_picker_is_an_incomplete_row() -> None:
+    qb = builder()
+    fill(new_row(qb), "vip", "$eq", True)
+    row = fill(new_row(qb), "_bdate", "$lt")
+    assert row.value.value is None
+    assert qb.error is not None
+    assert "_bdate: value must be a date" in qb.error
+    assert "value must be a date" in html.unescape(qb.message.value)
+    assert qb.query == {"vip": True}
+    row.value.value = date(2000, 2, 29)
+    assert qb.error is None
+    assert qb.query == {"vip": True, "_bdate": {"$lt": "2000-02-29"}}
 
 
 def test_ignore_case_only_for_regex_operators() -> None:
@@ -250,7 +279,6 @@ def test_free_text_field_is_a_string() -> None:
     [
         ("score", "$in", ["1", "x"], "score: value must be a number, not 'x'"),
         ("loyalty_level", "$in", ["2.5"], "value must be a whole number"),
-        ("_bdate", "$lt", "1990", "value must be a date like 2024-01-31"),
     ],
 )
 def test_invalid_value_keeps_the_last_valid_query(
@@ -336,6 +364,40 @@ def test_load_of_what_the_builder_made() -> None:
     assert other.fields == ["_city"]
     assert other.root_group.groups[0].negate.value is True
     assert other.root_group.groups[0].mode.value == "or"
+
+
+def test_load_of_a_date_shows_it_in_the_date_picker() -> None:
+    qb = builder()
+    query = {"_bdate": {"$gte": "1990-05-01"}}
+    qb.load(query)
+    row = qb.root_group.rows[0]
+    assert isinstance(row.value, w.DatePicker)
+    assert row.value.value == date(1990, 5, 1)
+    assert qb.query == query
+    other = builder()
+    other.load(qb.query)
+    assert other.query == query
+
+
+@pytest.mark.parametrize("stamp", ["2023-07-14T09:26:53.512Z", "2023-07-14 09:26", "2023-02-30"])
+def test_load_of_a_date_time_keeps_the_exact_string_in_a_text(stamp: str) -> None:
+    qb = builder()
+    query = {"subscriptions.reg_info.date": {"$lt": stamp}}
+    qb.load(query)
+    row = qb.root_group.rows[0]
+    assert isinstance(row.value, w.Text)
+    assert row.value.value == stamp
+    assert qb.error is None
+    assert qb.query == query
+    row.op.value = "$gte"  # another comparison keeps the text
+    assert row.value.value == stamp
+    assert qb.query == {"subscriptions.reg_info.date": {"$gte": stamp}}
+    row.value.value = "1990"
+    assert qb.error is not None
+    assert "value must be a date like 2024-01-31, not '1990'" in qb.error
+    assert qb.query == {"subscriptions.reg_info.date": {"$gte": stamp}}
+    row.field.value = "_bdate"  # another field: the picker again
+    assert isinstance(row.value, w.DatePicker)
 
 
 def test_load_shows_the_structure() -> None:
