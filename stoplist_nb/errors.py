@@ -215,3 +215,19 @@ def api_error_class(code: int) -> type[APIError]:
     if 500 <= code <= 599:
         return ServerError
     return APIError
+
+
+def require_int(name: str, value: Any, *, minimum: int | None = None) -> int:
+    """Return ``value`` if it is an int (not a bool) of at least ``minimum``; else raise.
+
+    Raises:
+        InvalidInput: Naming the argument, e.g. "limit must be an int of at least 1, not 0".
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or (minimum is not None and value < minimum)
+    ):
+        floor = f" of at least {minimum}" if minimum is not None else ""
+        raise InvalidInput(f"{name} must be an int{floor}, not {value!r}")
+    return value

@@ -93,11 +93,6 @@ class TaskStatus:
         return total if isinstance(total, int) and not isinstance(total, bool) else None
 
 
-def _check_list_id(list_id: Any) -> None:
-    if isinstance(list_id, bool) or not isinstance(list_id, int):
-        raise errors.InvalidInput(f"list_id must be an int, not {list_id!r}")
-
-
 def _check_type(type: Any) -> None:
     if type not in EXPORT_TYPES:
         raise errors.InvalidInput(f"type must be one of {', '.join(EXPORT_TYPES)}; not {type!r}")
@@ -115,7 +110,7 @@ def start_suppression_export(client: Client, list_id: int, *, type: str = "all")
 
     >>> task_id = start_suppression_export(client, 7, type="emails")  # doctest: +SKIP
     """
-    _check_list_id(list_id)
+    errors.require_int("list_id", list_id)
     _check_type(type)
     data = client.call("suppresses/export", id=list_id, type=type).get("data")
     task_id = data.get("task_id") if isinstance(data, dict) else None
@@ -287,7 +282,7 @@ def read_suppression_list(
     >>> stop = read_suppression_list(client, 7, type="emails")  # doctest: +SKIP
     >>> stop["md5"].head(2)  # doctest: +SKIP
     """
-    _check_list_id(list_id)
+    errors.require_int("list_id", list_id)
     _check_type(type)
     task_id = start_suppression_export(client, list_id, type=type)
     status = wait_for_task(

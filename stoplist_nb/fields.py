@@ -63,8 +63,7 @@ def database_fields(
     >>> fields = database_fields(client, 1)  # doctest: +SKIP
     >>> fields.loc[fields["category"] == "custom", ["name", "type"]]  # doctest: +SKIP
     """
-    if isinstance(db_id, bool) or not isinstance(db_id, int):
-        raise errors.InvalidInput(f"db_id must be an int, not {db_id!r}")
+    errors.require_int("db_id", db_id)
     try:
         data = client.call("databases/fields_get", id=db_id).get("data")
         if not isinstance(data, list):

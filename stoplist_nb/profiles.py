@@ -25,10 +25,8 @@ def _params(
     """Check every argument and build the request body (without cursor and token)."""
     if not isinstance(client, Client):
         raise errors.InvalidInput(f"client must be a stoplist_nb.Client, not {type(client)!r}")
-    if isinstance(db_id, bool) or not isinstance(db_id, int):
-        raise errors.InvalidInput(f"db_id must be an int, not {db_id!r}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise errors.InvalidInput(f"limit must be an int of at least 1, not {limit!r}")
+    errors.require_int("db_id", db_id)
+    errors.require_int("limit", limit, minimum=1)
     if from_id is not None and not isinstance(from_id, str):
         raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
     params: dict[str, Any] = {"db_id": db_id, "format": "json", "limit": limit}
@@ -124,12 +122,8 @@ def read_profiles(
     >>> df[["profile_id", "channel", "email"]].head()  # doctest: +SKIP
     """
     params = _params(client, db_id, query, fields, limit, from_id)
-    if max_profiles is not None and (
-        isinstance(max_profiles, bool) or not isinstance(max_profiles, int) or max_profiles < 1
-    ):
-        raise errors.InvalidInput(
-            f"max_profiles must be an int of at least 1, not {max_profiles!r}"
-        )
+    if max_profiles is not None:
+        errors.require_int("max_profiles", max_profiles, minimum=1)
     tables: list[pa.Table] = []
     count = 0
     cursor = from_id or ""
