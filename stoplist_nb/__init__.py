@@ -1,13 +1,17 @@
 """stoplist_nb: Altcraft Platform API v1.1 profiles and suppression lists in pandas.
 
 >>> import stoplist_nb as sn
->>> client = sn.Client.from_env()                        # doctest: +SKIP
->>> df = sn.read_profiles(client, db_id=1)               # doctest: +SKIP
+>>> client = sn.connect()  # doctest: +SKIP
+>>> df = sn.read_profiles(client, db_id=1)  # doctest: +SKIP
+
+``connect()`` reads ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``; with neither
+set it starts the embedded demo service and says so.
 
 The widget (:mod:`stoplist_nb.widgets`), the plots (:mod:`stoplist_nb.plots`)
 and the demo service (:mod:`stoplist_nb.demo`) are imported on demand.
 """
 
+from stoplist_nb._connect import connect
 from stoplist_nb.client import Client, Page
 from stoplist_nb.errors import (
     APIError,
@@ -76,6 +80,7 @@ __all__ = [
     "TaskTimeout",
     "TransportError",
     "UnsafePath",
+    "connect",
     "database_fields",
     "download_export",
     "flag_suppressed",
