@@ -1,0 +1,230 @@
+"""The command line's parser: every argument is checked here, before anything is sent.
+
+A bad argument, an unreadable or invalid ``--query``, or an ``--out`` with an
+unknown suffix or a missing directory is an argparse error (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import textwrap
+
+from stoplist_nb import __version__
+from stoplist_nb import _cliargs as arg
+from stoplist_nb._clicommands import run_export, run_profiles
+from stoplist_nb._clidemo import run_demo
+from stoplist_nb._cliio import FRAME_SUFFIXES
+from stoplist_nb.export import EXPORT_TYPES
+
+__all__ = ["PROG", "build_parser"]
+
+PROG = "stoplist-nb"
+
+_EPILOG = """\
+exit codes: 0 done; 1 error reported by the service or the library; 2 bad
+arguments or configuration (nothing sent); 3 token refused; 4 network failure or
+the service still failing after every retry; 130 interrupted.
+
+environment (profiles, export): STOPLIST_NB_URL, STOPLIST_NB_TOKEN."""
+
+
+def _wrap(text: str) -> str:
+    # The raw formatter keeps the epilogs' line breaks; descriptions are wrapped here.
+    return textwrap.fill(text, 79)
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options every command takes, given after the command's name."""
+    common = argparse.ArgumentParser(add_help=False)
+    out = common.add_argument_group("output")
+    out.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bars on stderr (default: when stderr is a terminal)",
+    )
+    out.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print only errors and warnings; no progress bars",
+    )
+    return common
+
+
+def _connection(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("connection (STOPLIST_NB_URL, STOPLIST_NB_TOKEN)")
+    group.add_argument(
+        "--retries",
+        type=arg.count,
+        metavar="N",
+        help="retries of a failed request (default: 5, with exponential backoff)",
+    )
+    group.add_argument(
+        "--timeout",
+        type=arg.seconds,
+        metavar="SECONDS",
+        help="seconds to wait for each reply (default: 10 to connect, 120 to read)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (``prog`` is ``stoplist-nb`` however it is started)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Altcraft Platform API v1.1 profiles and suppression lists, to files.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = _common()
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    demo = sub.add_parser(
+        "demo",
+        parents=[common],
+        formatter_class=fmt,
+        help="the whole job on the embedded demo service, written to a directory",
+        description=_wrap(
+            "Start the embedded demo service, read its profiles, export its "
+            "suppression list (e-mails and phones), flag the profiles' contacts found in it, "
+            "and write to DIR: profiles, suppression_list and flagged_contacts as .parquet "
+            "and .csv, and channels, statuses, registrations, top_domains and "
+            "suppression_overlap as .png. Needs the demo extra (and plots for the PNGs)."
+        ),
+        epilog="CSV files hold list cells (cats, phones) as JSON text.\n\n" + _EPILOG,
+    )
+    demo.add_argument(
+        "--out",
+        type=pathlib.Path,
+        default=pathlib.Path("stoplist-demo"),
+        metavar="DIR",
+        help="directory to write to, created if missing (default: ./stoplist-demo)",
+    )
+    demo.add_argument(
+        "--profiles",
+        type=arg.positive_int,
+        default=2000,
+        metavar="N",
+        help="size of the demo data set (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of the demo data set (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--limit",
+        type=arg.positive_int,
+        default=250,
+        metavar="N",
+        help="profiles per request (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--plots",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write the PNG plots (default: yes, when matplotlib is installed)",
+    )
+    demo.set_defaults(run=run_demo)
+
+    profiles = sub.add_parser(
+        "profiles",
+        parents=[common],
+        formatter_class=fmt,
+        help="read a database's profiles into a Parquet or CSV file",
+        description=_wrap(
+            "Read a database's profiles (profiles/list, every page) into a file, "
+            "one row per subscription. The format follows the suffix of --out."
+        ),
+        epilog="Parquet keeps list columns (cats) as lists; CSV holds them as JSON text,\n"
+        'e.g. ["promo", "news"] (json.loads reads them back). CSV is UTF-8, no index.\n\n'
+        "example:\n"
+        '  stoplist-nb profiles --db-id 1 --query \'{"_city": {"$in": ["Moscow"]}}\' \\\n'
+        "      --fields _id,_fname,_city,subscriptions --out moscow.parquet\n\n" + _EPILOG,
+    )
+    profiles.add_argument("--db-id", type=int, required=True, metavar="N", help="database id")
+    profiles.add_argument(
+        "--query",
+        type=arg.query,
+        metavar="JSON|@FILE",
+        help="MongoDB filter as JSON, or @path to a JSON file; checked before sending",
+    )
+    profiles.add_argument(
+        "--fields",
+        type=arg.fields,
+        metavar="A,B",
+        help="profile fields to return, comma-separated (_id names the id; add "
+        "subscriptions for the subscription columns)",
+    )
+    profiles.add_argument(
+        "--limit",
+        type=arg.positive_int,
+        default=1000,
+        metavar="N",
+        help="profiles per request (default: %(default)s)",
+    )
+    profiles.add_argument(
+        "--max-profiles", type=arg.positive_int, metavar="N", help="stop after N profiles"
+    )
+    profiles.add_argument(
+        "--from-id", metavar="CURSOR", help="start after this cursor (a next_from_id)"
+    )
+    profiles.add_argument(
+        "--out",
+        type=arg.out_file(*FRAME_SUFFIXES),
+        required=True,
+        metavar="FILE",
+        help="FILE.parquet or FILE.csv",
+    )
+    _connection(profiles)
+    profiles.set_defaults(run=run_profiles)
+
+    export = sub.add_parser(
+        "export",
+        parents=[common],
+        formatter_class=fmt,
+        help="export a suppression list (MD5 hashes) into a ZIP, CSV or Parquet file",
+        description=_wrap(
+            "Export a suppression list: start the export task, wait for it, "
+            "download its file. FILE.zip keeps the service's archive as it is; FILE.csv and "
+            "FILE.parquet hold its hashes (md5, then any other columns of the file)."
+        ),
+        epilog=_EPILOG,
+    )
+    which = export.add_mutually_exclusive_group(required=True)
+    which.add_argument("--list-id", type=int, metavar="N", help="suppression list id")
+    which.add_argument(
+        "--task-id", metavar="ID", help="wait for an export task already started instead"
+    )
+    export.add_argument(
+        "--type", choices=EXPORT_TYPES, default="all", help="contacts to export (default: all)"
+    )
+    export.add_argument(
+        "--out",
+        type=arg.out_file(".zip", *FRAME_SUFFIXES),
+        required=True,
+        metavar="FILE",
+        help="FILE.zip, FILE.csv or FILE.parquet",
+    )
+    export.add_argument(
+        "--poll-interval",
+        type=arg.seconds,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds before the second status poll; it grows by half each time (default: 1)",
+    )
+    export.add_argument(
+        "--task-timeout",
+        type=arg.seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="seconds to wait for the export task (default: 600)",
+    )
+    _connection(export)
+    export.set_defaults(run=run_export)
+    return parser

@@ -1,0 +1,134 @@
+"""``stoplist-nb``: profiles and suppression lists from the command line.
+
+Commands::
+
+    stoplist-nb demo [--out DIR]            the whole job on the embedded demo service
+    stoplist-nb profiles --db-id N --out FILE.parquet|FILE.csv [--query JSON|@FILE] ...
+    stoplist-nb export (--list-id N | --task-id ID) --out FILE.zip|FILE.csv|FILE.parquet
+
+``profiles`` and ``export`` read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``
+from the environment; the token is never printed. ``python -m stoplist_nb``
+runs the same command line.
+
+Exit codes:
+
+===  ==============================================================================
+0    done
+1    an error the service or the library reported (a failed export task, an API
+     error other than the ones below, a file that cannot be written)
+2    bad arguments or configuration (argparse errors, a bad ``--query``, a
+     missing ``STOPLIST_NB_URL``): nothing was sent
+3    the service refused the token (401/403)
+4    no usable reply (connection, timeout, broken reply), or the service still
+     failed (5xx, 429) after every retry: worth trying again later
+130  interrupted (Ctrl-C)
+===  ==============================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import TextIO
+
+from stoplist_nb import errors
+from stoplist_nb._cliio import (
+    EXIT_AUTH,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_NETWORK,
+    EXIT_USAGE,
+    CliError,
+    Ui,
+)
+from stoplist_nb._cliparser import PROG, build_parser
+from stoplist_nb.client import ENV_TOKEN
+
+__all__ = ["build_parser", "exit_code", "main"]
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code for an exception (see the module's table)."""
+    if isinstance(exc, CliError):
+        return exc.code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, errors.AuthError):
+        return EXIT_AUTH
+    if isinstance(exc, errors.TransportError | errors.ServerError | errors.RateLimited):
+        return EXIT_NETWORK
+    # UnsafePath is an InvalidInput, but the bad path came from the service, not the user.
+    if isinstance(exc, errors.InvalidInput) and not isinstance(exc, errors.UnsafePath):
+        return EXIT_USAGE
+    return EXIT_ERROR
+
+
+def _report(exc: Exception, stream: TextIO) -> None:
+    """Print an error as ``stoplist-nb: error: ...``, then its hint and where to resume."""
+    # Exception.__str__ gives the message without StoplistError's hint and
+    # resume suffixes, which name Python attributes; they get their own lines.
+    print(f"{PROG}: error: {Exception.__str__(exc)}", file=stream)
+    hint = getattr(exc, "hint", None)
+    if not hint and isinstance(exc, errors.AuthError):
+        hint = f"check {ENV_TOKEN}, and that the token may use this database or list"
+    if hint:
+        print(f"{PROG}: hint: {hint}", file=stream)
+    resume = getattr(exc, "resume_from", None)
+    partial = getattr(exc, "partial", None)
+    read = partial.attrs.get("profiles", 0) if partial is not None else 0
+    if resume and read:  # with nothing read, running the command again is the way on
+        print(
+            f"{PROG}: {read} profiles were read before the failure (nothing was written); "
+            f"to read only the ones after them, add --from-id {shlex.quote(resume)}",
+            file=stream,
+        )
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (see the module's table).
+
+    Args:
+        argv: The arguments after the program name; default ``sys.argv[1:]``.
+
+    >>> main(["profiles", "--db-id", "1", "--out", "x.txt"])  # doctest: +SKIP
+    2
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and argparse's errors (2)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+    progress = args.progress if args.progress is not None else sys.stderr.isatty()
+    ui = Ui(progress=progress and not args.quiet, quiet=args.quiet)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            code: int = args.run(args, ui)
+        except KeyboardInterrupt:
+            print(f"{PROG}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BrokenPipeError:
+            # Whoever read stdout has gone (| head); point stdout at nothing, so the
+            # interpreter's own flush at exit does not fail a second time.
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_ERROR
+        except (errors.StoplistError, CliError) as exc:
+            _report(exc, sys.stderr)
+            return exit_code(exc)
+    return code

@@ -1,0 +1,600 @@
+"""The ``stoplist-nb`` command line, against the embedded demo service on loopback."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import types
+import zipfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import stoplist_nb
+from stoplist_nb import _transport
+from stoplist_nb.cli import main
+from stoplist_nb.demo import DemoService, serve
+from stoplist_nb.demo._data import generate_profiles
+from stoplist_nb.hashfile import read_hashed_csv
+from stoplist_nb.hashing import canonical_phone, hash_email
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+EXIT_USAGE, EXIT_ERROR, EXIT_AUTH, EXIT_NETWORK = 2, 1, 3, 4
+DATA_FILES = [
+    f"{name}{suffix}"
+    for name in ("profiles", "suppression_list", "flagged_contacts")
+    for suffix in (".parquet", ".csv")
+]
+PLOTS = ["channels", "statuses", "registrations", "top_domains", "suppression_overlap"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def env(demo: DemoService, monkeypatch: pytest.MonkeyPatch) -> DemoService:
+    """The demo service named by the environment, as a user would configure it."""
+    monkeypatch.setenv("STOPLIST_NB_URL", demo.base_url)
+    monkeypatch.setenv("STOPLIST_NB_TOKEN", demo.token)
+    return demo
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], svc: DemoService) -> Iterator[Run]:
+    """Call ``main`` and return (exit code, stdout, stderr); the token must appear in none."""
+    said: list[str] = []
+
+    def call(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        said.extend([out, err])
+        return code, out, err
+
+    yield call
+    assert svc.token not in "".join(said)
+
+
+@pytest.fixture
+def fast_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default retry budget (5 retries), without the seconds of backoff."""
+    default = _transport.default_retry
+    monkeypatch.setattr(_transport, "default_retry", lambda: default().new(backoff_factor=0))
+
+
+def api_requests(svc: DemoService) -> list[str]:
+    return [r.method for r in svc.requests]
+
+
+def subscriptions(profile: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(profile.get("subscriptions") or [])
+
+
+def rows_of(profiles: list[dict[str, Any]]) -> int:
+    """Rows of the frame: one per subscription, one for a profile without any."""
+    return sum(max(1, len(subscriptions(p))) for p in profiles)
+
+
+# --- demo ------------------------------------------------------------------------
+
+
+def expected_hits(profiles: list[dict[str, Any]], suppressed: dict[str, list[str]]) -> int:
+    """Contacts of the subscriptions found in the list, counted without the library."""
+    emails, phones = set(suppressed["emails"]), set(suppressed["phones"])
+    hits = 0
+    for profile in profiles:
+        for sub in subscriptions(profile):
+            email = (sub.get("email_data") or {}).get("email")
+            phone = (sub.get("phone_data") or {}).get("phone")
+            if email is not None:  # an e-mail subscription is matched by its e-mail only
+                hits += email.strip().lower() in emails
+            elif phone is not None:
+                hits += canonical_phone(phone) in phones
+    return hits
+
+
+def test_demo_writes_frames_and_plots(
+    run: Run, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The command's own demo service draws a random token; make it one to look for.
+    secret = "demo-t0ken-never-printed"
+    monkeypatch.setattr("stoplist_nb.demo.serve", functools.partial(serve, token=secret))
+    out = tmp_path / "new" / "demo"
+    code, stdout, stderr = run(
+        "demo",
+        "--out",
+        str(out),
+        "--profiles",
+        "150",
+        "--seed",
+        "3",
+        "--limit",
+        "40",
+        "--progress",
+    )
+    assert code == 0, stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        DATA_FILES + [f"{name}.png" for name in PLOTS]
+    )
+    held = generate_profiles(150, 3)
+    suppressed = DemoService(held, 3).suppressed  # the same list, never started
+    for suffix, read in ((".parquet", pd.read_parquet), (".csv", pd.read_csv)):
+        profiles = read(out / f"profiles{suffix}")
+        assert len(profiles) == rows_of(held)
+        assert profiles["profile_id"].drop_duplicates().tolist() == [p["id"] for p in held]
+        stop = read(out / f"suppression_list{suffix}")
+        assert stop["type"].value_counts().to_dict() == {
+            "emails": len(suppressed["emails"]),
+            "phones": len(suppressed["phones"]),
+        }
+        assert set(stop["md5"]) >= {hash_email(e) for e in suppressed["emails"]}
+        flagged = read(out / f"flagged_contacts{suffix}")
+        contacts = sum(
+            1 for p in held for s in subscriptions(p) if "email_data" in s or "phone_data" in s
+        )
+        assert len(flagged) == contacts
+        assert int(flagged["suppressed"].sum()) == expected_hits(held, suppressed) > 0
+    # Parquet keeps lists; CSV holds them as JSON.
+    cats = pd.read_parquet(out / "profiles.parquet")["cats"].dropna()
+    assert len(cats) > 0
+    assert all(isinstance(v, list | np.ndarray) for v in cats)
+    as_text = pd.read_csv(out / "profiles.csv")["cats"].dropna()
+    assert [json.loads(v) for v in as_text] == [list(v) for v in cats]
+    for name in PLOTS:
+        png = (out / f"{name}.png").read_bytes()
+        assert png.startswith(PNG_MAGIC)
+        assert len(png) > 1000
+    from PIL import Image
+
+    with Image.open(out / "channels.png") as image:
+        image.verify()
+    assert "150 profiles" in stdout
+    assert f"found in the list: {expected_hits(held, suppressed)} " in stdout
+    assert f"suppression list 7: {len(stop)} hashes" in stdout
+    assert f"wrote {len(DATA_FILES) + len(PLOTS)} files to {out}" in stdout
+    assert "profiles/list" in stderr  # the progress bar
+    assert secret not in stdout + stderr
+
+
+@pytest.fixture
+def fake_plots(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """A stand-in for stoplist_nb.plots that records what each function was given."""
+    calls: dict[str, list[Any]] = {}
+    module = types.ModuleType("stoplist_nb.plots")
+
+    def recorder(name: str) -> Callable[..., Any]:
+        def plot(data: pd.DataFrame, *args: Any, ax: Any = None, **kwargs: Any) -> Any:
+            calls[name] = [data, args, kwargs]
+            ax.bar(["a", "b"], [1, 2])
+            return ax
+
+        return plot
+
+    for name in PLOTS:
+        setattr(module, f"plot_{name}", recorder(name))
+    monkeypatch.setitem(sys.modules, "stoplist_nb.plots", module)
+    monkeypatch.setattr(stoplist_nb, "plots", module, raising=False)
+    return calls
+
+
+def test_demo_gives_each_plot_its_frame(
+    run: Run, tmp_path: pathlib.Path, fake_plots: dict[str, list[Any]]
+) -> None:
+    code, _, stderr = run("demo", "--out", str(tmp_path), "--profiles", "40", "--quiet")
+    assert code == 0, stderr
+    assert set(fake_plots) == set(PLOTS)
+    for name in ("channels", "statuses", "registrations", "top_domains"):
+        assert fake_plots[name][0]["profile_id"].nunique() == 40
+    assert fake_plots["registrations"][2] == {"freq": "W"}
+    assert fake_plots["top_domains"][2] == {"n": 10}
+    flagged = fake_plots["suppression_overlap"][0]
+    assert {"channel", "email", "phone", "suppressed", "suppressed_by"} <= set(flagged.columns)
+    assert (tmp_path / "suppression_overlap.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_demo_without_plots_is_quiet(
+    run: Run, tmp_path: pathlib.Path, fake_plots: dict[str, list[Any]]
+) -> None:
+    code, stdout, stderr = run(
+        "demo", "--out", str(tmp_path), "--profiles", "20", "-q", "--no-plots"
+    )
+    assert (code, stdout, stderr) == (0, "", "")
+    assert not fake_plots
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(DATA_FILES)
+
+
+# --- profiles --------------------------------------------------------------------
+
+
+def test_profiles_parquet_with_query(run: Run, env: DemoService, tmp_path: pathlib.Path) -> None:
+    cities = ["Moscow", "Kazan", "London"]
+    query = {"_city": {"$in": cities}}
+    out = tmp_path / "p.parquet"
+    code, stdout, stderr = run(
+        "profiles",
+        "--db-id",
+        str(env.db_id),
+        "--query",
+        json.dumps(query),
+        "--limit",
+        "7",
+        "--out",
+        str(out),
+    )
+    assert code == 0, stderr
+    held = [p for p in env.profiles if p.get("_city") in cities]
+    assert held
+    df = pd.read_parquet(out)
+    assert len(df) == rows_of(held)
+    assert df["profile_id"].drop_duplicates().tolist() == [p["id"] for p in held]
+    assert df.drop_duplicates("profile_id")["_city"].tolist() == [p["_city"] for p in held]
+    sent = [r.params for r in env.requests if r.method == "profiles/list"]
+    assert len(sent) == -(-len(held) // 7) + 1  # full pages, then the empty one
+    assert all(p["query"] == query and p["limit"] == 7 for p in sent)
+    assert f"wrote {len(df)} rows ({len(held)} profiles" in stdout
+
+
+def test_profiles_csv_with_query_file_and_fields(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    query_file = tmp_path / "q.json"
+    query_file.write_text(json.dumps({"$or": [{"vip": True}, {"loyalty_level": {"$gte": 4}}]}))
+    out = tmp_path / "p.CSV"
+    code, _, stderr = run(
+        "profiles",
+        "--db-id",
+        "1",
+        "--query",
+        f"@{query_file}",
+        "--out",
+        str(out),
+        "--fields",
+        "_fname, _city,subscriptions",
+    )
+    assert code == 0, stderr
+    held = [p for p in env.profiles if p.get("vip") is True or p.get("loyalty_level", 0) >= 4]
+    df = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert len(df) == rows_of(held)
+    assert {"_fname", "_city", "channel", "email", "cats"} <= set(df.columns)
+    assert not {"_lname", "vip", "loyalty_level"} & set(df.columns)
+    first = df.drop_duplicates("profile_id")
+    assert first["profile_id"].tolist() == [p["id"] for p in held]
+    assert first["_fname"].tolist() == [p.get("_fname", "") for p in held]
+    cats = [c for p in held for s in subscriptions(p) if (c := s.get("cats"))]
+    assert [json.loads(v) for v in df["cats"] if v] == cats
+    assert env.requests[0].params["fields"] == ["_fname", "_city", "subscriptions"]
+
+
+def test_profiles_max_profiles_then_from_id(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    first, rest = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    code, stdout, _ = run(
+        "profiles", "--db-id", "1", "--max-profiles", "7", "--limit", "3", "--out", str(first)
+    )
+    assert code == 0
+    ids = pd.read_parquet(first)["profile_id"].drop_duplicates().tolist()
+    assert ids == [p["id"] for p in env.profiles[:7]]
+    cursor = stdout.split("--from-id ")[1].split()[0]
+    code, _, _ = run("profiles", "--db-id", "1", "--from-id", cursor, "--out", str(rest))
+    assert code == 0
+    later = pd.read_parquet(rest)["profile_id"].drop_duplicates().tolist()
+    assert later == [p["id"] for p in env.profiles[7:]]
+
+
+# --- export ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".zip"])
+def test_export(run: Run, env: DemoService, tmp_path: pathlib.Path, suffix: str) -> None:
+    out = tmp_path / f"stop{suffix}"
+    code, stdout, stderr = run(
+        "export",
+        "--list-id",
+        str(env.suppress_id),
+        "--type",
+        "emails",
+        "--out",
+        str(out),
+        "--poll-interval",
+        "0.01",
+    )
+    assert code == 0, stderr
+    if suffix == ".zip":
+        assert zipfile.ZipFile(out).namelist() == [f"{env.suppress_name}.md5.csv"]
+        frame = read_hashed_csv(out)
+    else:
+        frame = pd.read_csv(out, dtype=str) if suffix == ".csv" else pd.read_parquet(out)
+    emails = env.suppressed["emails"]
+    assert len(frame) == len(emails)
+    assert set(frame["md5"]) == {hash_email(e) for e in emails}
+    exported = [r.params for r in env.requests if r.method == "suppresses/export"]
+    assert exported == [{"id": env.suppress_id, "type": "emails"}]
+    assert str(out) in stdout
+    assert not list(tmp_path.glob(".*"))  # no temporary file left beside the output
+
+
+def test_export_waits_for_a_started_task(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    with env.client() as client:
+        task_id = stoplist_nb.start_suppression_export(client, env.suppress_id, type="phones")
+    out = tmp_path / "phones.csv"
+    code, _, stderr = run(
+        "export", "--task-id", task_id, "--out", str(out), "--poll-interval", "0.01"
+    )
+    assert code == 0, stderr
+    assert len(pd.read_csv(out)) == len(env.suppressed["phones"])
+    assert api_requests(env).count("suppresses/export") == 1
+
+
+def test_export_warnings_are_printed_as_such(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    env.plan_next_export(csv_layout="bad_rows")
+    out = tmp_path / "stop.parquet"
+    code, _, stderr = run("export", "--list-id", "7", "--out", str(out), "--poll-interval", "0.01")
+    assert code == 0
+    assert "stoplist-nb: warning: " in stderr
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        ({"fail": True}, "failed: export failed: list is locked"),
+        ({"archive": "corrupt"}, "error: "),
+        ({"hashed_file": "https://evil.example/x.zip"}, "download path refused"),
+    ],
+)
+def test_export_failures_exit_1(
+    run: Run, env: DemoService, tmp_path: pathlib.Path, plan: dict[str, Any], message: str
+) -> None:
+    env.plan_next_export(**plan)
+    out = tmp_path / "stop.csv"
+    code, _, stderr = run("export", "--list-id", "7", "--out", str(out), "--poll-interval", "0.01")
+    assert code == EXIT_ERROR
+    assert stderr.startswith("stoplist-nb: export task exp-")  # the note naming the task
+    assert "\nstoplist-nb: error: " in stderr
+    assert message in stderr
+    assert "Traceback" not in stderr
+    assert not out.exists()
+
+
+def test_export_past_the_deadline_says_how_to_resume(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    env.plan_next_export(never=True)
+    code, _, stderr = run(
+        "export",
+        "--list-id",
+        "7",
+        "--out",
+        str(tmp_path / "s.zip"),
+        "--poll-interval",
+        "0.01",
+        "--task-timeout",
+        "0.2",
+    )
+    assert code == EXIT_ERROR
+    assert "is still running after 0.2 s" in stderr
+    assert "\nstoplist-nb: hint: " in stderr
+    assert "--task-id exp-" in stderr
+    assert "wait_for_task" not in stderr
+
+
+# --- errors ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["profiles", "--db-id", "1", "--out", "{tmp}/p.txt"], "must end in .parquet or .csv"),
+        (["profiles", "--db-id", "1", "--out", "{tmp}/missing/p.csv"], "no directory"),
+        (["profiles", "--db-id", "1", "--query", "{bad", "--out", "{tmp}/p.csv"], "not valid JSON"),
+        (["profiles", "--db-id", "1", "--query", "[1]", "--out", "{tmp}/p.csv"], "JSON object"),
+        (
+            [
+                "profiles",
+                "--db-id",
+                "1",
+                "--query",
+                '{"_city": {"$inn": ["x"]}}',
+                "--out",
+                "{tmp}/p.csv",
+            ],
+            "unknown operator '$inn'",
+        ),
+        (
+            ["profiles", "--db-id", "1", "--query", "@{tmp}/no.json", "--out", "{tmp}/p.csv"],
+            "cannot read",
+        ),
+        (["profiles", "--db-id", "1", "--limit", "0", "--out", "{tmp}/p.csv"], "at least 1"),
+        (["profiles", "--db-id", "x", "--out", "{tmp}/p.csv"], "invalid int value"),
+        (["profiles", "--db-id", "1", "--fields", ",", "--out", "{tmp}/p.csv"], "at least one"),
+        (["profiles", "--out", "{tmp}/p.csv"], "required: --db-id"),
+        (["export", "--list-id", "7", "--out", "{tmp}/s.json"], "must end in .zip or"),
+        (["export", "--list-id", "7", "--task-id", "t", "--out", "{tmp}/s.zip"], "not allowed"),
+        (["export", "--list-id", "7", "--type", "urls", "--out", "{tmp}/s.zip"], "invalid choice"),
+        (["export", "--list-id", "7", "--retries", "-1", "--out", "{tmp}/s.zip"], "negative"),
+        (["demo", "--profiles", "0"], "at least 1"),
+        (["nonsense"], "invalid choice"),
+        ([], "required: COMMAND"),
+    ],
+)
+def test_bad_arguments_exit_2_before_any_request(
+    run: Run, env: DemoService, tmp_path: pathlib.Path, argv: list[str], message: str
+) -> None:
+    code, stdout, stderr = run(*[a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert code == EXIT_USAGE
+    assert stderr.startswith("usage: stoplist-nb")
+    assert message in stderr
+    assert stdout == ""
+    assert env.requests == []
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("missing", ["STOPLIST_NB_URL", "STOPLIST_NB_TOKEN"])
+def test_missing_environment(
+    run: Run,
+    env: DemoService,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: pathlib.Path,
+    missing: str,
+) -> None:
+    monkeypatch.delenv(missing)
+    code, _, stderr = run("profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv"))
+    assert code == EXIT_USAGE
+    assert stderr.startswith(f"stoplist-nb: error: {missing} is not set\nstoplist-nb: hint: ")
+    assert env.requests == []
+
+
+def test_wrong_token_exits_3(
+    run: Run, env: DemoService, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    wrong = "wrong-" + env.token[::-1]
+    monkeypatch.setenv("STOPLIST_NB_TOKEN", wrong)
+    for argv in (
+        ["profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv")],
+        ["export", "--list-id", "7", "--out", str(tmp_path / "s.zip")],
+    ):
+        code, stdout, stderr = run(*argv)
+        assert code == EXIT_AUTH
+        assert "stoplist-nb: error: " in stderr
+        assert "error 403 (HTTP 403, Access denied)" in stderr
+        assert "stoplist-nb: hint: check STOPLIST_NB_TOKEN" in stderr
+        assert wrong not in stdout + stderr
+        assert "Traceback" not in stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.usefixtures("fast_retry")
+def test_server_failing_past_the_retries_exits_4(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    env.add_fault("profiles/list", "status", status=502, times=50)
+    code, _, stderr = run("profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv"))
+    assert code == EXIT_NETWORK
+    assert stderr.startswith("stoplist-nb: error: profiles/list: error 502")
+    assert api_requests(env) == ["profiles/list"] * 6  # the first try and 5 retries
+    env.requests.clear()
+    code, _, _ = run("profiles", "--db-id", "1", "--retries", "1", "--out", str(tmp_path / "p.csv"))
+    assert code == EXIT_NETWORK
+    assert api_requests(env) == ["profiles/list"] * 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unreachable_service_exits_4(
+    run: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("STOPLIST_NB_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("STOPLIST_NB_TOKEN", "t0ken-not-to-show")
+    code, _, stderr = run(
+        "profiles", "--db-id", "1", "--retries", "0", "--out", str(tmp_path / "p.csv")
+    )
+    assert code == EXIT_NETWORK
+    assert "the connection failed" in stderr
+    assert "t0ken-not-to-show" not in stderr
+
+
+@pytest.mark.usefixtures("fast_retry")
+def test_failure_after_some_pages_says_where_to_resume(
+    run: Run, env: DemoService, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    take = env._faults.take
+    pages = []
+
+    def fail_after_the_first_page(method: str) -> Any:
+        if method == "profiles/list":
+            pages.append(method)
+            if len(pages) == 2:
+                env.add_fault("profiles/list", "status", status=503, times=50)
+        return take(method)
+
+    monkeypatch.setattr(env._faults, "take", fail_after_the_first_page)
+    out = tmp_path / "p.parquet"
+    code, _, stderr = run("profiles", "--db-id", "1", "--limit", "10", "--out", str(out))
+    assert code == EXIT_NETWORK
+    cursor = env.profiles[9]["id"]
+    assert "10 profiles were read before the failure (nothing was written)" in stderr
+    assert stderr.rstrip().endswith(f"add --from-id {cursor}")
+    assert ".partial" not in stderr
+    assert not out.exists()
+
+
+def test_interrupt_exits_130(
+    run: Run, env: DemoService, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("stoplist_nb._clicommands.read_profiles", interrupted)
+    code, _, stderr = run("profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv"))
+    assert (code, stderr) == (130, "stoplist-nb: interrupted\n")
+
+
+# --- entry points ----------------------------------------------------------------
+
+
+def test_help_and_version(run: Run) -> None:
+    code, stdout, _ = run("--help")
+    assert code == 0
+    assert stdout.startswith("usage: stoplist-nb")
+    assert "exit codes:" in stdout
+    assert run("--version")[:2] == (0, f"stoplist-nb {stoplist_nb.__version__}\n")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STOPLIST_NB_")}
+    return {**env, **extra}
+
+
+def test_python_dash_m(tmp_path: pathlib.Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "stoplist_nb", "profiles", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env=clean_env(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: stoplist-nb profiles")
+
+
+def test_console_script(svc: DemoService, tmp_path: pathlib.Path) -> None:
+    script = pathlib.Path(sys.executable).with_name("stoplist-nb")
+    if not script.exists():
+        pytest.skip("the stoplist-nb script is not installed (pip install -e .)")
+    result = subprocess.run(
+        [str(script), "profiles", "--db-id", "1", "--max-profiles", "5", "--out", "p.csv"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env=clean_env(STOPLIST_NB_URL=svc.base_url, STOPLIST_NB_TOKEN=svc.token),
+    )
+    assert result.returncode == 0, result.stderr
+    assert pd.read_csv(tmp_path / "p.csv")["profile_id"].nunique() == 5
+    assert svc.token not in result.stdout + result.stderr
+    unset = subprocess.run(
+        [str(script), "export", "--list-id", "7", "--out", "s.zip"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env=clean_env(),
+    )
+    assert unset.returncode == EXIT_USAGE
+    assert unset.stderr.startswith("stoplist-nb: error: STOPLIST_NB_URL is not set")
