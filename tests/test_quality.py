@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -67,3 +68,32 @@ def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "module", ["stoplist_nb", "stoplist_nb.plots", "stoplist_nb.widgets", "stoplist_nb.demo"]
+)
+def test_readme_names_every_public_name(module: str) -> None:
+    names = importlib.import_module(module).__all__
+    missing = [n for n in names if f"`{n}" not in README and f" {n}(" not in README]
+    assert missing == []
+
+
+def test_readme_links_resolve() -> None:
+    targets = re.findall(r"\]\(((?!https?://|#)[^)\s]+)\)", README)
+    assert "docs/overview.png" in targets
+    assert len([t for t in targets if t.startswith("notebooks/")]) == 3
+    for target in targets:
+        assert (ROOT / target).exists(), target
+    badge = re.search(r"mybinder\.org/v2/gh/[^)\s]+labpath=notebooks%2F([^)\s&]+)", README)
+    assert badge
+    assert (ROOT / "notebooks" / badge[1]).exists()
+
+
+def test_readme_set_up_commands_are_what_ci_runs() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci in README
+    assert '&& pip install -e ".[demo,plots]" && stoplist-nb demo' in README
