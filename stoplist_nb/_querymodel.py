@@ -1,4 +1,4 @@
-"""The query model behind :mod:`stoplist_nb.query`: ``F``, conditions and groups.
+"""The query model behind :mod:`stoplist_nb.query`: ``F`` and the conditions it builds.
 
 Every node is immutable and compares by value, so queries can be used as
 dict keys and compared in tests. Values are frozen on the way in (lists become
@@ -16,6 +16,10 @@ Negation rules (``~``):
 * ``~And(...)`` becomes ``{"$nor": [{...}]}``; ``~Or(a, b)`` becomes
   ``{"$nor": [a, b]}`` (the same thing); ``~Nor(a, b)`` is ``Or(a, b)`` and
   ``~Nor(x)`` is ``x``. So ``~~q == q`` for anything ``F`` builds.
+
+The base ``Query`` and the groups ``And``, ``Or`` and ``Nor`` are in
+:mod:`stoplist_nb._querygroups` and are re-exported here, so this module is the
+whole model.
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from stoplist_nb._frozen import FrozenDict, freeze, thaw, value_key
+from stoplist_nb._querygroups import And, Nor, Or, Query
 from stoplist_nb.errors import InvalidQuery
+
+__all__ = ["CONDITION_OPERATORS", "And", "Condition", "F", "Nor", "Or", "Query"]
 
 #: Field operators a :class:`Condition` can hold.
 CONDITION_OPERATORS = frozenset({
@@ -45,49 +52,6 @@ def _check_path(path: Any) -> None:
         raise InvalidQuery(f"a field path must be a non-empty string without '$', not {path!r}")
     if any(not part for part in path.split(".")):
         raise InvalidQuery(f"query[{path!r}]: a field path cannot have empty parts")
-
-
-class Query:
-    """Base of every query node: combine with ``&``, ``|``, ``~``; send ``to_mongo()``.
-
-    >>> q = (F("_city") == "Moscow") | ~F("email").exists()
-    >>> q.to_mongo()
-    {'$or': [{'_city': 'Moscow'}, {'email': {'$exists': False}}]}
-    """
-
-    __slots__ = ()
-
-    def to_mongo(self) -> dict[str, Any]:
-        """Return the MongoDB filter, a fresh dict of plain lists and dicts."""
-        raise NotImplementedError
-
-    def _key(self) -> Any:
-        raise NotImplementedError
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Query):
-            return NotImplemented
-        return type(self) is type(other) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self._key()))
-
-    def __and__(self, other: Query) -> Query:
-        if not isinstance(other, Query):
-            return NotImplemented
-        return And((self, other))
-
-    def __or__(self, other: Query) -> Query:
-        if not isinstance(other, Query):
-            return NotImplemented
-        return Or((self, other))
-
-    def __invert__(self) -> Query:
-        raise NotImplementedError
-
-    def __bool__(self) -> bool:
-        # `a and b` or `1 < F("x") < 5` would otherwise silently keep one side only.
-        raise TypeError("a Query has no truth value: combine queries with &, | and ~")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -166,6 +130,9 @@ class Condition(Query):
     def __invert__(self) -> Condition:
         return Condition(self.path, self.op, self.value, self.options, not self.negated)
 
+    def _field_entry(self) -> tuple[str, Any]:
+        return self.path, self.field_value()
+
     def _is_comparison(self) -> bool:
         return self.op in _SYMBOL and not self.negated
 
@@ -184,132 +151,6 @@ class Condition(Query):
         if not self.negated:
             return text
         return f"~({text})" if op in _SYMBOL else f"~{text}"
-
-
-def _items(items: Iterable[Query], name: str, flatten: type[_Group] | None) -> tuple[Query, ...]:
-    out: list[Query] = []
-    for item in items:
-        if not isinstance(item, Query):
-            raise InvalidQuery(f"{name} takes queries, not {type(item).__name__}")
-        out.extend(item.items if flatten and isinstance(item, flatten) else [item])
-    return tuple(out)
-
-
-@dataclass(frozen=True, eq=False, repr=False, init=False)
-class _Group(Query):
-    items: tuple[Query, ...]
-
-    def _key(self) -> Any:
-        return self.items
-
-
-@dataclass(frozen=True, eq=False, repr=False, init=False)
-class And(_Group):
-    """All of ``items``; nested ``And`` are flattened, ``And([])`` matches everything.
-
-    Conditions on different fields merge into one dict (MongoDB's implicit AND);
-    anything else, two conditions on one field included, goes under ``$and``.
-
-    >>> q = (F("a") >= 1) & (F("a") < 5) & (F("b") == "x")
-    >>> q
-    (F('a') >= 1) & (F('a') < 5) & (F('b') == 'x')
-    >>> q.to_mongo()
-    {'$and': [{'a': {'$gte': 1}}, {'a': {'$lt': 5}}, {'b': 'x'}]}
-    >>> ((F("a") == 1) & F("b").exists()).to_mongo()
-    {'a': 1, 'b': {'$exists': True}}
-    """
-
-    def __init__(self, items: Iterable[Query] = ()) -> None:
-        object.__setattr__(self, "items", _items(items, "And", And))
-
-    def to_mongo(self) -> dict[str, Any]:
-        """Return the merged dict, ``{"$and": [...]}``, or ``{}`` when empty."""
-        if not self.items:
-            return {}
-        conditions = [i for i in self.items if isinstance(i, Condition)]
-        # One item stays under $and, or it would read back as the bare item.
-        if len(conditions) == len(self.items) > 1:
-            merged = {c.path: c.field_value() for c in conditions}
-            if len(merged) == len(conditions):
-                return merged
-        return {"$and": [i.to_mongo() for i in self.items]}
-
-    def __invert__(self) -> Query:
-        return Nor((self,))
-
-    def __repr__(self) -> str:
-        if len(self.items) < 2:
-            return f"And({list(self.items)!r})"
-        return " & ".join(_wrap(i, Or) for i in self.items)
-
-
-@dataclass(frozen=True, eq=False, repr=False, init=False)
-class Or(_Group):
-    """Any of two or more ``items`` (``$or``); nested ``Or`` are flattened.
-
-    >>> ((F("_city") == "Moscow") | (F("_city") == "Kazan")).to_mongo()
-    {'$or': [{'_city': 'Moscow'}, {'_city': 'Kazan'}]}
-    """
-
-    def __init__(self, items: Iterable[Query]) -> None:
-        flat = _items(items, "Or", Or)
-        if len(flat) < 2:
-            raise InvalidQuery("Or takes two or more queries; use the query itself")
-        object.__setattr__(self, "items", flat)
-
-    def to_mongo(self) -> dict[str, Any]:
-        """Return ``{"$or": [...]}``."""
-        return {"$or": [i.to_mongo() for i in self.items]}
-
-    def __invert__(self) -> Query:
-        return Nor(self.items)
-
-    def __repr__(self) -> str:
-        return " | ".join(_wrap(i, And) for i in self.items)
-
-
-@dataclass(frozen=True, eq=False, repr=False, init=False)
-class Nor(_Group):
-    """None of ``items`` (``$nor``); what ``~`` makes of a group.
-
-    ``Nor([Or(items)])`` is stored as ``Nor(items)``, which means the same.
-
-    >>> q = ~((F("a") >= 1) & (F("a") < 5))
-    >>> q.to_mongo()
-    {'$nor': [{'$and': [{'a': {'$gte': 1}}, {'a': {'$lt': 5}}]}]}
-    >>> ~q
-    (F('a') >= 1) & (F('a') < 5)
-    """
-
-    def __init__(self, items: Iterable[Query]) -> None:
-        flat = _items(items, "Nor", None)
-        if len(flat) == 1 and isinstance(flat[0], Or):
-            flat = flat[0].items
-        if not flat:
-            raise InvalidQuery("Nor takes one or more queries")
-        object.__setattr__(self, "items", flat)
-
-    def to_mongo(self) -> dict[str, Any]:
-        """Return ``{"$nor": [...]}``."""
-        return {"$nor": [i.to_mongo() for i in self.items]}
-
-    def __invert__(self) -> Query:
-        return self.items[0] if len(self.items) == 1 else Or(self.items)
-
-    def __repr__(self) -> str:
-        if len(self.items) > 1:
-            return f"~({Or(self.items)!r})"
-        if isinstance(self.items[0], And):
-            return f"~({self.items[0]!r})"
-        return f"Nor({list(self.items)!r})"
-
-
-def _wrap(item: Query, group: type[_Group]) -> str:
-    # & binds tighter than ==, so comparisons need brackets; a group of the
-    # other kind gets them for the reader.
-    if (isinstance(item, Condition) and item._is_comparison()) or isinstance(item, group):
-        return f"({item!r})"
-    return repr(item)
 
 
 class F:

@@ -66,8 +66,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stoplist_nb import _coerce as co
+from stoplist_nb import _columns as cols
 from stoplist_nb import _flatten as fl
 from stoplist_nb._arrowjson import records_to_arrow
+from stoplist_nb._columns import (
+    COMMON_COLUMNS,
+    DTYPES,
+    KIND_DTYPES,
+    PROFILE_COLUMNS,
+    SUBSCRIPTION_COLUMNS,
+)
 from stoplist_nb.errors import InvalidInput
 
 __all__ = [
@@ -81,49 +89,7 @@ __all__ = [
     "split_channels",
 ]
 
-_TEXT_BLOCKS = ["email", "email_md5", "email_domain", "email_domain_group", "phone", "phone_md5"]
-#: Kind of each fixed column, in column order; the kind decides coercion and dtype.
-_KINDS: dict[str, str] = {
-    **dict.fromkeys(["profile_id", "channel", "status", "hash_id"], "text"),
-    **dict.fromkeys(["priority", "resource_id"], "int"),
-    "is_delete": "bool",
-    "reg_date": "time",
-    **dict.fromkeys(["reg_ip", *_TEXT_BLOCKS, "push_provider", "push_subscription_id"], "text"),
-    "cats": "list",
-}
-#: The pandas dtype of each kind: fixed columns and dynamic ones alike.
-KIND_DTYPES: dict[str, Any] = {
-    "text": pd.StringDtype("pyarrow"),
-    "int": pd.Int64Dtype(),
-    "float": pd.Float64Dtype(),
-    "bool": pd.BooleanDtype(),
-    "time": pd.DatetimeTZDtype("ms", "UTC"),
-    "list": pd.ArrowDtype(co.TEXT_LIST),
-    "object": object,
-}
-#: dtype of each fixed column.
-DTYPES: dict[str, Any] = {name: KIND_DTYPES[kind] for name, kind in _KINDS.items()}
-PROFILE_COLUMNS: tuple[str, ...] = ("profile_id",)
-SUBSCRIPTION_COLUMNS: tuple[str, ...] = tuple(n for n in _KINDS if n not in {"profile_id", "cats"})
-#: Subscription columns every channel has (``split_channels`` keeps them all).
-COMMON_COLUMNS: tuple[str, ...] = (*SUBSCRIPTION_COLUMNS[:8], "cats")
-
-_SCALARS = frozenset(SUBSCRIPTION_COLUMNS[:6])
-_BLOCKS: dict[str, dict[str, str]] = {
-    "reg_info": {"date": "reg_date", "ip": "reg_ip"},
-    "email_data": {
-        "email": "email",
-        "md5": "email_md5",
-        "domain": "email_domain",
-        "domain_group": "email_domain_group",
-    },
-    "phone_data": {"phone": "phone", "md5": "phone_md5"},
-    "push_data": {"provider": "push_provider", "subscription_id": "push_subscription_id"},
-}
-_ID_KEYS = ("id", "_id")
-_SUBSCRIPTIONS, _CUSTOM, _CATS = "subscriptions", "custom_fields", "cats"
-# Roles order the columns; the paging code hands tables back with them as metadata.
-_ROLES = ("id", "profile", "fixed", "block", "extra", "cf", "cats")
+# Each page carries its column roles here, so frame_from_tables can order pages it gets back.
 _META = b"stoplist_nb.columns"
 
 
@@ -171,7 +137,7 @@ def flatten_profiles(data: pa.Array) -> pa.Table:
     """
     profiles = fl.as_struct_array(data)
     fields = fl.children(profiles)
-    subs = next((a for name, a in fields if name == _SUBSCRIPTIONS), None)
+    subs = next((a for name, a in fields if name == cols.SUBSCRIPTIONS), None)
     if subs is not None and not fl.is_object_list(subs.type):
         subs = None  # not a list of objects: kept below as a plain profile field
     rows = fl.explode(subs, len(profiles))
@@ -181,17 +147,17 @@ def flatten_profiles(data: pa.Array) -> pa.Table:
         zip([*fixed, *(n for n, _, _ in dynamic)], fl.expand(leaves, rows), strict=True)
     )
     for name in fixed:
-        sub_arrays[name] = co.CONVERTERS[_KINDS[name]](sub_arrays[name])
+        sub_arrays[name] = co.CONVERTERS[cols.KINDS[name]](sub_arrays[name])
 
-    ids = [co.to_text(a) for key in _ID_KEYS for name, a in fields if name == key]
+    ids = [co.to_text(a) for key in cols.ID_KEYS for name, a in fields if name == key]
     if not ids:
         ids = [pa.nulls(len(profiles), co.TEXT)]
-    own = [(n, a) for n, a in fields if n not in _ID_KEYS and a is not subs]
+    own = [(n, a) for n, a in fields if n not in cols.ID_KEYS and a is not subs]
     profile_id, *own_arrays = fl.take(
         [pc.coalesce(*ids) if len(ids) > 1 else ids[0], *(a for _, a in own)], rows.profile_take
     )
     columns: list[tuple[str, str, str, pa.Array]] = [("profile_id", "id", "profile_id", profile_id)]
-    taken = set(sub_arrays) | set(_KINDS)
+    taken = set(sub_arrays) | set(cols.KINDS)
     for (name, _), array in zip(own, own_arrays, strict=True):
         column = fl.unique(f"profile.{name}" if name in taken else name, taken)
         columns.append((column, "profile", name, array))
@@ -199,12 +165,12 @@ def flatten_profiles(data: pa.Array) -> pa.Table:
     def fixed_column(name: str) -> tuple[str, str, str, pa.Array]:
         array = sub_arrays.get(name)
         if array is None:
-            array = pa.nulls(rows.count, co.ARROW_TYPES[_KINDS[name]])
-        return (name, "cats" if name == _CATS else "fixed", name, array)
+            array = pa.nulls(rows.count, co.ARROW_TYPES[cols.KINDS[name]])
+        return (name, "cats" if name == cols.CATS else "fixed", name, array)
 
     columns.extend(fixed_column(name) for name in SUBSCRIPTION_COLUMNS)
     columns.extend((name, role, name, sub_arrays[name]) for name, role, _ in dynamic)
-    columns.append(fixed_column(_CATS))
+    columns.append(fixed_column(cols.CATS))
     meta = json.dumps([[name, role, raw] for name, role, raw, _ in columns])
     return pa.Table.from_arrays(
         [c[3] for c in columns], names=[c[0] for c in columns], metadata={_META: meta}
@@ -217,21 +183,21 @@ def _subscription_leaves(
     """Fixed leaves by column name, and dynamic ones as (name, role, array)."""
     fixed: dict[str, pa.Array] = {}
     dynamic: list[tuple[str, str, pa.Array]] = []
-    taken = set(_KINDS)
+    taken = set(cols.KINDS)
     for key, array in fl.children(subs) if subs is not None else []:
         if pa.types.is_struct(array.type):
-            known = _BLOCKS.get(key, {})
+            known = cols.BLOCKS.get(key, {})
             for sub_key, leaf in fl.children(array):
                 if sub_key in known:
                     fixed[known[sub_key]] = leaf
                 elif not pa.types.is_null(leaf.type):
-                    role, name = ("cf", "cf.") if key == _CUSTOM else ("block", f"{key}.")
+                    role, name = ("cf", "cf.") if key == cols.CUSTOM else ("block", f"{key}.")
                     dynamic.append((fl.unique(name + sub_key, taken), role, leaf))
-        elif key in _SCALARS or key == _CATS:
+        elif key in cols.SCALARS or key == cols.CATS:
             fixed[key] = array
         elif not pa.types.is_null(array.type):
             dynamic.append((fl.unique(key, taken, "subscription."), "extra", array))
-    order = {role: i for i, role in enumerate(_ROLES)}
+    order = {role: i for i, role in enumerate(cols.ROLES)}
     dynamic.sort(key=lambda item: order[item[1]])
     return fixed, dynamic
 
@@ -245,7 +211,7 @@ def frame_from_tables(tables: Sequence[pa.Table]) -> pd.DataFrame:
     """
     layouts = [_layout(t) for t in tables]
     sub_names = {n for lay in layouts for n, role, _ in lay if role not in ("id", "profile")}
-    names: dict[str, dict[str, None]] = {role: {} for role in _ROLES}
+    names: dict[str, dict[str, None]] = {role: {} for role in cols.ROLES}
     by_name: list[dict[str, pa.ChunkedArray]] = []
     profile_raw: dict[str, str] = {}
     for table, layout in zip(tables, layouts, strict=True):
@@ -254,17 +220,17 @@ def frame_from_tables(tables: Sequence[pa.Table]) -> pd.DataFrame:
             name = column
             if role == "profile":
                 if raw not in profile_raw:
-                    taken = set(profile_raw.values()) | sub_names | set(_KINDS)
+                    taken = set(profile_raw.values()) | sub_names | set(cols.KINDS)
                     profile_raw[raw] = fl.unique(raw, taken, "profile.")
                 name = profile_raw[raw]
             columns[name] = array
             names[role].setdefault(name)
         by_name.append(columns)
-    names["id"], names["cats"] = {"profile_id": None}, {_CATS: None}
+    names["id"], names["cats"] = {"profile_id": None}, {cols.CATS: None}
     names["fixed"] = dict.fromkeys(SUBSCRIPTION_COLUMNS)
 
     data: dict[str, Any] = {}
-    for role in _ROLES:
+    for role in cols.ROLES:
         for name in names[role]:
             pieces: list[pa.Array | int] = []
             for table, columns in zip(tables, by_name, strict=True):
@@ -272,7 +238,7 @@ def frame_from_tables(tables: Sequence[pa.Table]) -> pd.DataFrame:
                     pieces.extend(columns[name].chunks)
                 else:
                     pieces.append(table.num_rows)
-            data[name] = co.to_pandas(pieces, _KINDS.get(name), KIND_DTYPES)
+            data[name] = co.to_pandas(pieces, cols.KINDS.get(name), KIND_DTYPES)
     total = sum(t.num_rows for t in tables)
     return pd.DataFrame(data, index=pd.RangeIndex(total), copy=False)
 
@@ -284,17 +250,7 @@ def _layout(table: pa.Table) -> list[tuple[str, str, str]]:
         if [name for name, _, _ in layout] == table.column_names:
             return layout
     # A table built elsewhere: guess each column's role from its name.
-    return [(n, _role_of(n), n) for n in table.column_names]
-
-
-def _role_of(name: str) -> str:
-    if name == "profile_id":
-        return "id"
-    if name in _KINDS:
-        return "cats" if name == "cats" else "fixed"
-    if name.startswith("cf."):
-        return "cf"
-    return "block" if "." in name and not name.startswith("profile.") else "profile"
+    return [(n, cols.role_of(n), n) for n in table.column_names]
 
 
 def split_channels(df: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -21,8 +21,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 import pandas as pd
 from traitlets import TraitError
 
+from stoplist_nb._widgetgroups import GroupBox
 from stoplist_nb._widgetkinds import OPERATORS
-from stoplist_nb._widgetrows import GroupBox
 from stoplist_nb.client import Client
 from stoplist_nb.errors import InvalidInput, InvalidQuery
 from stoplist_nb.fields import database_fields
