@@ -18,26 +18,24 @@ from stoplist_nb.query import validate_query
 __all__ = ["count", "fields", "out_file", "positive_int", "query", "seconds"]
 
 
-def positive_int(text: str) -> int:
-    """A whole number of at least 1 (``--limit``, ``--max-profiles``, ``--profiles``)."""
+def _whole_number(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1 (``--limit``, ``--max-profiles``, ``--profiles``)."""
+    return _whole_number(text, 1)
 
 
 def count(text: str) -> int:
     """A whole number of at least 0 (``--retries``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
-    return value
+    return _whole_number(text, 0)
 
 
 def seconds(text: str) -> float:

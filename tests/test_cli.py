@@ -422,7 +422,7 @@ def test_export_past_the_deadline_says_how_to_resume(
         (["export", "--list-id", "7", "--out", "{tmp}/s.json"], "must end in .zip or"),
         (["export", "--list-id", "7", "--task-id", "t", "--out", "{tmp}/s.zip"], "not allowed"),
         (["export", "--list-id", "7", "--type", "urls", "--out", "{tmp}/s.zip"], "invalid choice"),
-        (["export", "--list-id", "7", "--retries", "-1", "--out", "{tmp}/s.zip"], "negative"),
+        (["export", "--list-id", "7", "--retries", "-1", "--out", "{tmp}/s.zip"], "at least 0"),
         (["demo", "--profiles", "0"], "at least 1"),
         (["nonsense"], "invalid choice"),
         ([], "required: COMMAND"),
