@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import tempfile
-import warnings
-
-import pandas as pd
 
 from stoplist_nb import errors
 from stoplist_nb._cliio import EXIT_USAGE, CliError, Ui, write_frame
 from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client
-from stoplist_nb.export import download_export, start_suppression_export, wait_for_task
-from stoplist_nb.hashfile import read_hashed_csv
+from stoplist_nb.export import (
+    download_export,
+    read_export_files,
+    start_suppression_export,
+    wait_for_task,
+)
 from stoplist_nb.profiles import read_profiles
 
 __all__ = ["client_from_env", "run_export", "run_profiles"]
@@ -107,11 +107,9 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
         except errors.StoplistError as exc:
             exc.hint = _resume_hint(task_id)
             raise
-        files = status.hashed_files
-        if not files:
-            raise errors.InvalidReply(f"tasks/status: task {task_id!r} is done but names no file")
         what = f"suppression list {args.list_id}" if args.task_id is None else f"task {task_id}"
         if args.out.suffix.lower() == ".zip":
+            files = status.require_files()
             if len(files) > 1:
                 raise CliError(
                     f"the export has {len(files)} files, a .zip output holds one",
@@ -122,27 +120,11 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
             if status.total is not None:
                 ui.say(f"the service counts {status.total} contacts in it")
             return 0
-        frame = _read_files(client, files, ui)
-    if status.total is not None and status.total != len(frame):
-        warnings.warn(
-            f"the service reported {status.total} contacts, the file holds {len(frame)} rows",
-            stacklevel=1,
-        )
+        with tempfile.TemporaryDirectory(prefix="stoplist_nb-") as tmp:
+            frame, _ = read_export_files(client, status, tmp, progress=ui.progress, what=what)
     frame.attrs.update(task_id=task_id, total=status.total)
     if args.task_id is None:
         frame.attrs.update(list_id=args.list_id, type=args.type)
     write_frame(frame, args.out)
     ui.say(f"wrote {len(frame)} hashes of {what} to {args.out}")
     return 0
-
-
-def _read_files(client: Client, files: tuple[str, ...], ui: Ui) -> pd.DataFrame:
-    """Download each file of an export into a temporary directory and read them as one."""
-    frames = []
-    with tempfile.TemporaryDirectory(prefix="stoplist_nb-") as tmp:
-        for i, name in enumerate(files):
-            # One directory per file: two files of one export may share a name.
-            dest = pathlib.Path(tmp, str(i))
-            dest.mkdir()
-            frames.append(read_hashed_csv(client.download(name, dest, progress=ui.progress)))
-    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

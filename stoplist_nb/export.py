@@ -34,6 +34,7 @@ __all__ = [
     "TaskStatus",
     "download_export",
     "get_task",
+    "read_export_files",
     "read_suppression_list",
     "start_suppression_export",
     "wait_for_task",
@@ -72,6 +73,14 @@ class TaskStatus:
         if isinstance(value, list):
             return tuple(v for v in value if isinstance(v, str) and v)
         return ()
+
+    def require_files(self) -> tuple[str, ...]:
+        """:attr:`hashed_files`, or ``InvalidReply`` if the task names none."""
+        if not self.hashed_files:
+            raise errors.InvalidReply(
+                f"tasks/status: task {self.task_id!r} is done but names no file"
+            )
+        return self.hashed_files
 
     @property
     def failed(self) -> bool:
@@ -288,13 +297,12 @@ def read_suppression_list(
     status = wait_for_task(
         client, task_id, poll_interval=poll_interval, timeout=timeout, progress=progress
     )
-    if not status.hashed_files:
-        raise errors.InvalidReply(f"tasks/status: task {task_id!r} is done but names no file")
     with tempfile.TemporaryDirectory(prefix="stoplist_nb-") as tmp:
         dest = pathlib.Path(keep_file) if keep_file is not None else pathlib.Path(tmp)
-        paths = [client.download(f, dest, progress=progress) for f in status.hashed_files]
-        frames = [read_hashed_csv(p, max_size=max_size, max_ratio=max_ratio) for p in paths]
-    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        frame, paths = read_export_files(
+            client, status, dest, progress=progress, max_size=max_size, max_ratio=max_ratio,
+            what=f"suppression list {list_id}",
+        )  # fmt: skip
     frame.attrs = {
         "task_id": task_id,
         "list_id": list_id,
@@ -302,10 +310,44 @@ def read_suppression_list(
         "total": status.total,
         "file": paths[0].name if len(paths) == 1 else [p.name for p in paths],
     }
+    return frame
+
+
+def read_export_files(
+    client: Client,
+    status: TaskStatus,
+    dest: str | os.PathLike[str],
+    *,
+    progress: bool = True,
+    max_size: int = 4 * 2**30,
+    max_ratio: float = 200,
+    what: str = "the export",
+) -> tuple[pd.DataFrame, list[pathlib.Path]]:
+    """Download the files of a finished export task into ``dest`` and read them as one frame.
+
+    The step after :func:`wait_for_task` in :func:`read_suppression_list`, apart
+    for a task that was started elsewhere (``stoplist-nb export --task-id``).
+
+    Returns:
+        The hashes of every file, in order, and the paths they were saved to.
+
+    Raises:
+        InvalidReply: The task names no file.
+
+    Warns:
+        UserWarning: The rows differ from the ``total`` the service reported.
+    """
+    paths, frames = [], []
+    for name in status.require_files():
+        # Read each file before the next download: two files of one export may share a name.
+        path = client.download(name, dest, progress=progress)
+        frames.append(read_hashed_csv(path, max_size=max_size, max_ratio=max_ratio))
+        paths.append(path)
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if status.total is not None and status.total != len(frame):
         warnings.warn(
-            f"suppression list {list_id}: the service reported {status.total} contacts, "
+            f"{what}: the service reported {status.total} contacts, "
             f"the file holds {len(frame)} rows",
-            stacklevel=2,
+            stacklevel=3,
         )
-    return frame
+    return frame, paths

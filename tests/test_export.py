@@ -16,7 +16,7 @@ import pytest
 import stoplist_nb as sn
 from stoplist_nb import export as export_module
 from stoplist_nb.demo import DemoService, serve
-from stoplist_nb.export import get_task
+from stoplist_nb.export import get_task, read_export_files
 
 SECRET = "exp0rt-T0KEN-5ec2e7"
 
@@ -275,3 +275,27 @@ def test_match_own_contacts(client: sn.Client, demo: DemoService) -> None:
     emails = {e.strip().lower() for e in demo.suppressed["emails"]}
     assert set(flagged.loc[flagged["suppressed_by"] == "email", "email"].str.lower()) <= emails
     assert len(flagged) == len(profiles)
+
+
+def test_files_of_one_export_that_share_a_name_are_each_read(
+    client: sn.Client, demo: DemoService, tmp_path: pathlib.Path
+) -> None:
+    # Two exports of one list: their files differ but share the name "<list>.md5.zip".
+    done = [
+        fast_wait(client, sn.start_suppression_export(client, demo.suppress_id, type=kind))
+        for kind in ("emails", "phones")
+    ]
+    paths = [s.hashed_files[0] for s in done]
+    assert paths[0] != paths[1]
+    assert pathlib.PurePosixPath(paths[0]).name == pathlib.PurePosixPath(paths[1]).name
+    both = sn.TaskStatus("t", "completed", 100, {"hashed_file": paths})
+    frame, saved = read_export_files(client, both, tmp_path, progress=False)
+    expected = [hashlib.md5(c.encode()).hexdigest() for k in ("emails", "phones")
+                for c in demo.suppressed[k]]  # fmt: skip
+    assert sorted(frame["md5"].str.lower()) == sorted(expected)
+    assert [p.name for p in saved] == [pathlib.PurePosixPath(p).name for p in paths]
+
+
+def test_a_finished_task_without_a_file_is_an_invalid_reply(client: sn.Client) -> None:
+    with pytest.raises(sn.InvalidReply, match="names no file"):
+        read_export_files(client, sn.TaskStatus("t", "completed", 100, {}), ".")
