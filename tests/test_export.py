@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import stoplist_nb as sn
-from stoplist_nb import export as export_module
+from stoplist_nb import _tasks as tasks_module
 from stoplist_nb.demo import DemoService, serve
 from stoplist_nb.export import get_task, read_export_files
 
@@ -125,7 +125,7 @@ def test_interrupt_leaves_the_task_id_visible(
             raise KeyboardInterrupt
         return get_task(c, t)
 
-    monkeypatch.setattr(export_module, "get_task", interrupted)
+    monkeypatch.setattr(tasks_module, "get_task", interrupted)  # where wait_for_task looks
     with pytest.raises(KeyboardInterrupt) as info:
         fast_wait(client, task_id)
     assert len(polls) == 3
