@@ -34,7 +34,6 @@ import gc
 import json
 import os
 import platform
-import random
 import resource
 import subprocess
 import sys
@@ -43,101 +42,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-FIRST = ["Анна", "Иван", "Мария", "Пётр", "Olga", "José", "Zoë", "Łukasz", "Sören", "Ayşe"]
-LAST = ["Иванова", "Петров", "Smith", "Müller", "García", "Nowak", "Öztürk", "Dupont", "Соколов"]
-CITIES = ["Москва", "Санкт-Петербург", "Berlin", "São Paulo", "Kraków", "İstanbul", None]
-DOMAINS = [("gmail.com", "gmail"), ("mail.ru", "mailru"), ("yandex.ru", "yandex"), ("ex.org", "")]
-STATUSES = ["subscribed"] * 6 + ["unsubscribed", "complained", "hardbounced", "unconfirmed"]
-CATS = ["news", "promo", "digest", "акции", "events"]
-CF_KEYS = ["_browser_name", "_device_type", "source", "utm_campaign", "score", "optin"]
-CHANNELS = ("email", "sms", "push", "telegram_bot", "viber")
-PROFILE_FIELDS = ["id", "_fname", "_lname", "_city", "age", "vip", "_bdate"]
+from profile_pages import PROFILE_FIELDS, make_pages
 
+from stoplist_nb._paging import DEFAULT_LOOKAHEAD, parse_threads
 
-def _subscription(rng: random.Random, i: int, j: int) -> dict[str, Any]:
-    channel = rng.choice(CHANNELS)
-    r = rng.getrandbits
-    sub: dict[str, Any] = {
-        "channel": channel,
-        "hash_id": f"{r(128):032x}",
-        "is_delete": rng.random() < 0.05,
-        "priority": rng.randint(0, 5),
-        "resource_id": rng.randint(1, 20),
-        "status": rng.choice(STATUSES),
-        "reg_info": {
-            "date": f"2023-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
-            f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}."
-            f"{rng.randint(0, 999):03d}Z",
-            "ip": f"{rng.randint(1, 254)}.{r(8)}.{r(8)}.{rng.randint(1, 254)}",
-        },
-    }
-    if channel == "email":
-        domain, group = rng.choice(DOMAINS)
-        sub["email_data"] = {
-            "domain": domain,
-            "domain_group": group,
-            "email": f"user{i}.{j}@{domain}",
-            "md5": f"{r(128):032x}",
-        }
-    elif channel in ("sms", "viber"):
-        sub["phone_data"] = {"phone": f"+7{r(33):010d}", "md5": f"{r(128):032x}"}
-    elif channel == "push":
-        provider = rng.choice(("fcm", "apns", "webpush"))
-        sub["push_data"] = {"provider": provider, "subscription_id": f"{r(256):064x}"}
-    else:
-        sub["cc_data"] = {"id": r(40)}
-    if rng.random() < 0.4:
-        keys = rng.sample(CF_KEYS, rng.randint(1, 3))
-        sub["custom_fields"] = {
-            k: rng.randint(0, 100)
-            if k == "score"
-            else rng.random() < 0.5
-            if k == "optin"
-            else f"v{rng.randint(0, 50)}"
-            for k in keys
-        }
-    if rng.random() < 0.3:
-        sub["cats"] = rng.sample(CATS, rng.randint(0, 3))
-    return sub
+# --- routes (each runs in a child process) -----------------------------------------
 
-
-def make_pages(profiles: int, page: int, seed: int = 1, dates: bool = False) -> list[bytes]:
-    """Deterministic reply pages of ``page`` profiles each (0-4 subscriptions)."""
-    rng = random.Random(seed)
-    pages = []
-    for start in range(0, profiles, page):
-        data = []
-        for i in range(start, min(start + page, profiles)):
-            record: dict[str, Any] = {
-                "id": f"{(i * 0x9E3779B97F4A7C15) % (1 << 96):024x}",
-                "_fname": rng.choice(FIRST),
-                "_lname": rng.choice(LAST),
-                "_city": rng.choice(CITIES),
-            }
-            if rng.random() < 0.3:
-                record["age"] = rng.randint(16, 90)
-            if rng.random() < 0.1:
-                record["vip"] = rng.random() < 0.5
-            if dates and rng.random() < 0.5:
-                record["_bdate"] = f"{rng.randint(1940, 2010)}-{rng.randint(1, 12):02d}-01"
-            subs = [_subscription(rng, i, j) for j in range(rng.randint(0, 4))]
-            roll = rng.random()
-            if roll >= 0.03:
-                record["subscriptions"] = subs
-            elif roll >= 0.01:
-                record["subscriptions"] = None  # and below 0.01: no key at all
-            data.append(record)
-        body = {
-            "data": data,
-            "error": 0,
-            "error_text": "Successful operation",
-            "next_from_id": f"{start + page:024x}",
-        }
-        pages.append(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
-    return pages
-
-
-# --- measurements (each runs in a child process) ------------------------------------
+PARSE_THREADS = parse_threads(DEFAULT_LOOKAHEAD)  # as many as read_profiles parses in
 
 
 def _parse(content: bytes) -> Any:
@@ -148,32 +59,100 @@ def _parse(content: bytes) -> Any:
     return pa_json.read_json(pa.BufferReader(content), read_options=options)
 
 
-def _floor_discard(pages: list[bytes]) -> None:
-    for content in pages:
+def _floor_discard(pages: list[tuple[str, bytes]]) -> None:
+    for _, content in pages:
         _parse(content)
 
 
-def _floor_kept(pages: list[bytes]) -> list[Any]:
-    return [_parse(content) for content in pages]
+def _floor_kept(pages: list[tuple[str, bytes]]) -> list[Any]:
+    return [_parse(content) for _, content in pages]
 
 
-def _ours(pages: list[bytes]) -> Any:
-    from stoplist_nb._arrowjson import read_reply
+def _floor_threads(pages: list[tuple[str, bytes]]) -> list[Any]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(PARSE_THREADS) as pool:
+        return list(pool.map(_parse, (content for _, content in pages)))
+
+
+EMPTY = b'{"data":[],"error":0,"error_text":"Successful operation","next_from_id":""}'
+
+
+def _ours(pages: list[tuple[str, bytes]], lookahead: int = DEFAULT_LOOKAHEAD) -> Any:
+    """read_profiles' own steps, fed from memory: the paging walk, flatten, one frame."""
+    from functools import partial
+
+    from stoplist_nb._paging import walk
+    from stoplist_nb.client import _parse_page
     from stoplist_nb.normalize import flatten_profiles, frame_from_tables
 
-    tables = []
-    for content in pages:
-        data = read_reply(content).data
-        if data is not None:
-            tables.append(flatten_profiles(data))
-    return frame_from_tables(tables)
+    replies = dict(pages)
+
+    def post(body: dict[str, Any]) -> bytes:
+        return replies.get(body.get("from_id", ""), EMPTY)
+
+    walker = walk(
+        post,
+        partial(_parse_page, "profiles/list"),
+        "profiles/list",
+        {"db_id": 1, "limit": 1000},
+        from_id=None,
+        max_rows=None,
+        lookahead=lookahead,
+    )
+    return frame_from_tables([flatten_profiles(page.data) for page in walker])
 
 
-def _json_normalize(pages: list[bytes]) -> Any:
+def _ours_one_thread(pages: list[tuple[str, bytes]]) -> Any:
+    return _ours(pages, lookahead=0)
+
+
+def _replay_client(pages: list[tuple[str, bytes]]) -> Any:
+    """A Client whose ``profiles/list`` requests are answered from ``pages`` in memory."""
+    import io
+
+    import requests
+    from requests.adapters import BaseAdapter
+
+    import stoplist_nb as sn
+
+    replies = dict(pages)
+
+    class Replay(BaseAdapter):  # type: ignore[misc]
+        def send(self, request: Any, **kwargs: Any) -> requests.Response:
+            response = requests.Response()
+            response.status_code = 200
+            response.headers["Content-Type"] = "application/json"
+            cursor = json.loads(request.body).get("from_id", "")
+            response.raw = io.BytesIO(replies.get(cursor, EMPTY))
+            response.url, response.request = request.url, request
+            return response
+
+        def close(self) -> None:
+            pass
+
+    client = sn.Client("http://replay.invalid", "not-a-token")
+    client.session.mount("http://replay.invalid/api/v1.1/profiles/list", Replay())
+    return client
+
+
+def _read_profiles(pages: list[tuple[str, bytes]], lookahead: int = DEFAULT_LOOKAHEAD) -> Any:
+    """read_profiles itself, through requests, answered from memory."""
+    import stoplist_nb as sn
+
+    with _replay_client(pages) as client:
+        return sn.read_profiles(client, 1, limit=1000, progress=False, lookahead=lookahead)
+
+
+def _read_profiles_one_thread(pages: list[tuple[str, bytes]]) -> Any:
+    return _read_profiles(pages, lookahead=0)
+
+
+def _json_normalize(pages: list[tuple[str, bytes]]) -> Any:
     import pandas as pd
 
     records: list[dict[str, Any]] = []
-    for content in pages:
+    for _, content in pages:
         records.extend(json.loads(content)["data"])
     records = [r if "subscriptions" in r else {**r, "subscriptions": []} for r in records]
     return pd.json_normalize(
@@ -181,12 +160,12 @@ def _json_normalize(pages: list[bytes]) -> Any:
     )
 
 
-def _load(path: str) -> list[bytes]:
+def _load(path: str) -> list[tuple[str, bytes]]:
     blob = Path(path).read_bytes()
-    sizes = json.loads(Path(path + ".json").read_text())
+    index = json.loads(Path(path + ".json").read_text())
     pages, at = [], 0
-    for size in sizes:
-        pages.append(blob[at : at + size])
+    for cursor, size in index:
+        pages.append((cursor, blob[at : at + size]))
         at += size
     return pages
 
@@ -207,7 +186,15 @@ def _child(what: str, path: str, repeat: int) -> dict[str, Any]:
     base = _rss_kb()
     out: dict[str, Any] = {"base_rss_mb": base / 1024}
     if what == "timing":  # the floors and ours alternately, best of each
-        runs = {"discard": _floor_discard, "kept": _floor_kept, "ours": _ours}
+        runs = {
+            "discard": _floor_discard,
+            "kept": _floor_kept,
+            "threads": _floor_threads,
+            "ours": _ours,
+            "one_thread": _ours_one_thread,
+            "read_profiles": _read_profiles,
+            "read_profiles_one_thread": _read_profiles_one_thread,
+        }
         best = dict.fromkeys(runs, float("inf"))
         for _ in range(repeat):
             for name, fn in runs.items():
@@ -266,32 +253,45 @@ def _machine() -> str:
     )
 
 
-def _report(size: int, total: int, timing: dict[str, Any], ours: dict[str, Any]) -> None:
+def _report(timing: dict[str, Any], ours: dict[str, Any]) -> None:
+    t = timing
     print(
-        f"  floor {timing['discard']:.3f} s (tables dropped) / {timing['kept']:.3f} s (kept), "
-        f"ours {timing['ours']:.3f} s = {timing['ours'] / timing['discard']:.2f}x / "
-        f"{timing['ours'] / timing['kept']:.2f}x floor; {ours['rows']:,} rows, "
-        f"peak RSS +{ours['extra_rss_mb']:.0f} MiB, Arrow pool peak "
-        f"{ours['arrow_pool_peak_mb']:.0f} MiB",
+        f"  floor: {t['discard']:.3f} s one thread, tables dropped / {t['kept']:.3f} s kept / "
+        f"{t['threads']:.3f} s {PARSE_THREADS} threads, kept\n"
+        f"  ours: {t['ours']:.3f} s = {t['ours'] / t['threads']:.2f}x the "
+        f"{PARSE_THREADS}-thread floor; {t['one_thread']:.3f} s with lookahead=0 = "
+        f"{t['one_thread'] / t['discard']:.2f}x / {t['one_thread'] / t['kept']:.2f}x the "
+        f"one-thread floors\n"
+        f"  read_profiles through requests, answered from memory: {t['read_profiles']:.3f} s "
+        f"/ {t['read_profiles_one_thread']:.3f} s with lookahead=0\n"
+        f"  ours: {ours['rows']:,} rows, peak RSS +{ours['extra_rss_mb']:.0f} MiB, "
+        f"Arrow pool peak {ours['arrow_pool_peak_mb']:.0f} MiB",
         flush=True,
     )
 
 
 def _table(rows: list[tuple[int, int, dict[str, Any], dict[str, Any], Any]]) -> None:
     print(
-        "\n| profiles | JSON MiB | floor s: dropped / kept | ours s | ours / floor "
-        "| json_normalize s | json_normalize / ours | ours peak RSS +MiB (Arrow pool) "
-        "| json_normalize peak RSS +MiB |"
+        "\n| profiles | JSON MiB | floor s: 1 thread dropped / kept / 2 threads "
+        "| ours s: lookahead 2 / 0 | ours / floor: 2 threads / 1 thread (dropped, kept) "
+        "| json_normalize s | json_normalize / ours: lookahead 2 / 0 "
+        "| ours peak RSS +MiB (Arrow pool) | json_normalize peak RSS +MiB |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for size, total, timing, ours, jn in rows:
+    for size, total, t, ours, jn in rows:
         jn_s = f"{jn['seconds']:.2f}" if jn else "skipped"
-        jn_x = f"{jn['seconds'] / timing['ours']:.1f}x" if jn else "-"
+        jn_x = (
+            f"{jn['seconds'] / t['ours']:.1f}x / {jn['seconds'] / t['one_thread']:.1f}x"
+            if jn
+            else "-"
+        )
         jn_m = f"{jn['extra_rss_mb']:.0f}" if jn else "-"
         print(
-            f"| {size:,} | {total / 2**20:.0f} | {timing['discard']:.3f} / {timing['kept']:.3f} "
-            f"| {timing['ours']:.3f} | {timing['ours'] / timing['discard']:.2f}x / "
-            f"{timing['ours'] / timing['kept']:.2f}x | {jn_s} | {jn_x} "
+            f"| {size:,} | {total / 2**20:.0f} "
+            f"| {t['discard']:.3f} / {t['kept']:.3f} / {t['threads']:.3f} "
+            f"| {t['ours']:.3f} / {t['one_thread']:.3f} "
+            f"| {t['ours'] / t['threads']:.2f}x / {t['one_thread'] / t['discard']:.2f}x, "
+            f"{t['one_thread'] / t['kept']:.2f}x | {jn_s} | {jn_x} "
             f"| {ours['extra_rss_mb']:.0f} ({ours['arrow_pool_peak_mb']:.0f}) | {jn_m} |"
         )
 
@@ -319,9 +319,10 @@ def main() -> None:
             t = time.perf_counter()
             pages = make_pages(size, args.page, args.seed, args.dates)
             path = str(Path(tmp) / f"pages-{size}.bin")
-            Path(path).write_bytes(b"".join(pages))
-            Path(path + ".json").write_text(json.dumps([len(p) for p in pages]))
-            total = sum(len(p) for p in pages)
+            Path(path).write_bytes(b"".join(content for _, content in pages))
+            index = [(cursor, len(content)) for cursor, content in pages]
+            Path(path + ".json").write_text(json.dumps(index))
+            total = sum(size for _, size in index)
             del pages
             print(
                 f"\n{size:,} profiles: {total / 2**20:.1f} MiB of JSON in pages of "
@@ -331,14 +332,16 @@ def main() -> None:
             repeat = args.repeat if size < 200_000 else args.repeat_large
             timing = _run_child("timing", path, repeat)
             ours = _run_child("ours", path, 1)
-            _report(size, total, timing, ours)
+            _report(timing, ours)
             skip = args.skip_json_normalize_above
             jn = None
             if skip is None or size <= skip:
                 jn = _run_child("json_normalize", path, 2 if size < 200_000 else 1)
                 print(
                     f"  json_normalize {jn['seconds']:.2f} s "
-                    f"({jn['seconds'] / timing['ours']:.1f}x ours), {jn['rows']:,} rows, "
+                    f"= {jn['seconds'] / timing['ours']:.1f}x ours "
+                    f"({jn['seconds'] / timing['one_thread']:.1f}x with lookahead=0), "
+                    f"{jn['rows']:,} rows, "
                     f"peak RSS +{jn['extra_rss_mb']:.0f} MiB",
                     flush=True,
                 )

@@ -8,57 +8,28 @@ DataFrames are built one layer up, in :mod:`stoplist_nb.profiles`.
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import tempfile
 import unicodedata
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
-import pyarrow as pa
 import requests
 from tqdm.auto import tqdm
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
 from stoplist_nb._arrowjson import Reply, read_reply
+from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
 from stoplist_nb._transport import DEFAULT_TIMEOUT, Transport, check_envelope
 
 __all__ = ["ENV_TOKEN", "ENV_URL", "Client", "Page", "safe_download_path"]
 
 ENV_URL = "STOPLIST_NB_URL"
 ENV_TOKEN = "STOPLIST_NB_TOKEN"
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of a cursor endpoint.
-
-    Attributes:
-        data: The page's rows as an Arrow array of structs (empty when no rows).
-        from_id: The cursor this page was requested with (``None`` for the first).
-        next_from_id: The cursor the service returned for the next page.
-        envelope: The reply's other top-level keys (``error``, ``error_text``, ...).
-    """
-
-    data: pa.Array
-    from_id: str | None
-    next_from_id: str | None
-    envelope: dict[str, Any]
-    content: bytes = field(repr=False)
-
-    def __len__(self) -> int:
-        return len(self.data)
-
-    @cached_property
-    def records(self) -> list[dict[str, Any]]:
-        """The rows exactly as the service sent them, as Python dicts."""
-        data = json.loads(self.content).get("data")
-        return list(data) if isinstance(data, list) else []
 
 
 class Client:
@@ -152,6 +123,7 @@ class Client:
         *,
         from_id: str | None = None,
         max_rows: int | None = None,
+        lookahead: int = DEFAULT_LOOKAHEAD,
     ) -> Iterator[Page]:
         """Walk a cursor endpoint (``from_id`` / ``next_from_id``) page by page.
 
@@ -165,44 +137,29 @@ class Client:
             from_id: The cursor to start from (``None``: the beginning).
             max_rows: Stop after this many rows; the last request asks for
                 only what is missing, so the cursor stays exact.
+            lookahead: Requests to send while earlier replies are still being
+                parsed, on the cursor read from their raw bytes (one at a time,
+                and sent again if the parsed cursor differs); ``0`` waits for
+                each parse. Only for methods that read.
 
         Raises:
             CursorStalled: Rows keep coming but the cursor does not move.
+
+        >>> pages = client.pages("profiles/list", {"db_id": 1, "limit": 500})  # doctest: +SKIP
+        >>> sum(len(page) for page in pages)  # doctest: +SKIP
+        2000
         """
         _check_method(method, params)
-        limit = params.get("limit")
-        seen: set[str] = set()
-        fetched = 0
-        while max_rows is None or fetched < max_rows:
-            body = dict(params)
-            if from_id:
-                body["from_id"] = from_id
-            if max_rows is not None and (limit is None or max_rows - fetched < limit):
-                body["limit"] = max_rows - fetched
-            try:
-                content, reply = self._post_page(method, body)
-            except errors.StoplistError as exc:
-                exc.resume_from = from_id or ""
-                raise
-            data = reply.data if reply.data is not None else pa.array([], pa.null())
-            if len(data) == 0:
-                return
-            raw_next = reply.envelope.get("next_from_id")
-            next_id = str(raw_next) if raw_next not in (None, "") else None
-            yield Page(data, from_id, next_id, reply.envelope, content)
-            fetched += len(data)
-            done = max_rows is not None and fetched >= max_rows
-            if next_id is None and (done or len(data) < body.get("limit", len(data) + 1)):
-                return  # a short page without a cursor can only be the last one
-            if next_id is None or next_id == from_id or next_id in seen:
-                stalled = errors.CursorStalled(
-                    f"{method}: {len(data)} rows came with next_from_id={raw_next!r}, "
-                    "which does not move the cursor forward"
-                )
-                stalled.resume_from = next_id or from_id or ""
-                raise stalled
-            seen.add(next_id)
-            from_id = next_id
+        errors.require_int("lookahead", lookahead, minimum=0)
+        return walk(
+            lambda body: self._transport.post(method, body),
+            partial(_parse_page, method),
+            method,
+            params,
+            from_id=from_id,
+            max_rows=max_rows,
+            lookahead=lookahead,
+        )
 
     def download(
         self,
@@ -260,16 +217,16 @@ class Client:
             raise
         return target
 
-    def _post_page(self, method: str, body: dict[str, Any]) -> tuple[bytes, Reply]:
-        content = self._transport.post(method, body)
-        try:
-            reply = read_reply(content)
-        except ValueError:
-            raise errors.InvalidReply(
-                f"{method}: the reply is not a JSON object ({len(content)} bytes)"
-            ) from None
-        check_envelope(method, reply.envelope)
-        return content, reply
+
+def _parse_page(method: str, content: bytes) -> Reply:
+    try:
+        reply = read_reply(content)
+    except ValueError:
+        raise errors.InvalidReply(
+            f"{method}: the reply is not a JSON object ({len(content)} bytes)"
+        ) from None
+    check_envelope(method, reply.envelope)
+    return reply
 
 
 def _check_method(method: str, params: Mapping[str, Any]) -> None:

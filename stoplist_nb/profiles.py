@@ -10,6 +10,7 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from stoplist_nb import errors
+from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 from stoplist_nb.client import Client, Page
 from stoplist_nb.normalize import flatten_profiles, frame_from_tables
 from stoplist_nb.query import validate_query
@@ -53,6 +54,7 @@ def iter_profile_pages(
     fields: Sequence[str] | None = None,
     limit: int = 1000,
     from_id: str | None = None,
+    lookahead: int = DEFAULT_LOOKAHEAD,
 ) -> Iterator[Page]:
     """Yield the raw pages of ``profiles/list``, one request each.
 
@@ -68,6 +70,8 @@ def iter_profile_pages(
         fields: The profile fields to return (``_id`` names the id).
         limit: Profiles per page.
         from_id: The cursor to start from, e.g. a previous ``next_from_id``.
+        lookahead: Requests sent while earlier pages are still being parsed
+            (see :meth:`~stoplist_nb.client.Client.pages`); ``0`` for none.
 
     Raises:
         InvalidInput: An argument is wrong (nothing was sent).
@@ -77,7 +81,8 @@ def iter_profile_pages(
     ...     print(len(page), page.next_from_id)
     """
     params = _params(client, db_id, query, fields, limit, from_id)
-    return client.pages(METHOD, params, from_id=from_id)
+    errors.require_int("lookahead", lookahead, minimum=0)
+    return client.pages(METHOD, params, from_id=from_id, lookahead=lookahead)
 
 
 def read_profiles(
@@ -90,6 +95,7 @@ def read_profiles(
     from_id: str | None = None,
     max_profiles: int | None = None,
     progress: bool = True,
+    lookahead: int = DEFAULT_LOOKAHEAD,
 ) -> pd.DataFrame:
     """Read a database's profiles into a DataFrame, one row per subscription.
 
@@ -107,6 +113,11 @@ def read_profiles(
             earlier read, or ``exc.resume_from`` of a failed one).
         max_profiles: Stop after this many profiles.
         progress: Show a progress bar counting profiles.
+        lookahead: Requests sent while earlier pages are still being parsed,
+            so that parsing runs beside the network and on several cores;
+            ``0`` sends each request only once the previous page is parsed.
+            Requests still go out one at a time (see
+            :meth:`~stoplist_nb.client.Client.pages`).
 
     Returns:
         The frame; ``attrs["next_from_id"]`` is where a later read resumes and
@@ -124,12 +135,15 @@ def read_profiles(
     params = _params(client, db_id, query, fields, limit, from_id)
     if max_profiles is not None:
         errors.require_int("max_profiles", max_profiles, minimum=1)
+    errors.require_int("lookahead", lookahead, minimum=0)
     tables: list[pa.Table] = []
     count = 0
     cursor = from_id or ""
     with tqdm(total=max_profiles, unit=" profiles", desc=METHOD, disable=not progress) as bar:
         try:
-            for page in client.pages(METHOD, params, from_id=from_id, max_rows=max_profiles):
+            for page in client.pages(
+                METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead
+            ):
                 data = page.data
                 if max_profiles is not None and count + len(data) > max_profiles:
                     data = data.slice(0, max_profiles - count)  # a service that ignored limit

@@ -148,6 +148,7 @@ BAD_ARGS: list[tuple[dict[str, Any], str]] = [
     ({"fields": ["_city", 3]}, "fields"),
     ({"from_id": 5}, "from_id"),
     ({"max_profiles": 0}, "max_profiles"),
+    ({"lookahead": -1}, "lookahead"),
 ]
 
 

@@ -15,7 +15,7 @@ from typing import Literal, get_args
 __all__ = ["Fault", "FaultKind", "FaultQueue"]
 
 FaultKind = Literal[
-    "status", "html", "malformed", "api_error", "slow", "stall", "reset", "truncate"
+    "status", "html", "malformed", "api_error", "slow", "stall", "decoy", "reset", "truncate"
 ]
 FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
 ANY_METHOD = "*"
@@ -32,7 +32,9 @@ class Fault:
             ``"html"`` (an HTML error page), ``"malformed"`` (HTTP 200 with broken JSON),
             ``"api_error"`` (HTTP 200 with a non-zero ``error``), ``"slow"`` (the normal
             reply after ``delay`` seconds), ``"stall"`` (``profiles/list`` answers but
-            ``next_from_id`` repeats the request's ``from_id``), ``"reset"`` (the
+            ``next_from_id`` repeats the request's ``from_id``), ``"decoy"``
+            (``profiles/list`` answers with ``next_from_id`` before ``data``, and every
+            row has a field of that name holding the first row's id), ``"reset"`` (the
             connection is reset without a reply) or ``"truncate"`` (the normal reply's
             headers with its full ``Content-Length``, half its body, then the
             connection closes).
@@ -63,8 +65,8 @@ class Fault:
             raise ValueError(f"unknown fault kind {self.kind!r}; use one of {sorted(FAULT_KINDS)}")
         if not isinstance(self.method, str) or not self.method:
             raise ValueError("method must be an API method name such as 'profiles/list' or '*'")
-        if self.kind == "stall" and self.method != "profiles/list":
-            raise ValueError("a 'stall' fault applies to 'profiles/list' only")
+        if self.kind in ("stall", "decoy") and self.method != "profiles/list":
+            raise ValueError(f"a {self.kind!r} fault applies to 'profiles/list' only")
         if self.times is not None and (isinstance(self.times, bool) or self.times < 1):
             raise ValueError(f"times must be a positive int or None, got {self.times!r}")
         if self.status is not None and not 100 <= self.status <= 599:

@@ -87,6 +87,14 @@ def fault_reply(fault: Fault) -> Reply:
     return Reply(200, {"error": code, "error_text": text})
 
 
+def _decoy(payload: dict[str, Any]) -> dict[str, Any]:
+    """The same reply, written so that a text search for the cursor finds a wrong one."""
+    rows = payload["data"]
+    wrong = rows[0].get("id", "")
+    head = {key: value for key, value in payload.items() if key != "data"}
+    return {**head, "data": [{**row, "next_from_id": wrong} for row in rows]}
+
+
 def _phrase(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
@@ -218,6 +226,8 @@ class _Handler(BaseHTTPRequestHandler):
             if kind == "stall" and reply.payload is not None and "next_from_id" in reply.payload:
                 from_id = params.get("from_id")
                 reply.payload["next_from_id"] = from_id if isinstance(from_id, str) else ""
+            if kind == "decoy" and reply.payload is not None and reply.payload.get("data"):
+                reply.payload = _decoy(reply.payload)
         # Logged before the reply goes out: a client that has its answer sees the record.
         srv.log(RequestRecord(name, path, logged, reply.status))
         if fault is not None and kind == "slow":

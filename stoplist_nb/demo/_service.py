@@ -189,7 +189,7 @@ class DemoService(ExportControls):
             method: API method name such as ``"profiles/list"``, ``"download"`` for
                 ``GET /api/download/...``, or ``"*"`` for any.
             kind: ``"status"``, ``"html"``, ``"malformed"``, ``"api_error"``,
-                ``"slow"``, ``"stall"``, ``"reset"`` or ``"truncate"`` (full
+                ``"slow"``, ``"stall"``, ``"decoy"``, ``"reset"`` or ``"truncate"`` (full
                 ``Content-Length``, half the body, then the connection closes).
             times: Requests it fires for; ``None`` for all of them.
             status: HTTP status of ``"status"`` (503) and ``"html"`` (502).

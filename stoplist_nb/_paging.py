@@ -1,0 +1,232 @@
+"""Cursor paging (``from_id`` / ``next_from_id``), with requests sent ahead.
+
+Requests go out one at a time, from the caller's thread, in the order plain
+paging would send them. What runs alongside is the parsing of replies, in
+worker threads (pyarrow releases the GIL while it parses): as soon as a reply's
+bytes arrive, the next request leaves with a cursor read from those bytes by a
+plain text search, while the reply is parsed in the background.
+
+That cursor is a guess until the reply is parsed: if the parsed
+``next_from_id`` (or the ``limit`` the next request should carry) differs, the
+requests sent ahead are dropped and sent again with the right values. So
+looking ahead changes when pages arrive, never which: at worst it costs
+``lookahead`` requests of a read-only method whose replies are thrown away.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+
+from stoplist_nb import errors
+from stoplist_nb._arrowjson import Reply
+
+__all__ = ["DEFAULT_LOOKAHEAD", "Page", "parse_threads", "peek_cursor", "walk"]
+
+DEFAULT_LOOKAHEAD = 2
+"""Requests sent ahead of the page being parsed (0: one request, then its parse)."""
+
+_KEY = b'"next_from_id"'
+_WS = rb"[ \t\r\n]*"
+_VALUE = re.compile(_KEY + _WS + b":" + _WS + rb'("(?:[^"\\]|\\.)*"|-?[0-9]+)(?=' + _WS + b"[,}])")
+_EMPTY_DATA = re.compile(rb'"data"' + _WS + b":" + _WS + rb"(?:\[" + _WS + rb"\]|null)")
+
+
+def parse_threads(lookahead: int) -> int:
+    """Worker threads that parse replies: one per request ahead, at most one per core."""
+    return max(1, min(lookahead, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a cursor endpoint.
+
+    Attributes:
+        data: The page's rows as an Arrow array of structs (empty when no rows).
+        from_id: The cursor this page was requested with (``None`` for the first).
+        next_from_id: The cursor the service returned for the next page.
+        envelope: The reply's other top-level keys (``error``, ``error_text``, ...).
+    """
+
+    data: pa.Array
+    from_id: str | None
+    next_from_id: str | None
+    envelope: dict[str, Any]
+    content: bytes = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    @cached_property
+    def records(self) -> list[dict[str, Any]]:
+        """The rows exactly as the service sent them, as Python dicts."""
+        data = json.loads(self.content).get("data")
+        return list(data) if isinstance(data, list) else []
+
+
+def peek_cursor(content: bytes) -> str | None:
+    """The ``next_from_id`` a reply most likely holds, found without parsing it.
+
+    The last occurrence of the key is taken: services write the envelope after
+    ``data`` or before it, and in the second case a row would need a field of
+    that very name to mislead the search. ``None`` when there is no usable
+    value, or when the reply looks empty (no page follows an empty one).
+
+    >>> peek_cursor(b'{"data":[{"id":"a"}],"error":0,"next_from_id":"a"}')
+    'a'
+    """
+    at = content.rfind(_KEY)
+    match = _VALUE.match(content, at) if at >= 0 else None
+    if match is None or _EMPTY_DATA.search(content) is not None:
+        return None
+    try:
+        value = json.loads(match.group(1))
+    except ValueError:
+        return None
+    return str(value) if value != "" else None
+
+
+@dataclass
+class _Sent:
+    """A request already sent: its cursor, its body and what came back."""
+
+    from_id: str | None
+    body: dict[str, Any]
+    content: bytes = b""
+    parsing: Future[Reply] | None = None
+    parsed: Reply | None = None
+    error: errors.StoplistError | None = None
+    guess: str | None = None
+
+    def result(self) -> Reply:
+        if self.error is not None:
+            raise self.error
+        if self.parsing is not None:
+            return self.parsing.result()
+        assert self.parsed is not None
+        return self.parsed
+
+
+def walk(
+    post: Callable[[dict[str, Any]], bytes],
+    parse: Callable[[bytes], Reply],
+    method: str,
+    params: Mapping[str, Any],
+    *,
+    from_id: str | None,
+    max_rows: int | None,
+    lookahead: int,
+) -> Iterator[Page]:
+    """Yield the pages of a cursor endpoint until one comes back without rows.
+
+    ``post`` sends one request body and returns the reply's bytes; ``parse``
+    turns them into a :class:`Reply` (raising for an error envelope). Both raise
+    :class:`~stoplist_nb.errors.StoplistError`, which leaves here with
+    ``resume_from`` set to the cursor of the page that failed.
+    """
+    limit = params.get("limit")
+
+    def plan(cursor: str | None, fetched: int) -> dict[str, Any] | None:
+        """The body of the request for ``cursor``, ``fetched`` rows in; None when done."""
+        if max_rows is not None and fetched >= max_rows:
+            return None
+        body = dict(params)
+        if cursor:
+            body["from_id"] = cursor
+        if max_rows is not None and (limit is None or max_rows - fetched < limit):
+            body["limit"] = max_rows - fetched
+        return body
+
+    pool = None
+    if lookahead > 0:
+        pool = ThreadPoolExecutor(parse_threads(lookahead), "stoplist_nb-parse")
+
+    def send(cursor: str | None, body: dict[str, Any]) -> _Sent:
+        sent = _Sent(cursor, body)
+        try:
+            content = post(body)
+        except errors.StoplistError as exc:
+            sent.error = exc
+            return sent
+        sent.content = content
+        if pool is None:
+            try:
+                sent.parsed = parse(content)
+            except errors.StoplistError as exc:
+                sent.error = exc
+            return sent
+        sent.parsing = pool.submit(parse, content)
+        sent.guess = peek_cursor(content)
+        return sent
+
+    def send_ahead(queue: deque[_Sent], fetched: int, seen: set[str]) -> None:
+        """Top ``queue`` up to ``lookahead`` requests beyond its head, on guessed cursors."""
+        expected = fetched + sum(int(s.body.get("limit") or 0) for s in queue)
+        while 0 < len(queue) <= lookahead:
+            last = queue[-1]
+            cursor = last.guess
+            if cursor is None or cursor in seen or any(s.from_id == cursor for s in queue):
+                return  # the end, a stall or no cursor in sight: wait for the parse
+            body = plan(cursor, expected)
+            if body is None:
+                return
+            expected += int(body.get("limit") or 0)
+            queue.append(send(cursor, body))
+
+    queue: deque[_Sent] = deque()
+    seen: set[str] = set()
+    fetched = 0
+    try:
+        body = plan(from_id, fetched)
+        while body is not None:
+            if not queue:
+                queue.append(send(from_id, body))
+            send_ahead(queue, fetched, seen)
+            head = queue.popleft()
+            try:
+                reply = head.result()
+            except errors.StoplistError as exc:
+                exc.resume_from = from_id or ""
+                raise
+            data = reply.data if reply.data is not None else pa.array([], pa.null())
+            if len(data) == 0:
+                return
+            raw_next = reply.envelope.get("next_from_id")
+            next_id = str(raw_next) if raw_next not in (None, "") else None
+            yield Page(data, from_id, next_id, reply.envelope, head.content)
+            fetched += len(data)
+            done = max_rows is not None and fetched >= max_rows
+            if next_id is None and (done or len(data) < head.body.get("limit", len(data) + 1)):
+                return  # a short page without a cursor can only be the last one
+            if next_id is None or next_id == from_id or next_id in seen:
+                stalled = errors.CursorStalled(
+                    f"{method}: {len(data)} rows came with next_from_id={raw_next!r}, "
+                    "which does not move the cursor forward"
+                )
+                stalled.resume_from = next_id or from_id or ""
+                raise stalled
+            seen.add(next_id)
+            from_id = next_id
+            body = plan(from_id, fetched)
+            if queue and (queue[0].from_id != from_id or queue[0].body != body):
+                _drop(queue)  # a wrong guess: those replies answer other questions
+    finally:
+        _drop(queue)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _drop(queue: deque[_Sent]) -> None:
+    for sent in queue:
+        if sent.parsing is not None:
+            sent.parsing.cancel()
+    queue.clear()
