@@ -1,29 +1,36 @@
-"""Benchmark: profiles/list pages (raw bytes) -> flat DataFrame.
+"""Benchmark: profiles/list reply pages (raw bytes) -> the flat DataFrame.
 
-For each size it generates synthetic reply pages, then measures, each in its
-own subprocess so that memory peaks do not mix:
+For each size it generates synthetic reply pages (``profile_pages.py``, 1000
+profiles each) and times, alternately in one child process (best of
+``--repeat``; json_normalize best of 3 at 100k, once at 1M), so that all see
+the same machine load:
 
 * floor: ``pyarrow.json.read_json`` of every page (parse only, with the
-  options ``read_reply`` uses: one block per page, no threads), in two ways:
-  each table dropped at once ("discard"), or all tables kept in a list as any
-  real use would ("kept"; it pays for fresh memory like ours does);
-* ours: ``read_reply`` + ``flatten_profiles`` per page, then one
-  ``frame_from_tables``;
+  options ``read_reply`` uses: one block per page), on one thread with each
+  table dropped at once ("dropped") or kept in a list as any real use would
+  ("kept": it pays for fresh memory like ours does), and on as many worker
+  threads as ``read_profiles`` parses in, tables kept ("threads");
+* ours: what ``read_profiles`` does, fed from memory instead of the network:
+  the paging walk (``_paging.walk``: the next request goes out on the cursor
+  found in the raw bytes while worker threads parse), ``flatten_profiles`` of
+  each page, one ``frame_from_tables``; with the default lookahead (2) and with
+  ``lookahead=0`` (one thread: each page parsed before the next is asked for);
+* read_profiles itself, through requests, with a transport adapter answering
+  from memory (so it includes building and reading HTTP requests and
+  responses, but no network), for both lookaheads: for information;
 * json_normalize: ``json.loads`` per page, then one
   ``pandas.json_normalize(records, record_path="subscriptions", meta=[...],
   errors="ignore")`` (profiles without the key get ``[]`` first, or it raises).
 
-The floors and ours are timed alternately in one process (best of
-``--repeat``), so that all see the same machine load. Memory is the peak RSS
-(``ru_maxrss``) of a fresh process running ours (or json_normalize) once,
-minus its RSS once the input pages are loaded; ours also reports the peak of
-Arrow's memory pool (``pa.default_memory_pool().max_memory()``).
+Memory is the peak RSS (``ru_maxrss``) of a fresh process running ours (or
+json_normalize) once, minus its RSS once the input pages are loaded; ours also
+reports the peak of Arrow's memory pool (``pa.default_memory_pool().max_memory()``).
 
 ``--dates`` adds a date-like profile field (``_bdate``, ``"1990-05-01"``) to
 half the profiles: pyarrow.json turns such strings into timestamps, so
 ``read_reply`` parses those pages twice to keep the text.
 
-    python benchmarks/normalize.py --sizes 100000 1000000 --page 1000
+    python benchmarks/normalize.py --sizes 100000 1000000
 """
 
 from __future__ import annotations
@@ -175,7 +182,7 @@ def _rss_kb() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
-def _child(what: str, path: str, repeat: int) -> dict[str, Any]:
+def _child(what: str, path: str, repeat: int, jn_repeat: int = 0) -> dict[str, Any]:
     import pandas  # noqa: F401  (imports are not part of the peak)
     import pyarrow.json
 
@@ -196,8 +203,13 @@ def _child(what: str, path: str, repeat: int) -> dict[str, Any]:
             "read_profiles_one_thread": _read_profiles_one_thread,
         }
         best = dict.fromkeys(runs, float("inf"))
-        for _ in range(repeat):
-            for name, fn in runs.items():
+        if jn_repeat:
+            best["json_normalize"] = float("inf")
+        for i in range(max(repeat, jn_repeat)):
+            todo = list(runs.items()) if i < repeat else []
+            if i < jn_repeat:  # last in its round, after the routes it is compared with
+                todo.append(("json_normalize", _json_normalize))
+            for name, fn in todo:
                 gc.collect()
                 t = time.perf_counter()
                 result = fn(pages)
@@ -227,8 +239,9 @@ def _child(what: str, path: str, repeat: int) -> dict[str, Any]:
     return out
 
 
-def _run_child(what: str, path: str, repeat: int) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--child", what, "--pages-file", path, "--repeat", str(repeat)]
+def _run_child(what: str, path: str, repeat: int, jn_repeat: int = 0) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--child", what, "--pages-file", path]
+    cmd += ["--repeat", str(repeat), "--jn-repeat", str(jn_repeat)]
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -307,9 +320,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--pages-file", help=argparse.SUPPRESS)
+    parser.add_argument("--jn-repeat", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child, args.pages_file, args.repeat)))
+        print(json.dumps(_child(args.child, args.pages_file, args.repeat, args.jn_repeat)))
         return
 
     print(_machine() + ("; with a date-like profile field" if args.dates else ""))
@@ -330,19 +344,20 @@ def main() -> None:
                 flush=True,
             )
             repeat = args.repeat if size < 200_000 else args.repeat_large
-            timing = _run_child("timing", path, repeat)
+            skip = args.skip_json_normalize_above
+            jn_repeat = 0 if skip is not None and size > skip else 3 if size < 200_000 else 1
+            timing = _run_child("timing", path, repeat, jn_repeat)
             ours = _run_child("ours", path, 1)
             _report(timing, ours)
-            skip = args.skip_json_normalize_above
             jn = None
-            if skip is None or size <= skip:
-                jn = _run_child("json_normalize", path, 2 if size < 200_000 else 1)
+            if jn_repeat:
+                jn = _run_child("json_normalize", path, 1)  # for its rows and memory
+                jn["seconds"] = timing["json_normalize"]
                 print(
                     f"  json_normalize {jn['seconds']:.2f} s "
                     f"= {jn['seconds'] / timing['ours']:.1f}x ours "
                     f"({jn['seconds'] / timing['one_thread']:.1f}x with lookahead=0), "
-                    f"{jn['rows']:,} rows, "
-                    f"peak RSS +{jn['extra_rss_mb']:.0f} MiB",
+                    f"{jn['rows']:,} rows, peak RSS +{jn['extra_rss_mb']:.0f} MiB",
                     flush=True,
                 )
             rows.append((size, total, timing, ours, jn))

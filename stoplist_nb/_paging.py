@@ -86,7 +86,8 @@ def peek_cursor(content: bytes) -> str | None:
     """
     at = content.rfind(_KEY)
     match = _VALUE.match(content, at) if at >= 0 else None
-    if match is None or _EMPTY_DATA.search(content) is not None:
+    data_at = content.find(b'"data"')  # the first one: the rows cannot come before it
+    if match is None or (data_at >= 0 and _EMPTY_DATA.match(content, data_at)):
         return None
     try:
         value = json.loads(match.group(1))
