@@ -81,7 +81,6 @@ def iter_profile_pages(
     ...     print(len(page), page.next_from_id)
     """
     params = _params(client, db_id, query, fields, limit, from_id)
-    errors.require_int("lookahead", lookahead, minimum=0)
     return client.pages(METHOD, params, from_id=from_id, lookahead=lookahead)
 
 
