@@ -2,31 +2,28 @@
 
 The fast route parses the raw reply bytes with ``pyarrow.json`` straight into
 Arrow columns; Python dicts are built only when Arrow cannot take the reply as
-it is (a value whose JSON type changes within the page, say).
+it is (a value whose JSON type changes within the page, say), and go to Arrow
+through :func:`~stoplist_nb._records.records_to_arrow`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import numbers
 import re
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from stoplist_nb.errors import InvalidInput
+from stoplist_nb._records import records_to_arrow
 
-__all__ = ["Reply", "read_reply", "records_to_arrow"]
+__all__ = ["Reply", "read_reply"]
 
 # pyarrow.json crashes the interpreter on a body that is a bare `null`, so the
 # fast route only sees bodies that open with an object.
 _OBJECT_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
 _NOT_AN_OBJECT = "reply is not a JSON object"
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True)
@@ -77,76 +74,6 @@ def read_reply(content: bytes) -> Reply:
         envelope["data"] = data
         return Reply(envelope, None)
     return Reply(envelope, records_to_arrow(data))
-
-
-def records_to_arrow(records: Sequence[Mapping[str, Any]]) -> pa.Array:
-    """Convert a list of JSON-like dicts to an Arrow StructArray.
-
-    A leaf whose JSON type varies between records (``2`` in one, ``"2"`` in
-    another) becomes a string leaf holding the JSON text of each value.
-
-    Raises:
-        InvalidInput: The records hold values Arrow cannot represent.
-    """
-    values: list[Any] = list(records)
-    try:
-        array = pa.array(values)
-    except (pa.ArrowException, ValueError, TypeError, OverflowError):
-        kinds: dict[tuple[object, ...], set[str]] = {}
-        for value in values:
-            _collect_kinds(value, (), kinds)
-        textual = {path for path, seen in kinds.items() if len(seen) > 1 or "big" in seen}
-        prefixes = {path[:i] for path in textual for i in range(len(path) + 1)}
-        values = [_as_text_at(value, (), textual, prefixes) for value in values]
-        try:
-            array = pa.array(values)
-        except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
-            raise InvalidInput(f"records cannot be converted to Arrow: {exc}") from None
-    if _SORTS_KEYS:
-        orders: dict[tuple[object, ...], dict[str, None]] = {}
-        for value in values:
-            _collect_key_order(value, (), orders)
-        array = _in_key_order(array, (), orders)
-    return array
-
-
-# Older pyarrow sorts the keys of inferred structs; pyarrow.json keeps them in
-# first-seen order, and so must the dict route, for the same columns in both.
-_SORTS_KEYS = pa.array([{"b": 0, "a": 0}]).type.field(0).name != "b"
-
-
-def _collect_key_order(
-    value: object, path: tuple[object, ...], orders: dict[Any, dict[str, None]]
-) -> None:
-    if isinstance(value, Mapping):
-        keys = orders.setdefault(path, {})
-        for key, item in value.items():
-            keys.setdefault(key)
-            _collect_key_order(item, (*path, key), orders)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            _collect_key_order(item, (*path, _ITEM), orders)
-
-
-def _in_key_order(array: pa.Array, path: tuple[object, ...], orders: dict[Any, Any]) -> pa.Array:
-    type_ = array.type
-    if pa.types.is_struct(type_) and type_.num_fields:
-        present = [type_.field(i).name for i in range(type_.num_fields)]
-        names = [n for n in orders.get(path, ()) if n in present]
-        names += [n for n in present if n not in names]
-        children = [_in_key_order(array.field(n), (*path, n), orders) for n in names]
-        mask = array.is_null() if array.null_count else None
-        return pa.StructArray.from_arrays(children, names=names, mask=mask)
-    if pa.types.is_list(type_):
-        values = _in_key_order(array.values, (*path, _ITEM), orders)
-        return pa.Array.from_buffers(
-            pa.list_(values.type),
-            len(array),
-            array.buffers()[:2],
-            offset=array.offset,
-            children=[values],
-        )
-    return array
 
 
 def _arrow_table(content: bytes) -> pa.Table | None:
@@ -260,61 +187,3 @@ def _reply_from_table(table: pa.Table) -> Reply:
         else:
             envelope["data"] = cell[0].as_py()
     return Reply(envelope, data)
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "list"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, numbers.Integral):
-        return "number" if _INT64[0] <= int(value) <= _INT64[1] else "big"
-    if isinstance(value, numbers.Real):
-        return "number"
-    return f"other:{type(value).__name__}"
-
-
-_ITEM = object()  # path step into a list's elements; never equal to a key
-
-
-def _collect_kinds(value: object, path: tuple[object, ...], kinds: dict[Any, set[str]]) -> None:
-    if value is None:
-        return
-    kind = _kind(value)
-    kinds.setdefault(path, set()).add(kind)
-    if kind == "object":
-        assert isinstance(value, Mapping)
-        for key, item in value.items():
-            _collect_kinds(item, (*path, key), kinds)
-    elif kind == "list":
-        assert isinstance(value, list | tuple)
-        for item in value:
-            _collect_kinds(item, (*path, _ITEM), kinds)
-
-
-def _as_text_at(
-    value: object, path: tuple[object, ...], textual: set[Any], prefixes: set[Any]
-) -> object:
-    if value is None or path not in prefixes:
-        return value
-    if path in textual:
-        return json_text(value)
-    if isinstance(value, Mapping):
-        return {k: _as_text_at(v, (*path, k), textual, prefixes) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_as_text_at(v, (*path, _ITEM), textual, prefixes) for v in value]
-    return value
-
-
-def json_text(value: object) -> str:
-    """The JSON text of a value, strings as they are (``2 -> "2"``, ``True -> "true"``)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        # Same text as an integral float cast to string elsewhere: 2.0 -> "2".
-        return str(int(value))
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoplist_nb._arrowjson import json_text
+from stoplist_nb._records import json_text
 
 TEXT = pa.large_string()  # what pandas' string[pyarrow] holds
 INT = pa.int64()

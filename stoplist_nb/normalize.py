@@ -68,7 +68,6 @@ import pyarrow.compute as pc
 from stoplist_nb import _coerce as co
 from stoplist_nb import _columns as cols
 from stoplist_nb import _flatten as fl
-from stoplist_nb._arrowjson import records_to_arrow
 from stoplist_nb._columns import (
     COMMON_COLUMNS,
     DTYPES,
@@ -76,6 +75,7 @@ from stoplist_nb._columns import (
     PROFILE_COLUMNS,
     SUBSCRIPTION_COLUMNS,
 )
+from stoplist_nb._records import records_to_arrow
 from stoplist_nb.errors import InvalidInput
 
 __all__ = [

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stoplist_nb._arrowjson import Reply, read_reply, records_to_arrow
+from stoplist_nb._arrowjson import Reply, read_reply
+from stoplist_nb._records import records_to_arrow
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.normalize import (
     COMMON_COLUMNS,
@@ -774,9 +775,9 @@ def test_property_rows_follow_subscriptions(records: list[dict[str, Any]]) -> No
 
 def test_records_to_arrow_restores_first_seen_key_order(monkeypatch: pytest.MonkeyPatch) -> None:
     # the reordering older pyarrow needs, exercised on any version
-    import stoplist_nb._arrowjson as aj
+    import stoplist_nb._records as rec
 
-    monkeypatch.setattr(aj, "_SORTS_KEYS", True)
+    monkeypatch.setattr(rec, "_SORTS_KEYS", True)
     records = [
         {"b": 1, "a": {"z": 1, "y": [{"q": 1, "p": 2}]}, "e": {}},
         None,
