@@ -4,11 +4,10 @@ This is the only module that touches requests and urllib3 errors; it turns
 each of them into an exception of :mod:`stoplist_nb.errors` (see ``_FOREIGN``)
 and scrubs the API token from the foreign exception before chaining it.
 
-Retries are urllib3's, on an ``HTTPAdapter``: a ``Retry`` object is the whole
-policy and users may pass their own. urllib3 does not retry POST unless told;
-we tell it to for reads (``profiles/list``, ``tasks/status``, ...), but a call
-that creates something (``suppresses/export``) must not be replayed, so it goes
-through a second adapter that only retries connections that never opened.
+Retries are urllib3's, on an ``HTTPAdapter``, with the policy of
+:mod:`stoplist_nb._retrying`; a call that creates something
+(``suppresses/export``) goes through a second adapter that only retries
+connections that never opened.
 """
 
 from __future__ import annotations
@@ -27,6 +26,13 @@ from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
 from stoplist_nb._redact import Redactor, filter_urllib3_logs
+from stoplist_nb._retrying import (
+    NON_REPLAYABLE,
+    RETRY_STATUSES,
+    CappedRetry,
+    connect_only,
+    default_retry,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -42,68 +48,6 @@ log = logging.getLogger("stoplist_nb")
 
 #: (connect, read) seconds: a notebook cell must never hang forever.
 DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 120.0)
-
-#: Replies worth another try: rate limit and the gateway/overload family.
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
-
-#: API methods that create something, so a replay could create it twice.
-NON_REPLAYABLE = frozenset({"suppresses/export"})
-
-
-class CappedRetry(Retry):
-    """urllib3 ``Retry`` that honours ``Retry-After`` up to ``retry_after_cap`` seconds.
-
-    A service asking for an hour's pause would otherwise freeze the notebook
-    for an hour; past the cap we wait the cap, and the retry budget decides.
-    """
-
-    # Not urllib3's own ``retry_after_max`` (2.6.3+, six hours by default): that one
-    # is an instance attribute set in __init__, and older urllib3 has none.
-    retry_after_cap: float = 60.0
-
-    def get_retry_after(self, response: Any) -> float | None:
-        seconds = super().get_retry_after(response)
-        return None if seconds is None else min(seconds, self.retry_after_cap)
-
-
-def default_retry() -> Retry:
-    """Return the default retry policy (a fresh object each call).
-
-    Five retries in all, exponential backoff from 0.5 s capped at 30 s, on
-    429/502/503/504 (``Retry-After`` honoured up to 60 s) and on connection
-    and read errors. When the budget runs out the last reply is kept, so the
-    caller gets the service's own error rather than a ``RetryError``.
-
-    >>> default_retry().total
-    5
-    """
-    return CappedRetry(
-        total=5,
-        connect=5,
-        read=2,
-        status=5,
-        other=0,
-        redirect=2,
-        backoff_factor=0.5,
-        backoff_max=30.0,
-        status_forcelist=RETRY_STATUSES,
-        allowed_methods=None,  # None = every verb, POST included: these calls are reads
-        respect_retry_after_header=True,
-        raise_on_status=False,
-    )
-
-
-def _connect_only(retry: Retry) -> Retry:
-    """The same budget, limited to connections that never carried the request."""
-    return retry.new(
-        read=0,
-        status=0,
-        other=0,
-        status_forcelist=frozenset(),
-        respect_retry_after_header=False,
-        allowed_methods=frozenset({"HEAD"}),  # anything but POST; an empty set means "all"
-    )
-
 
 # Which foreign error becomes which of ours, most specific first.
 _FOREIGN: tuple[tuple[type[BaseException], type[errors.TransportError]], ...] = (
@@ -195,7 +139,7 @@ class Transport:
         filter_urllib3_logs()
         self.session = session if session is not None else requests.Session()
         self.session.mount(self.base_url + "/", HTTPAdapter(max_retries=retry))
-        once = HTTPAdapter(max_retries=_connect_only(retry))
+        once = HTTPAdapter(max_retries=connect_only(retry))
         for method in non_replayable:
             self.session.mount(self.method_url(method), once)
 

@@ -41,7 +41,7 @@ class Client:
             shown: not in ``repr``, log records or exception messages.
         timeout: Seconds to wait, as ``(connect, read)`` or one number.
         retry: A urllib3 ``Retry`` policy, an int (number of retries), ``True``
-            for :func:`~stoplist_nb._transport.default_retry` or ``False``.
+            for :func:`~stoplist_nb._retrying.default_retry` or ``False``.
         session: A ``requests.Session`` to use (for proxies, certificates);
             retry adapters are mounted on it for ``base_url`` only.
 

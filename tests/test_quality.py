@@ -57,7 +57,7 @@ def test_public_surface_is_sorted_and_real() -> None:
         "stoplist_nb.query",
         "stoplist_nb._querymodel",
         "stoplist_nb.normalize",
-        "stoplist_nb._transport",
+        "stoplist_nb._retrying",
         "stoplist_nb._paging",
         "stoplist_nb.client",
         "stoplist_nb.hashing",

@@ -1,0 +1,78 @@
+"""The retry policy: urllib3 ``Retry`` objects, named and overridable.
+
+A ``Retry`` object is the whole policy (users may pass their own to
+``Client``). urllib3 does not retry POST unless told; we tell it to, since the
+calls are reads (``profiles/list``, ``tasks/status``, ...), except for calls
+that create something (``NON_REPLAYABLE``): a replay could create it twice, so
+they get :func:`connect_only`, which retries only connections that never
+carried the request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from urllib3.util.retry import Retry
+
+__all__ = ["NON_REPLAYABLE", "RETRY_STATUSES", "CappedRetry", "connect_only", "default_retry"]
+
+#: Replies worth another try: rate limit and the gateway/overload family.
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+#: API methods that create something, so a replay could create it twice.
+NON_REPLAYABLE = frozenset({"suppresses/export"})
+
+
+class CappedRetry(Retry):
+    """urllib3 ``Retry`` that honours ``Retry-After`` up to ``retry_after_cap`` seconds.
+
+    A service asking for an hour's pause would otherwise freeze the notebook
+    for an hour; past the cap we wait the cap, and the retry budget decides.
+    """
+
+    # Not urllib3's own ``retry_after_max`` (2.6.3+, six hours by default): that one
+    # is an instance attribute set in __init__, and older urllib3 has none.
+    retry_after_cap: float = 60.0
+
+    def get_retry_after(self, response: Any) -> float | None:
+        seconds = super().get_retry_after(response)
+        return None if seconds is None else min(seconds, self.retry_after_cap)
+
+
+def default_retry() -> Retry:
+    """Return the default retry policy (a fresh object each call).
+
+    Five retries in all, exponential backoff from 0.5 s capped at 30 s, on
+    429/502/503/504 (``Retry-After`` honoured up to 60 s) and on connection
+    and read errors. When the budget runs out the last reply is kept, so the
+    caller gets the service's own error rather than a ``RetryError``.
+
+    >>> default_retry().total
+    5
+    """
+    return CappedRetry(
+        total=5,
+        connect=5,
+        read=2,
+        status=5,
+        other=0,
+        redirect=2,
+        backoff_factor=0.5,
+        backoff_max=30.0,
+        status_forcelist=RETRY_STATUSES,
+        allowed_methods=None,  # None = every verb, POST included: these calls are reads
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+
+
+def connect_only(retry: Retry) -> Retry:
+    """The same budget, limited to connections that never carried the request."""
+    return retry.new(
+        read=0,
+        status=0,
+        other=0,
+        status_forcelist=frozenset(),
+        respect_retry_after_header=False,
+        allowed_methods=frozenset({"HEAD"}),  # anything but POST; an empty set means "all"
+    )
