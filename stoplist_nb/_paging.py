@@ -93,7 +93,12 @@ def peek_cursor(content: bytes) -> str | None:
         value = json.loads(match.group(1))
     except ValueError:
         return None
-    return str(value) if value != "" else None
+    return as_cursor(value)
+
+
+def as_cursor(value: Any) -> str | None:
+    """A ``next_from_id`` value as the cursor to send: ``None`` for null or empty."""
+    return None if value is None or value == "" else str(value)
 
 
 @dataclass
@@ -202,7 +207,7 @@ def walk(
             if len(data) == 0:
                 return
             raw_next = reply.envelope.get("next_from_id")
-            next_id = str(raw_next) if raw_next not in (None, "") else None
+            next_id = as_cursor(raw_next)
             yield Page(data, from_id, next_id, reply.envelope, head.content)
             fetched += len(data)
             done = max_rows is not None and fetched >= max_rows
