@@ -134,15 +134,16 @@ def read_profiles(
     params = _params(client, db_id, query, fields, limit, from_id)
     if max_profiles is not None:
         errors.require_int("max_profiles", max_profiles, minimum=1)
-    errors.require_int("lookahead", lookahead, minimum=0)
+    # Client.pages checks lookahead now; its requests start with the iteration below.
+    pages = client.pages(
+        METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead
+    )
     tables: list[pa.Table] = []
     count = 0
     cursor = from_id or ""
     with tqdm(total=max_profiles, unit=" profiles", desc=METHOD, disable=not progress) as bar:
         try:
-            for page in client.pages(
-                METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead
-            ):
+            for page in pages:
                 data = page.data
                 if max_profiles is not None and count + len(data) > max_profiles:
                     data = data.slice(0, max_profiles - count)  # a service that ignored limit
