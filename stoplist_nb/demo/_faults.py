@@ -15,7 +15,17 @@ from typing import Literal, get_args
 __all__ = ["Fault", "FaultKind", "FaultQueue"]
 
 FaultKind = Literal[
-    "status", "html", "malformed", "api_error", "slow", "stall", "decoy", "reset", "truncate"
+    "status",
+    "html",
+    "malformed",
+    "api_error",
+    "raw",
+    "slow",
+    "trickle",
+    "stall",
+    "decoy",
+    "reset",
+    "truncate",
 ]
 FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
 ANY_METHOD = "*"
@@ -30,8 +40,11 @@ class Fault:
             for ``GET /api/download/...``, or ``"*"``.
         kind: What happens: ``"status"`` (an HTTP error status with the JSON envelope),
             ``"html"`` (an HTML error page), ``"malformed"`` (HTTP 200 with broken JSON),
-            ``"api_error"`` (HTTP 200 with a non-zero ``error``), ``"slow"`` (the normal
-            reply after ``delay`` seconds), ``"stall"`` (``profiles/list`` answers but
+            ``"api_error"`` (HTTP 200 with a non-zero ``error``), ``"raw"`` (exactly
+            ``status`` (default 200), ``headers`` and the body ``text``, as UTF-8, or
+            ``body``, as bytes), ``"slow"`` (the normal reply after ``delay`` seconds),
+            ``"trickle"`` (the normal reply, one byte every ``delay`` seconds, default
+            0.2), ``"stall"`` (``profiles/list`` answers but
             ``next_from_id`` repeats the request's ``from_id``), ``"decoy"``
             (``profiles/list`` answers with ``next_from_id`` before ``data``, and every
             row has a field of that name holding the first row's id), ``"reset"`` (the
@@ -39,14 +52,18 @@ class Fault:
             headers with its full ``Content-Length``, half its body, then the
             connection closes).
         times: Number of requests it fires for; ``None`` for every request.
+        after: Requests of the method it lets through untouched before it fires.
         status: HTTP status for ``"status"`` (default 503) and ``"html"`` (default 502).
         retry_after: Value of a ``Retry-After`` header (seconds, or any raw string) for
             ``"status"`` and ``"html"``.
-        delay: Seconds ``"slow"`` waits (default 2.0).
+        delay: Seconds ``"slow"`` waits (default 2.0), or ``"trickle"`` waits between
+            two bytes (default 0.2).
         code: The envelope's ``error`` for ``"status"`` (default: the status) and
             ``"api_error"`` (default 500).
         text: The envelope's ``error_text``; for ``"html"`` the page's message; for
-            ``"malformed"`` the raw body to send instead of truncated JSON.
+            ``"malformed"`` and ``"raw"`` the raw body to send instead of truncated JSON.
+        body: The raw body of ``"raw"`` as bytes (wins over ``text``).
+        headers: Extra reply headers for ``"raw"`` (e.g. ``{"Location": ...}``).
         fired: How many requests it has fired for so far.
     """
 
@@ -58,7 +75,11 @@ class Fault:
     delay: float | None = None
     code: int | None = None
     text: str | None = None
+    after: int = 0
+    body: bytes | None = None
+    headers: dict[str, str] | None = None
     fired: int = field(default=0, init=False)
+    passed: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -73,6 +94,8 @@ class Fault:
             raise ValueError(f"status must be an HTTP status code, got {self.status!r}")
         if self.delay is not None and self.delay < 0:
             raise ValueError(f"delay must not be negative, got {self.delay!r}")
+        if isinstance(self.after, bool) or not isinstance(self.after, int) or self.after < 0:
+            raise ValueError(f"after must be a whole number >= 0, got {self.after!r}")
 
     @property
     def remaining(self) -> int | None:
@@ -104,6 +127,9 @@ class FaultQueue:
                 queue = self._queues.get(key)
                 if queue:
                     fault = queue[0]
+                    if fault.passed < fault.after:
+                        fault.passed += 1
+                        return None
                     fault.fired += 1
                     if fault.remaining == 0:
                         queue.popleft()

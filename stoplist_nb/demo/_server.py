@@ -33,6 +33,7 @@ from stoplist_nb.demo._api import (
     parse_json_object,
 )
 from stoplist_nb.demo._faults import Fault, FaultQueue
+from stoplist_nb.demo._reply import JSON_TYPE
 
 __all__ = ["DemoHTTPServer", "RequestRecord"]
 
@@ -81,6 +82,14 @@ def fault_reply(fault: Fault) -> Reply:
         else:
             body = b'{"data": [{"id": "65a1f0c2e4b0a1b2c3d4e5f6", "_fname": "Ann'
         return Reply(200, body=body)
+    if fault.kind == "raw":
+        body = fault.body if fault.body is not None else (fault.text or "").encode("utf-8")
+        return Reply(
+            fault.status or 200,
+            body=body,
+            content_type="application/octet-stream" if fault.body is not None else JSON_TYPE,
+            headers={**headers, **(fault.headers or {})},
+        )
     # "api_error"
     code = fault.code if fault.code is not None else 500
     text = fault.text if fault.text is not None else "Internal server error"
@@ -219,7 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
             srv.log(RequestRecord(name, path, logged, 0))
             self._reset()
             return
-        if fault is not None and kind in ("status", "html", "malformed", "api_error"):
+        if fault is not None and kind in ("status", "html", "malformed", "api_error", "raw"):
             reply = fault_reply(fault)
         elif reply is None:
             reply = self._dispatch(name, path, params)
@@ -232,7 +241,10 @@ class _Handler(BaseHTTPRequestHandler):
         srv.log(RequestRecord(name, path, logged, reply.status))
         if fault is not None and kind == "slow":
             srv.stopping.wait(2.0 if fault.delay is None else fault.delay)
-        self._send(reply, truncate=kind == "truncate")
+        trickle = None
+        if fault is not None and kind == "trickle":
+            trickle = 0.2 if fault.delay is None else fault.delay
+        self._send(reply, truncate=kind == "truncate", trickle=trickle)
 
     def _dispatch(self, name: str, path: str, params: dict[str, Any]) -> Reply:
         auth = self.headers.get("Authorization", "")
@@ -260,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(413 if length > MAX_BODY else 400, "bad Content-Length")
         return self.rfile.read(length)
 
-    def _send(self, reply: Reply, *, truncate: bool = False) -> None:
+    def _send(self, reply: Reply, *, truncate: bool = False, trickle: float | None = None) -> None:
         body = reply.encode()
         if truncate:
             # The full Content-Length, half the body, then the end of the connection:
@@ -274,6 +286,15 @@ class _Handler(BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
+        if trickle is not None:
+            # Every byte resets a socket read timeout: only an overall deadline ends this.
+            self.close_connection = True
+            for i in range(len(body)):
+                if self.server.stopping.wait(trickle):
+                    return
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+            return
         self.wfile.write(body[: len(body) // 2] if truncate else body)
 
     def _reset(self) -> None:

@@ -182,26 +182,48 @@ class DemoService(ExportControls):
         delay: float | None = None,
         code: int | None = None,
         text: str | None = None,
+        after: int = 0,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Fault:
         """Queue a fault for the next ``times`` requests of ``method`` (see :class:`Fault`).
 
         Args:
             method: API method name such as ``"profiles/list"``, ``"download"`` for
                 ``GET /api/download/...``, or ``"*"`` for any.
-            kind: ``"status"``, ``"html"``, ``"malformed"``, ``"api_error"``,
-                ``"slow"``, ``"stall"``, ``"decoy"``, ``"reset"`` or ``"truncate"`` (full
-                ``Content-Length``, half the body, then the connection closes).
+            kind: ``"status"``, ``"html"``, ``"malformed"``, ``"api_error"``, ``"raw"``
+                (exactly the given status, headers and body), ``"slow"``, ``"trickle"``
+                (the normal reply one byte every ``delay`` seconds), ``"stall"``,
+                ``"decoy"``, ``"reset"`` or ``"truncate"`` (full ``Content-Length``, half
+                the body, then the connection closes).
             times: Requests it fires for; ``None`` for all of them.
             status: HTTP status of ``"status"`` (503) and ``"html"`` (502).
             retry_after: ``Retry-After`` header of ``"status"`` and ``"html"``.
-            delay: Seconds a ``"slow"`` reply waits (2.0).
+            delay: Seconds a ``"slow"`` reply waits (2.0), or a ``"trickle"`` between
+                two bytes (0.2).
             code: Envelope ``error`` of ``"status"`` and ``"api_error"``.
-            text: Envelope ``error_text``, HTML message, or raw ``"malformed"`` body.
+            text: Envelope ``error_text``, HTML message, or raw ``"malformed"`` and
+                ``"raw"`` body.
+            after: Requests of ``method`` let through untouched before it fires.
+            body: The body of ``"raw"`` as bytes.
+            headers: Extra headers of ``"raw"``.
 
         Returns:
             The queued fault; its ``fired`` counts the requests it has hit.
         """
-        fault = Fault(method, kind, times, status, retry_after, delay, code, text)
+        fault = Fault(
+            method,
+            kind,
+            times,
+            status,
+            retry_after,
+            delay,
+            code,
+            text,
+            after=after,
+            body=body,
+            headers=dict(headers) if headers else None,
+        )
         return self._faults.add(fault)
 
     def clear_faults(self) -> None:
