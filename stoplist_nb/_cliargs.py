@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stoplist_nb import errors
-from stoplist_nb.query import validate_query
+from stoplist_nb.query import MAX_DEPTH, validate_query
 
 __all__ = ["count", "fields", "out_file", "positive_int", "query", "seconds"]
 
@@ -63,6 +63,14 @@ def query(text: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"{where} is not valid JSON: {exc}") from None
+    except ValueError:  # an int of more digits than sys.get_int_max_str_digits()
+        raise argparse.ArgumentTypeError(
+            f"{where} has an integer too long for MongoDB, which holds 64 bits"
+        ) from None
+    except RecursionError:  # json.loads recurses, so it gives up near the recursion limit
+        raise argparse.ArgumentTypeError(
+            f"{where} nests deeper than {MAX_DEPTH} levels, the most MongoDB takes"
+        ) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(
             f'{where} must be a JSON object like {{"_city": "Moscow"}}, '

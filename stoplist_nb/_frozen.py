@@ -1,11 +1,47 @@
-"""Immutable, hashable copies of JSON-like values, for the query model's nodes."""
+"""JSON-like values for queries: checked without recursion, and frozen for the model's nodes.
+
+:func:`json_depth` is the gate every query value passes before anything walks
+it recursively (validation, :func:`freeze`, ``repr``, ``==``, ``json.dumps``):
+it refuses what the service could not take, and it never recurses itself, so
+a value nested thousands of levels deep, or one that contains itself, is an
+:class:`~stoplist_nb.errors.InvalidQuery` rather than a ``RecursionError``.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["FrozenDict", "freeze", "thaw", "value_key"]
+from stoplist_nb.errors import InvalidQuery
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_VALUES",
+    "FrozenDict",
+    "freeze",
+    "json_depth",
+    "key_problem",
+    "plain",
+    "thaw",
+    "too_deep",
+    "value_key",
+]
+
+#: The deepest nesting a query may have. MongoDB "supports no more than 100
+#: levels of nesting for BSON documents", counting each object and each array
+#: as a level, and a filter is such a document: ``{"a": 1}`` is 1 level deep,
+#: ``{"a": {"$in": [1]}}`` 3. Real queries stay far below it.
+MAX_DEPTH = 100
+
+#: The most values (scalars, dicts and lists, counted where they appear) a query
+#: may hold: a filter is one BSON document of at most 16 MiB, and each value in
+#: it takes at least 2 bytes. It bounds the work on values that share parts:
+#: ``v = [v, v]`` sixty times over is small in memory but 2**60 values as JSON.
+MAX_VALUES = 16 * 1024 * 1024 // 2
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_END = object()
 
 
 class FrozenDict(Mapping[str, Any]):
@@ -56,3 +92,157 @@ def value_key(value: Any) -> Any:
     if isinstance(value, FrozenDict):
         return ("dict", tuple((k, value_key(v)) for k, v in value.items()))
     return (type(value).__name__, value)
+
+
+def too_deep(where: str, limit: int = MAX_DEPTH) -> InvalidQuery:
+    """The error for a query that would nest deeper than ``limit`` levels."""
+    return InvalidQuery(
+        f"{where}: nests deeper than {limit} levels, the most MongoDB takes"
+        " (each dict and each list is a level)"
+    )
+
+
+def key_problem(key: Any) -> str | None:
+    """What makes ``key`` unusable as a field name in a query, or None."""
+    if not isinstance(key, str):
+        return f"keys must be strings, not {type(key).__name__}"
+    if "\0" in key:
+        return "keys cannot contain NUL characters"
+    return _text_problem(key)
+
+
+def _text_problem(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "text must be valid Unicode, without lone surrogates"
+    return None
+
+
+def _scalar_problem(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        # No repr: one of more than 4300 digits cannot even be printed.
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return None
+        return "integers must fit in 64 bits, the largest MongoDB holds"
+    if isinstance(value, float):
+        # json.dumps would write NaN or Infinity, which are not JSON.
+        return None if math.isfinite(value) else f"{value!r} is not a JSON number"
+    if isinstance(value, str):
+        return _text_problem(value)
+    name = type(value).__name__
+    hint = "; numpy's .item() and .tolist() give them" if type(value).__module__ == "numpy" else ""
+    return f"{name} is not a JSON type: use str, int, float, bool, None, list or dict{hint}"
+
+
+def _children(value: Any) -> Iterator[tuple[Any, Any]] | None:
+    """``(key or index, item)`` pairs of a dict or list; None for anything else."""
+    if isinstance(value, Mapping):
+        return iter(value.items())
+    if isinstance(value, list | tuple):
+        return enumerate(value)
+    return None
+
+
+def json_depth(value: Any, where: str, *, limit: int = MAX_DEPTH) -> int:
+    """Check that ``value`` is JSON the service can take, and return its depth.
+
+    The depth counts dicts and lists as MongoDB does: a scalar is 0, a dict or
+    list is one more than its deepest item (an empty one is 1). The walk uses
+    its own stack, so any input ends in a result or :class:`InvalidQuery`;
+    parts shared by several places are walked once and counted at each.
+
+    Args:
+        value: The value, of dicts (any ``Mapping``), lists or tuples, strings,
+            ints, floats, bools and None.
+        where: Its place in the query, to start each message with.
+        limit: The deepest it may be.
+
+    Raises:
+        InvalidQuery: ``value`` nests deeper than ``limit``, contains itself,
+            holds more than :data:`MAX_VALUES` values, a key that is not a
+            string, an int beyond 64 bits, NaN or infinity, a lone surrogate or
+            anything else JSON cannot hold; the message names the part.
+
+    >>> json_depth({"a": {"$in": [1, 2]}}, "query")
+    3
+    >>> json_depth({"a": float("nan")}, "query")
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.InvalidQuery: query['a']: nan is not a JSON number
+    """
+    items = _children(value)
+    if items is None:
+        if problem := _scalar_problem(value):
+            raise InvalidQuery(f"{where}: {problem}")
+        return 0
+    if limit < 1:
+        raise too_deep(where, limit)
+    # One frame per open dict or list: [it, its items, its depth, its values].
+    stack: list[list[Any]] = [[value, items, 1, 1]]
+    labels: list[Any] = []  # the key or index of each open one past the first
+    open_ids = {id(value)}
+    # Keeping each finished part alive keeps its id from being reused.
+    finished: dict[int, tuple[Any, int, int]] = {}
+    total = 1
+
+    def place(*label: Any) -> str:
+        parts = [f"[{part!r}]" for part in (*labels, *label)]
+        if len(parts) > 12:  # a path a hundred levels long would bury the message
+            parts[6:-3] = ["..."]
+        return where + "".join(parts)
+
+    while stack:
+        frame = stack[-1]
+        step: Any = next(frame[1], _END)
+        if step is _END:
+            stack.pop()
+            open_ids.discard(id(frame[0]))
+            finished[id(frame[0])] = (frame[0], frame[2], frame[3])
+            if stack:
+                labels.pop()
+                stack[-1][2] = max(stack[-1][2], frame[2] + 1)
+                stack[-1][3] += frame[3]
+            continue
+        label, item = step
+        if isinstance(frame[0], Mapping) and (problem := key_problem(label)):
+            raise InvalidQuery(f"{place()}: {problem}")
+        items = _children(item)
+        if items is None:
+            if problem := _scalar_problem(item):
+                raise InvalidQuery(f"{place(label)}: {problem}")
+            frame[3] += 1
+            total += 1
+        elif id(item) in open_ids:
+            raise InvalidQuery(f"{place(label)}: contains itself")
+        elif id(item) in finished:
+            _, depth, values = finished[id(item)]
+            if len(stack) + depth > limit:
+                raise too_deep(place(label), limit)
+            frame[2] = max(frame[2], depth + 1)
+            frame[3] += values
+            total += values
+        elif len(stack) >= limit:
+            raise too_deep(place(label), limit)
+        else:
+            stack.append([item, items, 1, 1])
+            labels.append(label)
+            open_ids.add(id(item))
+            total += 1
+        if total > MAX_VALUES:
+            raise InvalidQuery(f"{place()}: holds more than {MAX_VALUES} values, too many to send")
+    return int(finished[id(value)][1])
+
+
+def plain(value: Any) -> Any:
+    """A copy of ``value`` as ``json.dumps`` takes it: dicts, lists and scalars.
+
+    Only for values :func:`json_depth` has accepted: it recurses.
+    """
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value

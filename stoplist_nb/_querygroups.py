@@ -7,6 +7,13 @@ a comparison) through two hooks on :class:`Query`. So ``&``, ``|`` and ``~`` and
 the ``$and``/``$or``/``$nor`` they become are here, below the conditions;
 ``F``, :class:`~stoplist_nb._querymodel.Condition` and the negation rules are in
 :mod:`stoplist_nb._querymodel`, which re-exports everything here.
+
+Every node knows how deep its ``to_mongo()`` nests, from its items' depths, and
+refuses to be built deeper than :data:`~stoplist_nb._frozen.MAX_DEPTH`: MongoDB
+would refuse the filter anyway, and within that bound the recursive ``to_mongo``,
+``repr``, ``==`` and ``hash`` cannot exhaust the stack. ``&`` and ``|`` of one
+kind flatten, so long chains of them stay shallow; what nests is alternating
+them, or ``~`` of a group inside another group.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from stoplist_nb._frozen import MAX_DEPTH, too_deep
 from stoplist_nb.errors import InvalidQuery
 
 
@@ -28,6 +36,8 @@ class Query:
     """
 
     __slots__ = ()
+    #: How many levels ``to_mongo()`` nests; each node sets it when built.
+    _depth: int
 
     def to_mongo(self) -> dict[str, Any]:
         """Return the MongoDB filter, a fresh dict of plain lists and dicts."""
@@ -58,8 +68,8 @@ class Query:
         raise NotImplementedError
 
     # The two hooks a Condition overrides, so that groups need not import it.
-    def _field_entry(self) -> tuple[str, Any] | None:
-        """``(path, value)`` for And to merge under one dict; None when not a field."""
+    def _field_path(self) -> str | None:
+        """The field of a condition, for And to merge under one dict; None for a group."""
         return None
 
     def _is_comparison(self) -> bool:
@@ -69,6 +79,13 @@ class Query:
     def __bool__(self) -> bool:
         # `a and b` or `1 < F("x") < 5` would otherwise silently keep one side only.
         raise TypeError("a Query has no truth value: combine queries with &, | and ~")
+
+
+def set_depth(node: Query, depth: int, name: str) -> None:
+    """Record how deep ``node.to_mongo()`` nests, or refuse to build ``node``."""
+    if depth > MAX_DEPTH:
+        raise too_deep(name)
+    object.__setattr__(node, "_depth", depth)
 
 
 def _items(items: Iterable[Query], name: str, flatten: type[_Group] | None) -> tuple[Query, ...]:
@@ -106,18 +123,25 @@ class And(_Group):
     """
 
     def __init__(self, items: Iterable[Query] = ()) -> None:
-        object.__setattr__(self, "items", _items(items, "And", And))
+        flat = _items(items, "And", And)
+        object.__setattr__(self, "items", flat)
+        if not flat:
+            depth = 1
+        elif _merges(flat):  # one dict, not the two levels of {"$and": [...]}
+            depth = max(item._depth for item in flat)
+        else:
+            depth = _group_depth(flat)
+        set_depth(self, depth, "And")
 
     def to_mongo(self) -> dict[str, Any]:
         """Return the merged dict, ``{"$and": [...]}``, or ``{}`` when empty."""
         if not self.items:
             return {}
-        fields = [f for f in (i._field_entry() for i in self.items) if f is not None]
-        # One item stays under $and, or it would read back as the bare item.
-        if len(fields) == len(self.items) > 1:
-            merged = dict(fields)
-            if len(merged) == len(fields):
-                return merged
+        if _merges(self.items):
+            merged: dict[str, Any] = {}
+            for item in self.items:
+                merged.update(item.to_mongo())  # {path: ...}, a different path each
+            return merged
         return {"$and": [i.to_mongo() for i in self.items]}
 
     def __invert__(self) -> Query:
@@ -143,6 +167,7 @@ class Or(_Group):
         if len(flat) < 2:
             raise InvalidQuery("Or takes two or more queries; use the query itself")
         object.__setattr__(self, "items", flat)
+        set_depth(self, _group_depth(flat), "Or")
 
     def to_mongo(self) -> dict[str, Any]:
         """Return ``{"$or": [...]}``."""
@@ -176,6 +201,7 @@ class Nor(_Group):
         if not flat:
             raise InvalidQuery("Nor takes one or more queries")
         object.__setattr__(self, "items", flat)
+        set_depth(self, _group_depth(flat), "Nor")
 
     def to_mongo(self) -> dict[str, Any]:
         """Return ``{"$nor": [...]}``."""
@@ -190,6 +216,18 @@ class Nor(_Group):
         if isinstance(self.items[0], And):
             return f"~({self.items[0]!r})"
         return f"Nor({list(self.items)!r})"
+
+
+def _group_depth(items: tuple[Query, ...]) -> int:
+    # {"$op": [item, ...]}: a dict and a list around the deepest item.
+    return 2 + max(item._depth for item in items)
+
+
+def _merges(items: tuple[Query, ...]) -> bool:
+    """Whether the items can be one dict of fields (MongoDB's implicit AND)."""
+    paths = [item._field_path() for item in items]
+    # One item stays under $and, or it would read back as the bare item.
+    return len(paths) > 1 and None not in paths and len(set(paths)) == len(paths)
 
 
 def _wrap(item: Query, group: type[_Group]) -> str:

@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from stoplist_nb._frozen import FrozenDict, freeze, thaw, value_key
-from stoplist_nb._querygroups import And, Nor, Or, Query
+from stoplist_nb._frozen import FrozenDict, freeze, json_depth, key_problem, thaw, value_key
+from stoplist_nb._querygroups import And, Nor, Or, Query, set_depth
 from stoplist_nb.errors import InvalidQuery
 
 __all__ = ["CONDITION_OPERATORS", "And", "Condition", "F", "Nor", "Or", "Query"]
@@ -48,8 +48,13 @@ _REGEX_OPTIONS = frozenset("imxsu")
 
 
 def _check_path(path: Any) -> None:
-    if not isinstance(path, str) or not path or path.startswith("$"):
+    if not isinstance(path, str):
+        # No repr: it could be anything, a list nested too deep to print included.
+        raise InvalidQuery(f"a field path must be a string, not {type(path).__name__}")
+    if not path or path.startswith("$"):
         raise InvalidQuery(f"a field path must be a non-empty string without '$', not {path!r}")
+    if problem := key_problem(path):
+        raise InvalidQuery(f"a field path {path!r}: {problem}")
     if any(not part for part in path.split(".")):
         raise InvalidQuery(f"query[{path!r}]: a field path cannot have empty parts")
 
@@ -78,10 +83,21 @@ class Condition(Query):
 
     def __post_init__(self) -> None:
         _check_path(self.path)
-        op, value, negated = self.op, freeze(self.value), self.negated
+        op, negated = self.op, self.negated
+        if not isinstance(op, str) or op not in CONDITION_OPERATORS:
+            shown = repr(op) if isinstance(op, str) else f"of type {type(op).__name__}"
+            raise InvalidQuery(f"query[{self.path!r}]: unsupported operator {shown}")
         where = f"query[{self.path!r}][{op!r}]"
-        if op not in CONDITION_OPERATORS:
-            raise InvalidQuery(f"query[{self.path!r}]: unsupported operator {op!r}")
+        if not isinstance(self.options, str):
+            raise InvalidQuery(
+                f"{where}: $options takes a string, not {type(self.options).__name__}"
+            )
+        if isinstance(self.value, Query) and op == "$elemMatch":
+            depth = self.value._depth  # checked when it was built
+        else:
+            # Before freeze, value_key, repr and to_mongo recurse into the value.
+            depth = json_depth(self.value, where)
+        value = freeze(self.value)
         if op in {"$in", "$nin", "$all"} and not isinstance(value, tuple):
             raise InvalidQuery(f"{where}: {op} takes a list, not {type(value).__name__}")
         if op == "$exists" and not isinstance(value, bool):
@@ -90,6 +106,9 @@ class Condition(Query):
             raise InvalidQuery(f"{where}: $regex takes a pattern string, not {value!r}")
         if op == "$elemMatch" and not isinstance(value, Query):
             raise InvalidQuery(f"{where}: $elemMatch takes a Query, not {value!r}")
+        if op == "$elemMatch" and value == And():
+            # It would be written {"$elemMatch": {}}, which validate_query refuses.
+            raise InvalidQuery(f"{where}: $elemMatch takes a non-empty query")
         if self.options and (op != "$regex" or set(self.options) - _REGEX_OPTIONS):
             raise InvalidQuery(f"{where}: $options takes letters from 'imxsu' with $regex")
         if negated and op in _OPPOSITE:
@@ -100,6 +119,9 @@ class Condition(Query):
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "negated", negated)
         object.__setattr__(self, "options", "".join(sorted(set(self.options))))
+        # {path: value} for a plain $eq, {path: {op: value}}, {path: {"$not": {op: value}}}.
+        bare = op == "$eq" and not isinstance(value, FrozenDict)
+        set_depth(self, 1 + depth + (0 if bare else 1) + (1 if negated else 0), where)
 
     def _operand(self) -> dict[str, Any]:
         arg = self.value.to_mongo() if isinstance(self.value, Query) else thaw(self.value)
@@ -130,8 +152,8 @@ class Condition(Query):
     def __invert__(self) -> Condition:
         return Condition(self.path, self.op, self.value, self.options, not self.negated)
 
-    def _field_entry(self) -> tuple[str, Any]:
-        return self.path, self.field_value()
+    def _field_path(self) -> str:
+        return self.path
 
     def _is_comparison(self) -> bool:
         return self.op in _SYMBOL and not self.negated

@@ -20,12 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stoplist_nb._frozen import MAX_DEPTH, json_depth, plain
 from stoplist_nb._querymodel import And, Condition, F, Nor, Or, Query
 from stoplist_nb.errors import InvalidQuery
 
 __all__ = [
     "FIELD_OPERATORS",
     "LOGICAL_OPERATORS",
+    "MAX_DEPTH",
     "And",
     "Condition",
     "F",
@@ -49,14 +51,27 @@ _REGEX_OPTIONS = frozenset("imxsu")
 
 
 def validate_query(query: Any) -> dict[str, Any]:
-    """Check a MongoDB query and return it unchanged.
+    """Check a MongoDB query and return it as it will be sent.
+
+    The query may nest at most :data:`MAX_DEPTH` (100) levels, MongoDB's own
+    limit for a document, where each dict and each list is a level
+    (``{"a": {"$in": [1]}}`` is 3 deep). Deeper queries, and ones that contain
+    themselves, are refused before anything walks them, so no input ends in a
+    ``RecursionError``.
 
     Args:
         query: The filter, e.g. ``{"$or": [{"_city": "Moscow"}, {"_city": "Kazan"}]}``.
 
+    Returns:
+        An equal copy of plain dicts and lists (tuples and other mappings
+        become lists and dicts), ready for ``json.dumps``.
+
     Raises:
-        InvalidQuery: The query is not a dict, or a part of it is not valid
-            MongoDB; the message names the part.
+        InvalidQuery: The query is not a dict; nests deeper than
+            :data:`MAX_DEPTH`; contains itself; holds what JSON cannot (NaN or
+            infinity, an int beyond 64 bits, a non-string key, a set, a
+            ``numpy.int64``, ...) or more values than a 16 MiB BSON document
+            can; or a part of it is not valid MongoDB. The message names the part.
 
     >>> validate_query({"_city": {"$in": ["Moscow", "Kazan"]}})
     {'_city': {'$in': ['Moscow', 'Kazan']}}
@@ -67,8 +82,11 @@ def validate_query(query: Any) -> dict[str, Any]:
     """
     if not isinstance(query, Mapping):
         raise InvalidQuery(f"query must be a dict, not {type(query).__name__}")
+    json_depth(query, "query")
+    # The walks below recurse, which is safe only within the depth checked above.
     _check_filter(query, "query")
-    return dict(query)
+    result: dict[str, Any] = plain(query)
+    return result
 
 
 def _fail(where: str, message: str) -> InvalidQuery:
@@ -172,13 +190,21 @@ def parse_query(query: Any) -> Query:
     an :class:`And` of conditions; ``{"$or": [x]}`` becomes ``x``. For every
     query built with :class:`F`, ``parse_query(q.to_mongo()) == q``.
 
+    Like :func:`validate_query`, it refuses queries nested deeper than
+    :data:`MAX_DEPTH` (100) levels, and so do the :class:`Query` objects: the
+    ``to_mongo()`` of one may not be deeper either. That form can be deeper than
+    the query read (``{"a": {"$gte": 1, "$lt": 5}}`` becomes an ``$and`` of two
+    conditions, 2 levels more), so a query close to the limit that
+    :func:`validate_query` passes can still be refused here.
+
     Args:
         query: The filter, e.g. ``{"_city": "Moscow", "score": {"$gte": 1}}``.
 
     Raises:
-        InvalidQuery: The query is not valid, or uses what the model does not
-            hold (``$comment``, an operator-only ``$elemMatch``); the message
-            names the part.
+        InvalidQuery: The query is not valid, uses what the model does not
+            hold (``$comment``, an operator-only ``$elemMatch``, one whose
+            query is empty like ``{"$and": [{}]}``), or its model would nest
+            deeper than :data:`MAX_DEPTH`; the message names the part.
 
     >>> parse_query({"_city": "Moscow", "score": {"$gte": 1, "$lt": 5}})
     (F('_city') == 'Moscow') & (F('score') >= 1) & (F('score') < 5)

@@ -34,6 +34,9 @@ DATA_FILES = [
 ]
 PLOTS = ["channels", "statuses", "registrations", "top_domains", "suppression_overlap"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+DEEP_QUERY = '{"$and": [' * 5000 + '{"a": 1}' + "]}" * 5000
+DEEPISH_QUERY = '{"$and": [' * 60 + '{"a": 1}' + "]}" * 60  # past 100, within json.loads
+DEEPER = "nests deeper than 100 levels"
 
 Run = Callable[..., tuple[int, str, str]]
 
@@ -414,6 +417,29 @@ def test_export_past_the_deadline_says_how_to_resume(
         (
             ["profiles", "--db-id", "1", "--query", "@{tmp}/no.json", "--out", "{tmp}/p.csv"],
             "cannot read",
+        ),
+        # json.loads itself recurses, and gives up past a thousand levels
+        (["profiles", "--db-id", "1", "--query", DEEP_QUERY, "--out", "{tmp}/p.csv"], DEEPER),
+        (["profiles", "--db-id", "1", "--query", DEEPISH_QUERY, "--out", "{tmp}/p.csv"], DEEPER),
+        (
+            ["profiles", "--db-id", "1", "--query", '{"a": NaN}', "--out", "{tmp}/p.csv"],
+            "query['a']: nan is not a JSON number",
+        ),
+        (
+            ["profiles", "--db-id", "1", "--query", '{"a": 1e999}', "--out", "{tmp}/p.csv"],
+            "query['a']: inf is not a JSON number",
+        ),
+        (
+            [
+                "profiles",
+                "--db-id",
+                "1",
+                "--query",
+                f'{{"a": {"9" * 5000}}}',
+                "--out",
+                "{tmp}/p.csv",
+            ],
+            "integer too long",
         ),
         (["profiles", "--db-id", "1", "--limit", "0", "--out", "{tmp}/p.csv"], "at least 1"),
         (["profiles", "--db-id", "x", "--out", "{tmp}/p.csv"], "invalid int value"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -57,6 +58,15 @@ BAD: list[tuple[Any, str]] = [
     ({"x": {"$elemMatch": {"$bogus": 1}}}, r"unknown operator '\$bogus'"),
     ({"a..b": 1}, "empty parts"),
     ({"": 1}, "non-empty strings"),
+    # what JSON or MongoDB cannot carry, wherever it is
+    (
+        functools.reduce(lambda q, _: {"$and": [q]}, range(5000), {"a": 1}),
+        r"query\['\$and'\]\[0\].*: nests deeper than 100 levels",
+    ),
+    ({"a": {"$in": [float("nan")]}}, r"query\['a'\]\['\$in'\]\[0\]: nan is not a JSON number"),
+    ({"a": {"b": {1: "x"}}}, r"query\['a'\]\['b'\]: keys must be strings, not int"),
+    ({"a": 2**64}, "integers must fit in 64 bits"),
+    ({"a": {"$in": {"x"}}}, r"query\['a'\]\['\$in'\]: set is not a JSON type"),
 ]
 
 
