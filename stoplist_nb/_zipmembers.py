@@ -1,27 +1,175 @@
 """Which members of a ZIP archive to read, and the limits against zip bombs.
 
-Behind :mod:`stoplist_nb.hashfile`: members are chosen by name and kind, their
-declared sizes and packing ratios checked before anything is unpacked, and
-each is then read through :class:`Capped`, which holds it to its declared size.
+Behind :mod:`stoplist_nb.hashfile`. Before :mod:`zipfile` parses the archive's
+directory, its end record is read: an archive that lists more than
+:data:`MAX_MEMBERS` entries, or whose directory takes more than
+:data:`MAX_DIRECTORY` bytes, is refused. Members are then chosen by name and
+kind, and checked before anything is unpacked: their declared sizes together
+against ``max_size``, together against the archive's own size in bytes and
+each against its packed size for ``max_ratio``. Each is read through
+:class:`Capped`, which holds it to its declared size and counts what it yields
+into a :class:`Budget` shared by the archive, held to ``max_size``: what is
+actually unpacked, whatever the headers declare.
 """
 
 from __future__ import annotations
 
+import lzma
+import os
 import stat
+import struct
 import zipfile
+import zlib
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
 from typing import IO
 
-from stoplist_nb.errors import ArchiveTooLarge, BadArchive
+from stoplist_nb.errors import ArchiveTooLarge, BadArchive, StoplistError
 
-#: A member below this size is never refused for its ratio: it can do no harm.
-_RATIO_FLOOR = 1 << 20
+#: A member, or the members of an archive together, unpacking to no more than
+#: this are never refused for their ratio: they can do no harm.
+RATIO_FLOOR = 1 << 20
+#: The most entries an archive may list (an export holds one or two): each
+#: member read costs a parse, each entry listed a little memory.
+MAX_MEMBERS = 10_000
+#: The most bytes the archive's directory may take: :mod:`zipfile` parses all
+#: of it on opening, 46 bytes or more an entry, whatever count the end record gives.
+MAX_DIRECTORY = MAX_MEMBERS * 256
+
+# The end of central directory record, its ZIP64 locator and the ZIP64 record.
+_END = struct.Struct("<4s4H2LH")
+_END64_LOCATOR = struct.Struct("<4sLQL")
+_END64 = struct.Struct("<4sQ2H2L4Q")
+_TRUSTED = "if the archive is trusted, extract its CSV and pass that to read_hashed_csv"
+# What zipfile and the decompressors raise on damaged data (bz2 raises a bare
+# OSError, a bad offset a ValueError from seek, bad UTF-8 names UnicodeDecodeError).
+_DAMAGED = (
+    zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError,
+    struct.error, OverflowError,
+)  # fmt: skip
+
+
+@contextmanager
+def zip_faults() -> Iterator[None]:
+    """Turn what :mod:`zipfile` raises on a damaged or unsupported archive into BadArchive."""
+    try:
+        yield
+    except StoplistError:
+        raise  # ours (BadArchive is a ValueError too): it already says what is wrong
+    except (RuntimeError, NotImplementedError) as exc:
+        # zipfile's words for an encrypted member, an unsupported compression or version.
+        raise BadArchive(f"the ZIP archive cannot be read: {exc}") from exc
+    except _DAMAGED as exc:
+        raise BadArchive(f"the ZIP archive is truncated or corrupt ({exc})") from exc
+
+
+def _mib(size: float) -> str:
+    return f"{size / 2**20:,.1f} MiB"
+
+
+def _directory(file: IO[bytes]) -> tuple[int, int, int]:
+    """The archive's size, and the entries and directory bytes its end record gives.
+
+    The record is looked for the way :mod:`zipfile` looks for it, so the numbers
+    checked are those it then acts on; no record gives zeros (zipfile refuses
+    the archive then).
+    """
+    size = file.seek(0, os.SEEK_END)
+    start = max(size - _END.size - (1 << 16), 0)  # the comment after it is under 64 KiB
+    file.seek(start)
+    tail = file.read()
+    at = len(tail) - _END.size
+    if not (at >= 0 and tail.startswith(b"PK\x05\x06", at) and tail.endswith(b"\0\0")):
+        at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < _END.size:
+        return size, 0, 0
+    entries, directory = _END.unpack_from(tail, at)[4:6]
+    locator = start + at - _END64_LOCATOR.size
+    if locator - _END64.size >= 0:
+        file.seek(locator - _END64.size)
+        data = file.read(_END64.size + _END64_LOCATOR.size)
+        if data[_END64.size :].startswith(b"PK\x06\x07") and data.startswith(b"PK\x06\x06"):
+            entries, directory = _END64.unpack_from(data)[7:9]
+    return size, entries, directory
+
+
+def open_archive(file: IO[bytes]) -> tuple[zipfile.ZipFile, int]:
+    """Open a seekable ZIP archive, refusing one that lists too many members.
+
+    Returns:
+        The archive and its size in bytes.
+
+    Raises:
+        ArchiveTooLarge: Beyond :data:`MAX_MEMBERS` or :data:`MAX_DIRECTORY`.
+        zipfile.BadZipFile: Not a readable archive.
+    """
+    here = file.tell()
+    size, entries, directory = _directory(file)
+    file.seek(here)
+    if entries > MAX_MEMBERS or directory > MAX_DIRECTORY:
+        found = (
+            f"lists {entries:,} members"
+            if entries > MAX_MEMBERS
+            else f"has a directory of {_mib(directory)}"
+        )
+        raise ArchiveTooLarge(
+            f"the ZIP archive {found}, beyond the {MAX_MEMBERS:,} members "
+            f"({_mib(MAX_DIRECTORY)} of directory) read_hashed_csv accepts; {_TRUSTED}"
+        )
+    archive = zipfile.ZipFile(file)
+    listed = len(archive.infolist())
+    if listed > MAX_MEMBERS:  # the end record's count understated it
+        archive.close()
+        raise ArchiveTooLarge(
+            f"the ZIP archive holds {listed:,} members, beyond the {MAX_MEMBERS:,} "
+            f"read_hashed_csv accepts; {_TRUSTED}"
+        )
+    return archive, size
+
+
+class Budget:
+    """The bytes unpacked from one archive so far, across its members, up to ``limit``.
+
+    A member is read more than once (a sample, then the parse): the furthest
+    point reached in each counts, once.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.total = limit, 0
+        self._reached: dict[Hashable, int] = {}
+
+    def charge(self, key: Hashable, count: int) -> None:
+        """Record that member ``key`` has yielded ``count`` bytes from its start."""
+        before = self._reached.get(key, 0)
+        if count <= before:
+            return
+        self._reached[key] = count
+        self.total += count - before
+        if self.total > self.limit:
+            raise ArchiveTooLarge(
+                f"the CSV in the archive unpacks to more than max_size={self.limit:,} bytes "
+                f"({_mib(self.limit)}); if the archive is trusted, pass a larger max_size= "
+                "to read_hashed_csv"
+            )
 
 
 class Capped:
-    """A read-only stream that refuses to yield more than ``limit`` bytes."""
+    """A read-only stream that refuses to yield more than ``limit`` bytes.
 
-    def __init__(self, raw: IO[bytes], limit: int | None, label: str) -> None:
+    With a ``budget``, what it yields is also counted there under ``key``
+    (default: ``label``).
+    """
+
+    def __init__(
+        self,
+        raw: IO[bytes],
+        limit: int | None,
+        label: str,
+        budget: Budget | None = None,
+        key: Hashable = None,
+    ) -> None:
         self._raw, self._limit, self._label, self._count = raw, limit, label, 0
+        self._budget, self._key = budget, label if key is None else key
         self.closed = False
 
     def read(self, size: int = -1) -> bytes:
@@ -30,6 +178,8 @@ class Capped:
         if self._limit is not None and self._count > self._limit:
             # zipfile already stops at the declared size: this only holds it to that.
             raise ArchiveTooLarge(f"{self._label}: unpacks beyond its declared {self._limit:,} B")
+        if self._budget is not None:
+            self._budget.charge(self._key, self._count)
         return data
 
     def readable(self) -> bool:
@@ -47,7 +197,9 @@ def csv_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
         parts = info.filename.split("/")
         kind = stat.S_IFMT(info.external_attr >> 16)
         hidden = "__MACOSX" in parts or parts[-1].startswith(".")
-        return not (info.is_dir() or hidden) and kind in (0, stat.S_IFREG)
+        # Not info.is_dir(): it fails on an empty name (one cut short by a NUL byte).
+        directory = info.filename.endswith("/")
+        return not (directory or hidden) and kind in (0, stat.S_IFREG)
 
     files = [info for info in archive.infolist() if regular(info)]
     chosen = [i for i in files if i.filename.lower().endswith(".csv")] or [
@@ -61,23 +213,37 @@ def csv_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     return sorted(chosen, key=lambda info: info.filename)
 
 
-def check_bomb(infos: list[zipfile.ZipInfo], max_size: int, max_ratio: float) -> None:
-    def mib(size: float) -> str:
-        return f"{size / 2**20:,.1f} MiB"
+def check_bomb(
+    infos: list[zipfile.ZipInfo], archive_size: int, max_size: int, max_ratio: float
+) -> None:
+    """Refuse members that declare too much, before any is unpacked.
 
+    The ratio of the whole is taken against ``archive_size``, the bytes
+    actually at hand: members' packed sizes are theirs to declare, and
+    members may share their packed bytes.
+    """
     total = sum(info.file_size for info in infos)
     if total > max_size:
         raise ArchiveTooLarge(
-            f"the CSV in the archive would unpack to {mib(total)}, above max_size="
-            f"{max_size:,} bytes ({mib(max_size)}); if the archive is trusted, pass a "
+            f"the CSV in the archive would unpack to {_mib(total)}, above max_size="
+            f"{max_size:,} bytes ({_mib(max_size)}); if the archive is trusted, pass a "
             "larger max_size= to read_hashed_csv"
         )
     for info in infos:
         ratio = info.file_size / max(info.compress_size, 1)
-        if info.file_size > _RATIO_FLOOR and ratio > max_ratio:
+        if info.file_size > RATIO_FLOOR and ratio > max_ratio:
             raise ArchiveTooLarge(
-                f"{info.filename!r} would unpack to {mib(info.file_size)} from "
-                f"{mib(info.compress_size)}, {ratio:,.0f} times its packed size, above "
+                f"{info.filename!r} would unpack to {_mib(info.file_size)} from "
+                f"{_mib(info.compress_size)}, {ratio:,.0f} times its packed size, above "
                 f"max_ratio={max_ratio:g}: it looks like a zip bomb; if the archive is "
                 "trusted, pass a larger max_ratio= to read_hashed_csv"
             )
+    ratio = total / max(archive_size, 1)
+    if total > RATIO_FLOOR and ratio > max_ratio:
+        members = "1 member" if len(infos) == 1 else f"{len(infos):,} members"
+        raise ArchiveTooLarge(
+            f"the CSV in the archive ({members}) would unpack to {_mib(total)} from an "
+            f"archive of {_mib(archive_size)}, {ratio:,.0f} times its size, above "
+            f"max_ratio={max_ratio:g}: it looks like a zip bomb; if the archive is trusted, "
+            "pass a larger max_ratio= to read_hashed_csv"
+        )

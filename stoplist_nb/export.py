@@ -15,6 +15,7 @@ import os
 import pathlib
 import tempfile
 import warnings
+import zipfile
 from typing import Any
 
 import pandas as pd
@@ -117,7 +118,8 @@ def read_suppression_list(
         poll_interval: Seconds before the second status poll (it grows after).
         timeout: Seconds to wait for the task.
         max_size, max_ratio: The zip-bomb limits of
-            :func:`~stoplist_nb.hashfile.read_hashed_csv`, to raise for a huge list.
+            :func:`~stoplist_nb.hashfile.read_hashed_csv`, to raise for a huge
+            list; ``max_size`` also caps the download.
 
     Returns:
         The hashes; ``attrs`` hold ``task_id``, ``list_id``, ``type``,
@@ -126,6 +128,8 @@ def read_suppression_list(
     Raises:
         TaskFailed, TaskTimeout: The task failed or ran past ``timeout``; both
             name the task, and ``wait_for_task`` resumes a timed-out one.
+        ArchiveTooLarge: The download or the archive is beyond ``max_size`` or
+            ``max_ratio``.
 
     >>> stop = read_suppression_list(client, 7, type="emails")  # doctest: +SKIP
     >>> stop["md5"].head(2)  # doctest: +SKIP
@@ -166,12 +170,14 @@ def read_export_files(
 
     The step after :func:`wait_for_task` in :func:`read_suppression_list`, apart
     for a task that was started elsewhere (``stoplist-nb export --task-id``).
+    Each download is stopped past ``max_size`` bytes, before it is read.
 
     Returns:
         The hashes of every file, in order, and the paths they were saved to.
 
     Raises:
         InvalidReply: The task names no file.
+        ArchiveTooLarge: A download or an archive is beyond ``max_size`` or ``max_ratio``.
 
     Warns:
         UserWarning: The rows differ from the ``total`` the service reported.
@@ -179,7 +185,15 @@ def read_export_files(
     paths, frames = [], []
     for name in status.require_files():
         # Read each file before the next download: two files of one export may share a name.
-        path = client.download(name, dest, progress=progress)
+        # Packed, a CSV is no larger than unpacked (headers aside): past max_size the
+        # download could not be read anyway, so it is stopped there, on the wire.
+        path = client.download(name, dest, progress=progress, max_bytes=max_size)
+        if not zipfile.is_zipfile(path):
+            # An empty body or a proxy's sign-in page would read as a list of no hashes.
+            raise errors.BadArchive(
+                f"{what}: the download {name!r} is not a ZIP archive "
+                f"({path.stat().st_size:,} bytes), so it is not the hashed list"
+            )
         frames.append(read_hashed_csv(path, max_size=max_size, max_ratio=max_ratio))
         paths.append(path)
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

@@ -25,6 +25,13 @@ wrong number of fields skipped, both reported in one warning.
 ``df.attrs["members"]`` lists the members read, ``df.attrs["layout"]`` what was
 detected. Members are streamed from the archive into pyarrow's CSV reader,
 never written to disk, and never read beyond their declared size.
+
+Against zip bombs (see :mod:`stoplist_nb._zipmembers`): an archive listing
+more than 10,000 members is refused before its directory is parsed; the
+members read must declare no more than ``max_size`` bytes together, nor more
+than ``max_ratio`` times the archive's size together or their own packed size
+each (below 1 MiB unpacked, no ratio applies); and what they actually yield
+is counted, together, against ``max_size``.
 """
 
 from __future__ import annotations
@@ -34,7 +41,6 @@ import io
 import os
 import warnings
 import zipfile
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import IO, Any, Union
@@ -46,7 +52,14 @@ import pyarrow.csv as pcsv
 
 from stoplist_nb._csvlayout import SAMPLE, Layout, detect
 from stoplist_nb._hex import hex_bytes, lower_hex
-from stoplist_nb._zipmembers import Capped, check_bomb, csv_members
+from stoplist_nb._zipmembers import (
+    Budget,
+    Capped,
+    check_bomb,
+    csv_members,
+    open_archive,
+    zip_faults,
+)
 from stoplist_nb.errors import BadArchive, InvalidInput
 
 __all__ = ["hashed_csv_members", "read_hashed_csv"]
@@ -116,7 +129,8 @@ def _as_input(source: Any) -> bytes | bytearray | memoryview | IO[bytes]:
     return source if seekable is not None and seekable() else memoryview(source.read())
 
 
-def _open_zip(data: Any) -> zipfile.ZipFile | None:
+def _open_zip(data: Any) -> tuple[zipfile.ZipFile, int] | None:
+    """The archive and its size in bytes; ``None`` for what is not a ZIP archive."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         head, file = bytes(data[:4]), io.BytesIO(data)
     else:
@@ -125,10 +139,8 @@ def _open_zip(data: Any) -> zipfile.ZipFile | None:
         data.seek(start)
     if head not in (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08"):
         return None
-    try:
-        return zipfile.ZipFile(file)
-    except zipfile.BadZipFile as exc:
-        raise BadArchive(f"the ZIP archive is truncated or corrupt ({exc})") from exc
+    with zip_faults():
+        return open_archive(file)
 
 
 def hashed_csv_members(source: Source) -> list[str]:
@@ -146,10 +158,10 @@ def hashed_csv_members(source: Source) -> list[str]:
     """
     data = _as_input(source)
     try:
-        archive = _open_zip(data)
-        if archive is None:
+        opened = _open_zip(data)
+        if opened is None:
             return []
-        with archive:
+        with opened[0] as archive:
             return [info.filename for info in csv_members(archive)]
     finally:
         if data is not source and hasattr(data, "close"):
@@ -159,10 +171,10 @@ def hashed_csv_members(source: Source) -> list[str]:
 def _read_tables(
     data: Any, max_size: int, max_ratio: float, skipped: list[str]
 ) -> tuple[list[str], list[tuple[str, Layout, Any]]]:
-    archive = _open_zip(data)
-    if archive is None and isinstance(data, (bytes, bytearray, memoryview)):
+    opened = _open_zip(data)
+    if opened is None and isinstance(data, (bytes, bytearray, memoryview)):
         return [], _read_member("the CSV", lambda: nullcontext(pa.BufferReader(data)), skipped)
-    if archive is None:
+    if opened is None:
         start = data.tell()
 
         @contextmanager
@@ -172,24 +184,22 @@ def _read_tables(
 
         return [], _read_member("the CSV", rewound, skipped)
 
+    archive, size = opened
+    # What every member yields counts against max_size together, whatever they declare.
+    budget = Budget(max_size)
+
     @contextmanager
     def member(info: zipfile.ZipInfo) -> Iterator[Capped]:
         with archive.open(info) as raw:
-            yield Capped(raw, info.file_size, info.filename)
+            yield Capped(raw, info.file_size, info.filename, budget, key=info)
 
-    try:
-        with archive:
-            infos = csv_members(archive)
-            check_bomb(infos, max_size, max_ratio)
-            tables = []
-            for info in infos:
-                tables += _read_member(info.filename, functools.partial(member, info), skipped)
-            return [info.filename for info in infos], tables
-    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
-        raise BadArchive(f"the ZIP archive is truncated or corrupt ({exc})") from exc
-    except (RuntimeError, NotImplementedError) as exc:
-        # zipfile's words for an encrypted member or an unsupported compression.
-        raise BadArchive(f"the ZIP archive cannot be read: {exc}") from exc
+    with zip_faults(), archive:
+        infos = csv_members(archive)
+        check_bomb(infos, size, max_size, max_ratio)
+        tables = []
+        for info in infos:
+            tables += _read_member(info.filename, functools.partial(member, info), skipped)
+        return [info.filename for info in infos], tables
 
 
 def _clean_md5(column: Any) -> tuple[Any, int, list[str]]:
@@ -215,9 +225,12 @@ def read_hashed_csv(
 
     Args:
         source: The ``.md5.zip`` (or a bare CSV): a path, bytes or a binary file object.
-        max_size: Refuse an archive whose CSV members declare more bytes in total.
-        max_ratio: Refuse a member above 1 MiB that unpacks to more than this many
-            times its packed size (an MD5 list packs about 2:1).
+        max_size: Refuse an archive whose CSV members declare, or yield as
+            they are read, more bytes in total.
+        max_ratio: Refuse CSV members that together declare more than this many
+            times the archive's size in bytes, or one that declares more than
+            this many times its packed size; not below 1 MiB unpacked (an MD5
+            list packs about 2:1).
 
     Returns:
         ``md5`` (lowercase hex) then the file's other columns, all
@@ -225,7 +238,8 @@ def read_hashed_csv(
 
     Raises:
         BadArchive: Not a readable ZIP, no CSV member, no MD5 column, not UTF-8.
-        ArchiveTooLarge: Beyond ``max_size`` or ``max_ratio``.
+        ArchiveTooLarge: Beyond ``max_size`` or ``max_ratio``, or more than
+            10,000 members.
         InvalidInput: A bad ``source`` or limit.
 
     Warns:
