@@ -2,51 +2,136 @@
 
 Notebooks are saved and shared, so a traceback or a log line that shows the
 token leaks it. Everything a user may see passes through here first.
+
+Each token given to a client is looked for in the forms a service could echo
+it in: as is, URL-quoted (``%2F`` or ``%2f``, ``+`` for spaces; also twice),
+JSON-escaped (``\\u00e9``, ``\\/``) and as a Python ``repr``. Tokens of at least
+``MIN_SECRET`` characters are also registered for the whole process, so text
+that reaches a message far from the client (a service's ``error_text`` read by
+the paging code, an export task's failure reason) is scrubbed of them by
+:func:`redact`, and every :class:`~stoplist_nb.errors.StoplistError` scrubs its
+message with it. Shorter ones would match ordinary words in unrelated text;
+they are scrubbed only from their own client's transport messages.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import threading
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
-__all__ = ["Redactor", "filter_urllib3_logs"]
+__all__ = ["MIN_SECRET", "Redactor", "filter_logs", "redact"]
 
+#: Tokens shorter than this are not scrubbed from text unrelated to their client.
+MIN_SECRET = 8
+
+_MASK = "***"
 _TOKEN_QUERY = re.compile(r"(?i)((?:\?|&|%3F|%26)token(?:=|%3D))[^&\s'\"]*")
-_URLLIB3_LOGGERS = ("urllib3.connectionpool", "urllib3.util.retry", "urllib3.poolmanager")
+_FILTERED_LOGGERS = (
+    "stoplist_nb",
+    "urllib3.connectionpool",
+    "urllib3.util.retry",
+    "urllib3.poolmanager",
+)
 
 
-class _TokenQueryFilter(logging.Filter):
-    """Blank ``token=...`` in urllib3's log records (it logs request URLs at DEBUG)."""
+def _forms(secret: str) -> set[str]:
+    """The ways ``secret`` may be written in text a service sends back."""
+    forms = {
+        secret,
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret, safe=""),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+    }
+    forms |= {form.replace("/", "\\/") for form in list(forms)}  # PHP's json_encode
+    # Quoted once more: a path the service built from the token, quoted again for a URL.
+    forms |= {quote(form, safe="") for form in list(forms)}
+    return {form for form in forms if form}
+
+
+def _pattern(forms: set[str]) -> re.Pattern[str] | None:
+    if not forms:
+        return None
+    # Longest first, so a form is not half-replaced by a shorter one it contains;
+    # case-insensitive for the percent escapes (%2f and %2F).
+    alternatives = sorted(forms, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, alternatives)), re.IGNORECASE)
+
+
+class _Known:
+    """The secrets of every client of this process (only ever added to)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._forms: set[str] = set()
+        self.pattern: re.Pattern[str] | None = None
+
+    def add(self, forms: set[str]) -> None:
+        with self._lock:
+            if not forms <= self._forms:
+                self._forms |= forms
+                self.pattern = _pattern(self._forms)
+
+
+_KNOWN = _Known()
+
+
+def redact(text: str) -> str:
+    r"""Return ``text`` with every registered token, in each of its forms, replaced by ``***``.
+
+    >>> _ = Redactor("doctest/token-4f2a")
+    >>> redact('bad token doctest%2ftoken-4f2a in {"token": "doctest\\/token-4f2a"}')
+    'bad token *** in {"token": "***"}'
+    """
+    pattern = _KNOWN.pattern
+    return text if pattern is None else pattern.sub(_MASK, text)
+
+
+class _TokenFilter(logging.Filter):
+    """Blank ``token=...`` and every registered token in log records.
+
+    urllib3 logs request URLs at DEBUG, the download's with its ``token`` query.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        cleaned = _TOKEN_QUERY.sub(r"\1***", message)
+        cleaned = redact(_TOKEN_QUERY.sub(r"\1" + _MASK, message))
         if cleaned != message:
             record.msg, record.args = cleaned, None
         return True
 
 
-def filter_urllib3_logs() -> None:
-    """Install the token filter on urllib3's loggers (once; later calls do nothing)."""
-    for name in _URLLIB3_LOGGERS:
+def filter_logs() -> None:
+    """Install the token filter on our logger and urllib3's (once; later calls do nothing)."""
+    for name in _FILTERED_LOGGERS:
         logger = logging.getLogger(name)
-        if not any(isinstance(f, _TokenQueryFilter) for f in logger.filters):
-            logger.addFilter(_TokenQueryFilter())
+        if not any(isinstance(f, _TokenFilter) for f in logger.filters):
+            logger.addFilter(_TokenFilter())
 
 
 class Redactor:
-    """Remove a secret, and its URL-quoted form, from text and from exceptions."""
+    """Remove a secret, in each of its forms, from text and from exceptions.
+
+    A secret of at least :data:`MIN_SECRET` characters is also registered for
+    :func:`redact`; the redactor removes those of other clients too.
+    """
 
     def __init__(self, secret: str | None) -> None:
-        forms = {secret, quote(secret, safe=""), quote(secret)} if secret else set()
-        self._forms = sorted((f for f in forms if f), key=len, reverse=True)
+        forms = _forms(secret) if secret else set()
+        self._pattern = _pattern(forms)
+        if secret and len(secret) >= MIN_SECRET:
+            _KNOWN.add(forms)
 
     def __call__(self, text: str) -> str:
-        for form in self._forms:
-            text = text.replace(form, "***")
-        return text
+        if self._pattern is not None:
+            text = self._pattern.sub(_MASK, text)
+        return redact(text)
 
     def scrub(self, exc: BaseException) -> BaseException:
         """Rewrite the messages of ``exc`` and of everything chained to it."""

@@ -6,15 +6,32 @@ calls are reads (``profiles/list``, ``tasks/status``, ...), except for calls
 that create something (``NON_REPLAYABLE``): a replay could create it twice, so
 they get :func:`connect_only`, which retries only connections that never
 carried the request.
+
+Every policy the transport mounts goes through :func:`deadline_aware`: no
+attempt starts, and no backoff or ``Retry-After`` pause begins, that the
+exchange's deadline (:mod:`stoplist_nb._deadline`) would cut short.
 """
 
 from __future__ import annotations
 
+import copy
+from types import TracebackType
 from typing import Any
 
+from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.util.retry import Retry
 
-__all__ = ["NON_REPLAYABLE", "RETRY_STATUSES", "CappedRetry", "connect_only", "default_retry"]
+from stoplist_nb._deadline import current
+
+__all__ = [
+    "NON_REPLAYABLE",
+    "RETRY_STATUSES",
+    "CappedRetry",
+    "DeadlineRetry",
+    "connect_only",
+    "deadline_aware",
+    "default_retry",
+]
 
 #: Replies worth another try: rate limit and the gateway/overload family.
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -76,3 +93,57 @@ def connect_only(retry: Retry) -> Retry:
         respect_retry_after_header=False,
         allowed_methods=frozenset({"HEAD"}),  # anything but POST; an empty set means "all"
     )
+
+
+class DeadlineRetry(Retry):
+    """A ``Retry`` that gives up when the next pause would end past the deadline.
+
+    Giving up here is running out of budget: a retried status (429, 503) hands
+    back its last reply, so the caller sees the service's own error; a broken
+    connection raises urllib3's ``MaxRetryError`` with the error as its reason.
+    """
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: Any = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> DeadlineRetry:
+        new = super().increment(method, url, response, error, _pool, _stacktrace)
+        deadline = current()
+        if deadline is not None and new._pause(response) >= deadline.remaining():
+            reason = error or ResponseError("the deadline leaves no time for another try")
+            raise MaxRetryError(_pool, url or "", reason) from reason
+        return new
+
+    def _pause(self, response: Any) -> float:
+        """What :meth:`sleep` would wait before the next attempt (same rule as urllib3's)."""
+        if self.respect_retry_after_header and response is not None:
+            after = self.get_retry_after(response)
+            if after:
+                return after
+        return self.get_backoff_time()
+
+
+_AWARE: dict[type[Retry], type[Retry]] = {}
+
+
+def _with_deadline(cls: type[Retry]) -> type[Retry]:
+    if cls not in _AWARE:
+        _AWARE[cls] = type(f"Deadline{cls.__name__}", (DeadlineRetry, cls), {})
+    return _AWARE[cls]
+
+
+def deadline_aware(retry: Retry) -> Retry:
+    """The same policy, of a class that also respects the deadline (see :class:`DeadlineRetry`).
+
+    ``retry.new()`` keeps the class, so every later state of the policy does too.
+    """
+    if isinstance(retry, DeadlineRetry):
+        return retry
+    aware = copy.copy(retry)
+    aware.__class__ = _with_deadline(type(retry))
+    return aware

@@ -6,6 +6,9 @@ suppression lists: it has a status word, a progress and, when done, a
 are documented as final; other words are read as "still running", unless they
 say failure (``error``, ``failed``, ``canceled``, ...) or the reply's ``error``
 is non-zero. A task that reports progress 100 with a file is also done.
+
+Every word of the service (task id, status word, failure reason) is scrubbed
+of the token before it reaches a message, the progress bar or stderr.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from stoplist_nb import errors
+from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 
 __all__ = ["TaskStatus", "get_task", "wait_for_task"]
@@ -58,7 +62,7 @@ class TaskStatus:
         """:attr:`hashed_files`, or ``InvalidReply`` if the task names none."""
         if not self.hashed_files:
             raise errors.InvalidReply(
-                f"tasks/status: task {self.task_id!r} is done but names no file"
+                f"tasks/status: task {redact(self.task_id)!r} is done but names no file"
             )
         return self.hashed_files
 
@@ -137,30 +141,34 @@ def wait_for_task(
                         ("timeout", timeout)):  # fmt: skip
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise errors.InvalidInput(f"{name} must be a number of seconds, not {value!r}")
-    resume = f"the task goes on: wait_for_task(client, {task_id!r}) picks it up"
+    shown = repr(redact(task_id))  # the id is the service's: it may echo anything
+    resume = f"the task goes on: wait_for_task(client, {shown}) picks it up"
     deadline = time.monotonic() + timeout
     interval = max(poll_interval, 0.01)
-    with tqdm(total=100, desc=f"export task {task_id}", unit="%", disable=not progress) as bar:
+    with tqdm(
+        total=100, desc=f"export task {redact(task_id)}", unit="%", disable=not progress
+    ) as bar:
         try:
             while True:
                 status = get_task(client, task_id)
+                word = redact(status.status)
                 if status.progress is not None:
                     bar.update(max(0, min(status.progress, 100) - bar.n))
-                bar.set_postfix_str(status.status, refresh=True)
+                bar.set_postfix_str(word, refresh=True)
                 if status.failed:
                     reason = status.result.get("error") or status.result.get("error_text") or ""
                     raise errors.TaskFailed(
-                        f"export task {task_id!r} {status.status}"
-                        + (f": {reason}" if reason else ""),
+                        f"export task {shown} {word}"
+                        + (f": {redact(str(reason))}" if reason else ""),
                         task_id=task_id,
-                        status=status.status,
+                        status=word,
                     )
                 if status.done:
                     return status
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise errors.TaskTimeout(
-                        f"export task {task_id!r} still {status.status or 'running'} at "
+                        f"export task {shown} still {word or 'running'} at "
                         f"{status.progress if status.progress is not None else '?'}% after "
                         f"{timeout:g} s; {resume}",
                         task_id=task_id,
@@ -175,6 +183,6 @@ def wait_for_task(
             raise
         except KeyboardInterrupt as exc:
             if sys.version_info >= (3, 11):
-                exc.add_note(f"export task {task_id!r}: {resume}")
-            print(f"export task {task_id!r}: {resume}", file=sys.stderr)
+                exc.add_note(f"export task {shown}: {resume}")
+            print(f"export task {shown}: {resume}", file=sys.stderr)
             raise

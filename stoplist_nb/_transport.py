@@ -1,41 +1,50 @@
-"""HTTP for stoplist_nb: session, retries, timeouts, the envelope check.
+"""HTTP for stoplist_nb: session, retries, timeouts, the deadline, redirects, the envelope check.
 
-This is the only module that touches requests and urllib3 errors; it turns
-each of them into an exception of :mod:`stoplist_nb.errors` (see ``_FOREIGN``)
-and scrubs the API token from the foreign exception before chaining it.
+This is the only module that sends requests and catches requests' and
+urllib3's errors; it turns each of them into an exception of
+:mod:`stoplist_nb.errors` (with :mod:`stoplist_nb._replies`) and scrubs the API
+token from the foreign exception before chaining it.
 
 Retries are urllib3's, on an ``HTTPAdapter``, with the policy of
 :mod:`stoplist_nb._retrying`; a call that creates something
 (``suppresses/export``) goes through a second adapter that only retries
-connections that never opened.
+connections that never opened. Every exchange runs under an overall deadline
+(:mod:`stoplist_nb._deadline`), retries included. Redirects are never left to
+requests: one to another origin would carry the token (in the replayed body,
+the query, the header) to whoever the ``Location`` names
+(:mod:`stoplist_nb._redirects` decides which are followed).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import requests
-import urllib3
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
-from stoplist_nb._redact import Redactor, filter_urllib3_logs
+from stoplist_nb._deadline import Deadline, running, watch_pools
+from stoplist_nb._redact import Redactor, filter_logs
+from stoplist_nb._redirects import MAX_REDIRECTS, next_url, shown
+from stoplist_nb._replies import check_envelope, error_from_status, too_large, translate
 from stoplist_nb._retrying import (
     NON_REPLAYABLE,
     RETRY_STATUSES,
     CappedRetry,
     connect_only,
+    deadline_aware,
     default_retry,
 )
 
 __all__ = [
+    "DEFAULT_DEADLINE",
+    "DEFAULT_MIN_DOWNLOAD_RATE",
     "DEFAULT_TIMEOUT",
+    "MAX_REDIRECTS",
     "NON_REPLAYABLE",
     "RETRY_STATUSES",
     "CappedRetry",
@@ -45,75 +54,49 @@ __all__ = [
 ]
 
 log = logging.getLogger("stoplist_nb")
+log.addHandler(logging.NullHandler())  # silent unless the application configures logging
 
 #: (connect, read) seconds: a notebook cell must never hang forever.
 DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 120.0)
 
-# Which foreign error becomes which of ours, most specific first.
-_FOREIGN: tuple[tuple[type[BaseException], type[errors.TransportError]], ...] = (
-    (requests.exceptions.ConnectTimeout, errors.RequestTimeout),
-    (requests.exceptions.ReadTimeout, errors.RequestTimeout),
-    (requests.exceptions.ConnectionError, errors.ConnectError),
-    (requests.exceptions.ChunkedEncodingError, errors.ConnectError),
-    (requests.exceptions.RequestException, errors.TransportError),
-)
+#: Seconds one call may take in all, retries and their pauses included.
+DEFAULT_DEADLINE = 300.0
+
+#: Bytes per second a download must average beyond the deadline: each byte
+#: received extends the download's deadline by ``1 / rate`` seconds.
+DEFAULT_MIN_DOWNLOAD_RATE = 16 * 1024
 
 
-def _timed_out(exc: BaseException) -> bool:
-    """Whether a timeout lies anywhere under ``exc`` (args, reason, cause)."""
-    todo: list[Any] = [exc]
-    seen: set[int] = set()
-    while todo:
-        item = todo.pop()
-        if id(item) in seen or not isinstance(item, BaseException):
-            continue
-        seen.add(id(item))
-        # urllib3 derives NewConnectionError (refused, unreachable) from its TimeoutError
-        if isinstance(item, urllib3.exceptions.TimeoutError | TimeoutError) and not isinstance(
-            item, urllib3.exceptions.NewConnectionError
-        ):
-            return True
-        todo.extend([*item.args, getattr(item, "reason", None), item.__cause__])
-    return False
+class _Adapter(HTTPAdapter):
+    """``HTTPAdapter`` whose connections a deadline can shut down (see ``_deadline``)."""
 
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        watch_pools(self.poolmanager)
 
-def check_envelope(method: str, envelope: Mapping[str, Any], http_status: int = 200) -> None:
-    """Raise the matching :class:`~stoplist_nb.errors.APIError` if ``error`` is non-zero.
-
-    A missing ``error`` counts as success: the contract promises the key, but a
-    reply that carries data without it is more useful read than refused.
-    """
-    raw = envelope.get("error", 0)
-    try:
-        code = int(raw) if raw is not None else 0
-    except (TypeError, ValueError):
-        raise errors.InvalidReply(f"{method}: 'error' is not a number") from None
-    if code == 0 and http_status < 400:
-        return
-    code = code or http_status
-    text = envelope.get("error_text")
-    text = str(text) if text is not None else ""
-    raise errors.api_error_class(code)(code, text, method=method, http_status=http_status)
-
-
-def _error_from_status(method: str, response: requests.Response) -> errors.APIError:
-    """The error for a 4xx/5xx reply, from its JSON envelope if it has one."""
-    status = response.status_code
-    envelope: Any = None
-    with contextlib.suppress(ValueError):
-        envelope = json.loads(response.content)
-    if isinstance(envelope, dict) and "error" in envelope:
-        try:
-            check_envelope(method, envelope, status)
-        except errors.APIError as exc:
-            return exc
-    kind = response.headers.get("Content-Type", "").split(";")[0].strip() or "no"
-    text = f"{response.reason or 'HTTP error'} ({kind} body, not the API's JSON)"
-    return errors.api_error_class(status)(status, text, method=method, http_status=status)
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        watch_pools(manager)
+        return manager
 
 
 class Transport:
-    """A requests session configured for one service and one token."""
+    """A requests session configured for one service and one token.
+
+    Args:
+        base_url: The service address.
+        token: The API token, or ``None``.
+        timeout: Socket timeouts, ``(connect, read)`` or one number, for each
+            socket operation.
+        deadline: Seconds one exchange may take in all (retries, pauses and
+            same-origin redirects included); ``None`` for no limit.
+        min_download_rate: Bytes per second; every byte a download receives
+            extends its deadline by ``1 / min_download_rate`` seconds.
+            ``None``: a download gets the plain deadline.
+        retry: The retry policy (see ``Client``).
+        session: A ``requests.Session`` to mount the adapters on.
+        non_replayable: Methods whose requests must never be sent twice.
+    """
 
     def __init__(
         self,
@@ -121,12 +104,16 @@ class Transport:
         token: str | None,
         *,
         timeout: float | tuple[float, float] | None = DEFAULT_TIMEOUT,
+        deadline: float | None = DEFAULT_DEADLINE,
+        min_download_rate: float | None = DEFAULT_MIN_DOWNLOAD_RATE,
         retry: Retry | int | bool = True,
         session: requests.Session | None = None,
         non_replayable: Iterable[str] = NON_REPLAYABLE,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.deadline = deadline
+        self.min_download_rate = min_download_rate
         self.redact = Redactor(token)
         self._token = token
         if retry is True:
@@ -135,11 +122,11 @@ class Transport:
             retry = Retry(0, read=False, raise_on_status=False)
         elif isinstance(retry, int):
             retry = default_retry().new(total=retry)
-        self.retry = retry
-        filter_urllib3_logs()
+        self.retry = deadline_aware(retry)
+        filter_logs()
         self.session = session if session is not None else requests.Session()
-        self.session.mount(self.base_url + "/", HTTPAdapter(max_retries=retry))
-        once = HTTPAdapter(max_retries=connect_only(retry))
+        self.session.mount(self.base_url + "/", _Adapter(max_retries=self.retry))
+        once = _Adapter(max_retries=connect_only(self.retry))
         for method in non_replayable:
             self.session.mount(self.method_url(method), once)
 
@@ -151,25 +138,23 @@ class Transport:
 
         The envelope inside the body is left to the caller, which may decode it
         with pyarrow rather than ``json``.
+
+        Raises:
+            RequestTimeout: No complete reply within the deadline (or the socket timeout).
+            InvalidReply: A redirect that is not followed (see :meth:`_send`).
         """
         body = dict(params)
         if self._token is not None:
             body["token"] = self._token
-        start = time.perf_counter()
-        try:
-            response = self.session.post(self.method_url(method), json=body, timeout=self.timeout)
-            content = response.content
-        except requests.exceptions.RequestException as exc:
-            raise self._translate(method, exc) from self.redact.scrub(exc)
-        log.debug(
-            "POST %s -> HTTP %s, %d bytes in %.3f s",
-            method,
-            response.status_code,
-            len(content),
-            time.perf_counter() - start,
-        )
-        if response.status_code >= 400:
-            raise _error_from_status(method, response)
+        with running(self.deadline) as deadline:
+            try:
+                response = self._send("POST", method, self.method_url(method), json=body)
+                content = response.content
+                if response.status_code >= 400:
+                    raise error_from_status(method, response)
+            except Exception as exc:
+                self._fail("POST", method, deadline, exc)
+            self._log("POST", method, response, len(content), deadline)
         return content
 
     def call(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -177,7 +162,7 @@ class Transport:
         content = self.post(method, params)
         try:
             reply = json.loads(content)
-        except ValueError:
+        except (ValueError, RecursionError):  # json's own guard against deep nesting
             reply = None
         if not isinstance(reply, dict):
             raise errors.InvalidReply(
@@ -186,18 +171,6 @@ class Transport:
         check_envelope(method, reply)
         return reply
 
-    def _translate(self, method: str, exc: requests.exceptions.RequestException) -> Exception:
-        ours = next(
-            (cls for foreign, cls in _FOREIGN if isinstance(exc, foreign)), errors.TransportError
-        )
-        if _timed_out(exc):  # requests reports read timeouts that exhausted retries as
-            ours = errors.RequestTimeout  # ConnectionError(MaxRetryError(ReadTimeoutError))
-        what = {
-            errors.RequestTimeout: "no reply within the timeout",
-            errors.ConnectError: "the connection failed",
-        }.get(ours, "the request failed")
-        return ours(f"{method}: {what} ({type(exc).__name__}) at {self.base_url}")
-
     def download(
         self,
         path: str,
@@ -205,51 +178,188 @@ class Transport:
         *,
         on_start: Callable[[int | None], object] = lambda size: None,
         on_chunk: Callable[[int], object] = lambda size: None,
-        chunk_size: int = 1 << 20,
+        chunk_size: int = 1 << 16,
+        max_bytes: int | None = None,
     ) -> int:
         """GET ``/api/download/<path>`` into ``out``; return the number of bytes written.
 
         ``path`` must already be URL-quoted. The token goes both in the query
         (as the contract says) and as a Bearer header (as newer docs prefer);
-        the URL carrying it never reaches a message or a log record.
+        the URL carrying it never reaches a message or a log record. Each chunk
+        extends the deadline by ``len(chunk) / min_download_rate`` once it has
+        arrived, so chunks are kept small (64 KiB).
 
         Raises:
             IncompleteDownload: The body ended before its ``Content-Length``.
+            ArchiveTooLarge: More than ``max_bytes`` bytes arrived or were announced.
+            RequestTimeout: The deadline, extended by what arrived, passed.
         """
         params = {"token": self._token} if self._token else None
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
-        written, expected = 0, None
-        try:
-            with self.session.get(
-                f"{self.base_url}/api/download/{path}",
-                params=params,
-                headers=headers,
-                stream=True,
-                timeout=self.timeout,
-            ) as response:
-                if response.status_code >= 400:
-                    raise _error_from_status("download", response)
-                length = response.headers.get("Content-Length", "")
-                encoded = response.headers.get("Content-Encoding", "identity") != "identity"
-                expected = int(length) if length.isdigit() and not encoded else None
-                on_start(expected)
-                try:
+        written, expected, started = 0, None, False
+        with running(self.deadline) as deadline:
+            try:
+                with self._send(
+                    "GET",
+                    "download",
+                    f"{self.base_url}/api/download/{path}",
+                    params=params,
+                    headers=headers,
+                    stream=True,
+                ) as response:
+                    if response.status_code >= 400:
+                        raise error_from_status("download", response)
+                    length = response.headers.get("Content-Length", "")
+                    encoded = response.headers.get("Content-Encoding", "identity") != "identity"
+                    expected = int(length) if length.isdigit() and not encoded else None
+                    if max_bytes is not None and expected is not None and expected > max_bytes:
+                        raise too_large(expected, max_bytes, announced=True)
+                    on_start(expected)
+                    started = True
                     for chunk in response.iter_content(chunk_size=chunk_size):
+                        if max_bytes is not None and written + len(chunk) > max_bytes:
+                            raise too_large(written + len(chunk), max_bytes, announced=False)
                         out.write(chunk)
                         written += len(chunk)
                         on_chunk(len(chunk))
-                except requests.exceptions.RequestException as exc:
-                    self.redact.scrub(exc)
-                    raise errors.IncompleteDownload(
+                        if self.min_download_rate:
+                            deadline.extend(len(chunk) / self.min_download_rate)
+            except Exception as exc:
+                broke = isinstance(exc, requests.exceptions.RequestException) and started
+                if broke and not deadline.passed:
+                    ours = errors.IncompleteDownload(
                         f"download: the connection broke after {written} of "
                         f"{expected if expected is not None else 'unknown'} bytes"
-                    ) from exc
-        except requests.exceptions.RequestException as exc:
-            raise self._translate("download", exc) from self.redact.scrub(exc)
-        if expected is not None and written != expected:
-            raise errors.IncompleteDownload(f"download: {written} of {expected} bytes arrived")
-        log.debug("GET download -> %d bytes", written)
+                    )
+                    self._log_failure("GET", "download", deadline, ours)
+                    raise ours from self.redact.scrub(exc)
+                self._fail("GET", "download", deadline, exc, received=written)
+            if expected is not None and written != expected:
+                short = errors.IncompleteDownload(
+                    f"download: {written} of {expected} bytes arrived"
+                )
+                self._log_failure("GET", "download", deadline, short)
+                raise short
+            self._log("GET", "download", response, written, deadline)
         return written
 
     def close(self) -> None:
         self.session.close()
+
+    def _send(self, verb: str, what: str, url: str, **kwargs: Any) -> requests.Response:
+        """Send one request, following redirects as :func:`~stoplist_nb._redirects.next_url` says.
+
+        Raises:
+            InvalidReply: A redirect to another origin, too many, or a 3xx reply
+                with no ``Location``.
+        """
+        hop = 0
+        while True:
+            response = self.session.request(
+                verb, url, allow_redirects=False, timeout=self._socket_timeout(), **kwargs
+            )
+            status = response.status_code
+            if not 300 <= status < 400:
+                return response
+            response.close()
+            location = response.headers.get("Location")
+            url = next_url(what, verb, status, location, response.url or url, self.base_url, hop)
+            hop += 1
+            log.debug(
+                "%s %s -> HTTP %d, redirect to %s followed",
+                verb,
+                what,
+                status,
+                shown(url),
+                extra={"api_method": what, "http_status": status},
+            )
+
+    def _socket_timeout(self) -> float | tuple[float, float | None] | None:
+        """The socket timeouts, the connect one capped at the deadline.
+
+        A connection being opened has no socket the deadline could shut down.
+        """
+        timeout, deadline = self.timeout, self.deadline
+        if deadline is None:
+            return timeout
+        if timeout is None:
+            return (deadline, None)
+        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        return (deadline if connect is None else min(connect, deadline), read)
+
+    def _fail(
+        self, verb: str, what: str, deadline: Deadline, exc: Exception, *, received: int = 0
+    ) -> NoReturn:
+        """Raise the error that ``exc`` stands for: the deadline's, ours or a translation."""
+        if deadline.passed and not isinstance(exc, errors.ArchiveTooLarge):
+            ours: Exception = errors.RequestTimeout(
+                self._deadline_message(what, deadline, received)
+            )
+        elif isinstance(exc, errors.StoplistError):
+            self._log_failure(verb, what, deadline, exc)
+            raise exc
+        elif isinstance(exc, requests.exceptions.RequestException):
+            ours = translate(what, exc, self.base_url)
+        else:
+            raise exc
+        self._log_failure(verb, what, deadline, ours)
+        raise ours from self.redact.scrub(exc)
+
+    def _deadline_message(self, what: str, deadline: Deadline, received: int) -> str:
+        if what != "download":
+            return (
+                f"{what}: no complete reply within the deadline of {deadline.seconds:g} s, "
+                "retries included (Client(deadline=...) sets it)"
+            )
+        earned = (
+            f", plus 1 s per {self.min_download_rate:g} bytes received"
+            if self.min_download_rate
+            else ""
+        )
+        return (
+            f"download: not complete within the deadline of {deadline.allowed:.1f} s "
+            f"({deadline.seconds:g} s{earned}; {received} bytes arrived). "
+            "Client(deadline=..., min_download_rate=...) sets it"
+        )
+
+    def _log(
+        self, verb: str, what: str, response: requests.Response, size: int, deadline: Deadline
+    ) -> None:
+        # urllib3 keeps the retries it made on the reply (history: one entry per retry)
+        retries = getattr(response.raw, "retries", None)
+        attempts = 1 + len(getattr(retries, "history", ()) or ())
+        elapsed = deadline.elapsed()
+        log.debug(
+            "%s %s -> HTTP %d, %d bytes in %.3f s, attempt %d",
+            verb,
+            what,
+            response.status_code,
+            size,
+            elapsed,
+            attempts,
+            extra={
+                "api_method": what,
+                "http_status": response.status_code,
+                "nbytes": size,
+                "elapsed": elapsed,
+                "attempts": attempts,
+            },
+        )
+
+    def _log_failure(self, verb: str, what: str, deadline: Deadline, error: Exception) -> None:
+        elapsed = deadline.elapsed()
+        status = getattr(error, "http_status", None)
+        log.debug(
+            "%s %s failed after %.3f s: %s%s",
+            verb,
+            what,
+            elapsed,
+            type(error).__name__,
+            f" (HTTP {status})" if status is not None else "",
+            extra={
+                "api_method": what,
+                "http_status": status,
+                "elapsed": elapsed,
+                "error": type(error).__name__,
+            },
+        )

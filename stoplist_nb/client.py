@@ -12,7 +12,7 @@ import os
 import pathlib
 import tempfile
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from functools import partial
 from typing import Any
 from urllib.parse import quote
@@ -24,7 +24,14 @@ from urllib3.util.retry import Retry
 from stoplist_nb import errors
 from stoplist_nb._arrowjson import Reply, read_reply
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
-from stoplist_nb._transport import DEFAULT_TIMEOUT, Transport, check_envelope
+from stoplist_nb._redact import redact
+from stoplist_nb._transport import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MIN_DOWNLOAD_RATE,
+    DEFAULT_TIMEOUT,
+    Transport,
+    check_envelope,
+)
 
 __all__ = ["ENV_TOKEN", "ENV_URL", "Client", "Page", "safe_download_path"]
 
@@ -39,7 +46,17 @@ class Client:
         base_url: The service address, e.g. ``"https://api.example.com"``.
         token: The API token. It is sent in the body of every call and never
             shown: not in ``repr``, log records or exception messages.
-        timeout: Seconds to wait, as ``(connect, read)`` or one number.
+        timeout: Seconds each socket operation may wait, as ``(connect, read)``
+            or one number. A server that keeps sending a byte now and then
+            never trips it: ``deadline`` bounds the whole exchange.
+        deadline: Seconds one call may take in all, retries, their pauses and
+            redirects included (default 300); past it, ``RequestTimeout``. A
+            retry whose pause would end past it is not made: the last reply's
+            error is raised instead. ``None``: no deadline.
+        min_download_rate: A download may run past ``deadline`` by one second
+            for every ``min_download_rate`` bytes it receives (default 16 KiB):
+            a big archive on a slow link finishes, a trickle does not.
+            ``None``: downloads get the plain ``deadline``.
         retry: A urllib3 ``Retry`` policy, an int (number of retries), ``True``
             for :func:`~stoplist_nb._retrying.default_retry` or ``False``.
         session: A ``requests.Session`` to use (for proxies, certificates);
@@ -56,6 +73,8 @@ class Client:
         token: str | None = None,
         *,
         timeout: float | tuple[float, float] | None = DEFAULT_TIMEOUT,
+        deadline: float | None = DEFAULT_DEADLINE,
+        min_download_rate: float | None = DEFAULT_MIN_DOWNLOAD_RATE,
         retry: Retry | int | bool = True,
         session: requests.Session | None = None,
     ) -> None:
@@ -63,7 +82,22 @@ class Client:
             raise errors.InvalidInput("base_url must be an http:// or https:// address")
         if token is not None and (not isinstance(token, str) or not token.strip()):
             raise errors.InvalidInput("token must be a non-empty string (or None)")
-        self._transport = Transport(base_url, token, timeout=timeout, retry=retry, session=session)
+        for name, value in (("deadline", deadline), ("min_download_rate", min_download_rate)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            ):
+                raise errors.InvalidInput(
+                    f"{name} must be a positive number or None, not {value!r}"
+                )
+        self._transport = Transport(
+            base_url,
+            token,
+            timeout=timeout,
+            deadline=deadline,
+            min_download_rate=min_download_rate,
+            retry=retry,
+            session=session,
+        )
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> Client:
@@ -124,7 +158,7 @@ class Client:
         from_id: str | None = None,
         max_rows: int | None = None,
         lookahead: int = DEFAULT_LOOKAHEAD,
-    ) -> Iterator[Page]:
+    ) -> Generator[Page, None, None]:
         """Walk a cursor endpoint (``from_id`` / ``next_from_id``) page by page.
 
         Stops at the first page with no rows, as the docs prescribe (the
@@ -167,11 +201,15 @@ class Client:
         dest: str | os.PathLike[str] | None = None,
         *,
         progress: bool = True,
+        max_bytes: int | None = None,
     ) -> pathlib.Path:
         """Download ``/api/download/<path>`` from this client's service to a file.
 
         The file is written under a temporary name beside ``dest`` and renamed
         into place only when complete: a failed download leaves nothing behind.
+        A redirect is followed only within the client's origin (scheme, host,
+        port). The client's ``deadline``, extended by ``min_download_rate``,
+        bounds the download's time.
 
         Args:
             path: The path relative to ``/api/download/``, as a task result
@@ -181,16 +219,23 @@ class Client:
             dest: A file, or a directory to put the file in under its own
                 name; default: the current directory.
             progress: Show a byte progress bar.
+            max_bytes: Stop, and raise, once the file would exceed this many
+                bytes (or the service announces more); ``None``: no limit.
 
         Raises:
             UnsafePath: ``path`` is absolute, has ``..``, backslashes or
                 control characters.
             IncompleteDownload: The body ended before its announced length.
+            ArchiveTooLarge: The file exceeds ``max_bytes``.
+            RequestTimeout: The download outran its deadline.
+            InvalidReply: The service redirected to another origin.
 
         >>> client.download("suppress/1f0c/My list.md5.zip", "exports/")  # doctest: +SKIP
         PosixPath('exports/My list.md5.zip')
         """
         quoted = safe_download_path(path)
+        if max_bytes is not None:
+            errors.require_int("max_bytes", max_bytes, minimum=0)
         name = path.rsplit("/", 1)[-1]
         target = pathlib.Path(dest) if dest is not None else pathlib.Path.cwd()
         if target.is_dir() or (dest is not None and str(dest).endswith(("/", os.sep))):
@@ -203,14 +248,20 @@ class Client:
             with (
                 part,
                 tqdm(
-                    unit="B", unit_scale=True, unit_divisor=1024, desc=name, disable=not progress
+                    unit="B",
+                    unit_scale=True,
+                    unit_divisor=1024,
+                    desc=redact(name),  # the name is the service's
+                    disable=not progress,
                 ) as bar,
             ):
 
                 def start(size: int | None) -> None:
                     bar.reset(total=size)
 
-                self._transport.download(quoted, part, on_start=start, on_chunk=bar.update)
+                self._transport.download(
+                    quoted, part, on_start=start, on_chunk=bar.update, max_bytes=max_bytes
+                )
             os.replace(part.name, target)
         except BaseException:
             pathlib.Path(part.name).unlink(missing_ok=True)
@@ -221,12 +272,20 @@ class Client:
 def _parse_page(method: str, content: bytes) -> Reply:
     try:
         reply = read_reply(content)
-    except ValueError:
-        raise errors.InvalidReply(
-            f"{method}: the reply is not a JSON object ({len(content)} bytes)"
-        ) from None
+    except ValueError as exc:
+        raise errors.InvalidReply(f"{method}: {exc} ({len(content)} bytes)") from None
     check_envelope(method, reply.envelope)
+    if "data" in reply.envelope:
+        # Only a list is a page; null or no data at all is an empty one (the end).
+        kind = _JSON_KINDS.get(type(reply.envelope["data"]), "a value")
+        raise errors.InvalidReply(
+            f"{method}: 'data' is {kind}, not a list of rows ({len(content)} bytes)"
+        )
     return reply
+
+
+_JSON_KINDS = {dict: "an object", str: "a string", bool: "a boolean", int: "a number"}
+_JSON_KINDS[float] = "a number"
 
 
 def _check_method(method: str, params: Mapping[str, Any]) -> None:
@@ -265,7 +324,7 @@ def safe_download_path(path: str) -> str:
         why = "it starts with '/'"
     elif "\\" in path:
         why = "it contains a backslash"
-    elif any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in path):
+    elif any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in path):
         why = "it contains control characters"
     elif any(seg in ("", ".", "..") for seg in segments):
         why = "it has empty, '.' or '..' segments"

@@ -21,7 +21,7 @@
     ├── TaskFailed                an export task ended in failure
     ├── TaskTimeout               an export task was still running at the deadline
     └── BadArchive                a download is not a readable ZIP of CSV files
-        └── ArchiveTooLarge       the ZIP would unpack beyond the set limits
+        └── ArchiveTooLarge       the download or its unpacking exceeds the set limits
 
 Leaves also inherit the builtin they resemble, so ``except ValueError`` and
 ``except TimeoutError`` keep working. Every exception raised while paging
@@ -29,12 +29,16 @@ carries what was already fetched (``partial``) and where to resume
 (``resume_from``); its message says so.
 
 No message ever contains the API token: the transport removes it before an
-exception is built, from the chained causes too.
+exception is built, from the chained causes too, and every exception here
+scrubs its own message of the tokens of this process's clients (whatever
+module built the message from the service's words).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from stoplist_nb._redact import redact
 
 __all__ = [
     "APIError",
@@ -66,7 +70,10 @@ class StoplistError(Exception):
     Attributes:
         partial: What a paging call fetched before it failed (a DataFrame for
             ``read_profiles``), or ``None``.
-        resume_from: The ``from_id`` to pass to resume a paging call, or ``None``.
+        resume_from: The ``from_id`` to pass to resume a paging call, or ``None``;
+            ``""`` when the first page failed (nothing was read: start again).
+            ``partial`` plus the read resumed there are the whole list, each
+            row once.
         hint: How to carry on, when there is a way (also shown in the message).
     """
 
@@ -75,18 +82,23 @@ class StoplistError(Exception):
     #: A sentence on how to carry on, added to the message (e.g. the export task to wait for).
     hint: str | None = None
 
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
+
     def __str__(self) -> str:
         text = super().__str__()
         if self.hint:
             text += f" ({self.hint})"
-        if self.resume_from is not None:
+        if self.resume_from == "":
+            text += " (nothing was read yet: call again without from_id)"
+        elif self.resume_from is not None:
             fetched = (
                 f"{len(self.partial)} rows fetched so far are in .partial; "
                 if (self.partial is not None)
                 else ""
             )
             text += f" ({fetched}resume with from_id={self.resume_from!r})"
-        return text
+        return redact(text)
 
 
 class APIError(StoplistError):
@@ -196,7 +208,10 @@ class BadArchive(StoplistError, ValueError):
 
 
 class ArchiveTooLarge(BadArchive):
-    """Raised when a ZIP would unpack beyond ``max_size`` or ``max_ratio`` (a zip bomb)."""
+    """Raised when a download exceeds ``max_bytes``, or a ZIP would unpack too far.
+
+    The unpacking limits (against zip bombs) are ``max_size`` and ``max_ratio``.
+    """
 
 
 _BY_CODE: dict[int, type[APIError]] = {

@@ -102,8 +102,8 @@ def test_token_absent_from_every_failure(
     assert SECRET not in caplog.text
     out, err = capsys.readouterr()
     assert SECRET not in out + err
-    assert info.value.resume_from is not None  # and it says how to resume
-    assert "resume with from_id=" in str(info.value)
+    assert info.value.resume_from == ""  # the first page failed: nothing to resume
+    assert "call again without from_id" in str(info.value)
 
 
 def test_wrong_token_absent_from_auth_error(fresh: DemoService) -> None:

@@ -1,0 +1,265 @@
+"""An overall deadline for one HTTP exchange, enforced by shutting its socket down.
+
+requests' ``(connect, read)`` timeouts bound each socket operation, not the
+exchange: a server that sends one byte every few seconds, in the headers or in
+the body, resets the read timeout with every byte and holds the call as long as
+it likes. Here a single watchdog thread shuts down the socket of every
+connection an exchange uses once its deadline passes, whatever the exchange is
+doing (reading headers, reading the body, sending): the blocked read returns at
+once and the exchange fails. The retry policy asks :func:`current` before each
+further attempt (see :func:`stoplist_nb._retrying.deadline_aware`), so retries
+and their backoff stay inside the deadline too.
+
+Connections are known to the deadline through the connection classes of
+:func:`watch_pools`, installed on the pools of the transport's adapters. A
+connection still being opened has no socket to shut down; the connect timeout
+bounds that phase (the transport caps it at the deadline).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import math
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any
+
+import urllib3.poolmanager
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+__all__ = ["Deadline", "current", "running", "watch_pools"]
+
+_CURRENT: ContextVar[Deadline | None] = ContextVar("stoplist_nb_deadline", default=None)
+
+
+class Deadline:
+    """The time limit of one exchange, and the connections it has used.
+
+    Args:
+        seconds: The time allowed from now; ``None`` for no limit.
+
+    Attributes:
+        seconds: The time allowed at the start (:meth:`extend` adds to it).
+        start: ``time.monotonic()`` at the start.
+    """
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.start = time.monotonic()
+        self.expires_at = math.inf if seconds is None else self.start + seconds
+        self.fired = False
+        self.closed = False
+        self._connections: list[Any] = []
+        self._lock = threading.Lock()
+
+    @property
+    def allowed(self) -> float:
+        """The seconds allowed in all, extensions included."""
+        return self.expires_at - self.start
+
+    def remaining(self) -> float:
+        """Seconds left (negative once passed; ``inf`` without a limit)."""
+        return self.expires_at - time.monotonic()
+
+    @property
+    def passed(self) -> bool:
+        """Whether the deadline has passed (or the watchdog has already acted on it)."""
+        return self.fired or self.remaining() <= 0
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def extend(self, seconds: float) -> None:
+        """Allow ``seconds`` more (a download earns time for the bytes it receives)."""
+        with self._lock:
+            if not self.fired:
+                self.expires_at += seconds
+
+    def watch(self, connection: Any) -> None:
+        """Make ``connection`` this exchange's; shut it down now if the deadline has fired."""
+        with self._lock:
+            connection.stoplist_deadline = self
+            if not self.closed and all(c is not connection for c in self._connections):
+                self._connections.append(connection)
+            fired = self.fired
+        if fired:
+            _shut_down(connection)
+
+    def fire(self) -> bool:
+        """Mark the deadline passed and shut down the sockets of its connections.
+
+        Returns:
+            ``False`` if it was extended meanwhile (it must be armed again).
+        """
+        with self._lock:
+            if self.fired or self.closed:
+                return True
+            if time.monotonic() < self.expires_at:
+                return False
+            self.fired = True
+            connections = list(self._connections)
+        for connection in connections:
+            # A connection back in the pool may already serve another exchange.
+            if getattr(connection, "stoplist_deadline", None) is self:
+                _shut_down(connection)
+        return True
+
+    def close(self) -> None:
+        """End the exchange: the watchdog forgets it and touches its connections no more."""
+        with self._lock:
+            self.closed = True
+            self._connections.clear()
+
+
+def _shut_down(connection: Any) -> None:
+    sock = getattr(connection, "sock", None)
+    # TLS inside a TLS proxy tunnel wraps the socket once more (urllib3's SSLTransport).
+    while sock is not None and not isinstance(sock, socket.socket):
+        sock = getattr(sock, "socket", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            # socket.socket's own shutdown: SSLSocket.shutdown would also drop its SSL
+            # object under the thread that is reading through it.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _Watchdog:
+    """One daemon thread that fires deadlines when they pass."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Deadline]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._compact_at = 512
+
+    def arm(self, deadline: Deadline) -> None:
+        with self._cond:
+            if len(self._heap) >= 2 * self._compact_at:
+                # Finished exchanges stay in the heap until their time; drop them in bulk.
+                self._heap = [entry for entry in self._heap if not entry[2].closed]
+                heapq.heapify(self._heap)
+                self._compact_at = max(512, len(self._heap))
+            entry = (deadline.expires_at, next(self._order), deadline)
+            heapq.heappush(self._heap, entry)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="stoplist_nb-deadline", daemon=True
+                )
+                self._thread.start()
+            elif self._heap[0] is entry:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                due = self._next_due()
+            if not due.fire():
+                self.arm(due)
+
+    def _next_due(self) -> Deadline:
+        while True:
+            if not self._heap:
+                self._cond.wait()
+                continue
+            at, _, deadline = self._heap[0]
+            if deadline.closed or deadline.fired:
+                heapq.heappop(self._heap)
+            elif deadline.expires_at > at:  # extended since it was armed
+                heapq.heapreplace(self._heap, (deadline.expires_at, next(self._order), deadline))
+            elif (wait := at - time.monotonic()) > 0:
+                self._cond.wait(wait)
+            else:
+                heapq.heappop(self._heap)
+                return deadline
+
+
+_WATCHDOG = _Watchdog()
+if hasattr(os, "register_at_fork"):  # a forked child has no watchdog thread, maybe a held lock
+    os.register_at_fork(after_in_child=_WATCHDOG._reset)
+
+
+def current() -> Deadline | None:
+    """The deadline of the exchange running in this thread, if any."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def running(seconds: float | None) -> Iterator[Deadline]:
+    """Run an exchange under a deadline of ``seconds`` (``None``: none)."""
+    deadline = Deadline(seconds)
+    if seconds is not None:
+        _WATCHDOG.arm(deadline)
+    token = _CURRENT.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _CURRENT.reset(token)
+        deadline.close()
+
+
+def _watch(connection: Any) -> None:
+    deadline = _CURRENT.get()
+    if deadline is None:
+        connection.stoplist_deadline = None
+    else:
+        deadline.watch(connection)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    stoplist_deadline: Deadline | None = None
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watch(self)
+        super().request(*args, **kwargs)
+
+    def getresponse(self) -> Any:
+        _watch(self)  # the socket may have opened since request(): a passed deadline shuts it
+        return super().getresponse()
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    stoplist_deadline: Deadline | None = None
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watch(self)
+        super().request(*args, **kwargs)
+
+    def getresponse(self) -> Any:
+        _watch(self)
+        return super().getresponse()
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
+def watch_pools(manager: Any) -> None:
+    """Make the pools ``manager`` creates use connections a deadline can shut down.
+
+    Only managers with urllib3's standard pools are changed (not SOCKS proxies,
+    whose connections are their own); there, only the retry policy and the
+    socket timeouts bound an exchange.
+    """
+    if (
+        getattr(manager, "pool_classes_by_scheme", None)
+        is urllib3.poolmanager.pool_classes_by_scheme
+    ):
+        manager.pool_classes_by_scheme = _WATCHED_POOLS
