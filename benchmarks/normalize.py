@@ -114,6 +114,26 @@ def _ours_one_thread(pages: list[tuple[str, bytes]]) -> Any:
     return _ours(pages, lookahead=0)
 
 
+def _unguarded(route: Any) -> Any:
+    """``route`` with the reply reader's two guards switched off, as a baseline for their cost.
+
+    The nesting guard bounds the depth of every page from its bytes; the number
+    guard looks for floats of 2**53 or more that may be rounded integers.
+    """
+
+    def run(pages: list[tuple[str, bytes]]) -> Any:
+        import stoplist_nb._arrowjson as reader
+
+        saved = reader.depth_bound, reader.exact_floats
+        reader.depth_bound, reader.exact_floats = (lambda content: 0), (lambda array: True)
+        try:
+            return route(pages)
+        finally:
+            reader.depth_bound, reader.exact_floats = saved
+
+    return run
+
+
 def _replay_client(pages: list[tuple[str, bytes]]) -> Any:
     """A Client whose ``profiles/list`` requests are answered from ``pages`` in memory."""
     import io
@@ -199,6 +219,8 @@ def _child(what: str, path: str, repeat: int, jn_repeat: int = 0) -> dict[str, A
             "threads": _floor_threads,
             "ours": _ours,
             "one_thread": _ours_one_thread,
+            "unguarded": _unguarded(_ours),
+            "one_thread_unguarded": _unguarded(_ours_one_thread),
             "read_profiles": _read_profiles,
             "read_profiles_one_thread": _read_profiles_one_thread,
         }
@@ -275,6 +297,10 @@ def _report(timing: dict[str, Any], ours: dict[str, Any]) -> None:
         f"{PARSE_THREADS}-thread floor; {t['one_thread']:.3f} s with lookahead=0 = "
         f"{t['one_thread'] / t['discard']:.2f}x / {t['one_thread'] / t['kept']:.2f}x the "
         f"one-thread floors\n"
+        f"  guards (nesting, numbers): ours / ours without them: "
+        f"{t['ours'] / t['unguarded']:.3f}x ({t['unguarded']:.3f} s), "
+        f"{t['one_thread'] / t['one_thread_unguarded']:.3f}x with lookahead=0 "
+        f"({t['one_thread_unguarded']:.3f} s)\n"
         f"  read_profiles through requests, answered from memory: {t['read_profiles']:.3f} s "
         f"/ {t['read_profiles_one_thread']:.3f} s with lookahead=0\n"
         f"  ours: {ours['rows']:,} rows, peak RSS +{ours['extra_rss_mb']:.0f} MiB, "

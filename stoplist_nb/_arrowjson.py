@@ -4,6 +4,16 @@ The fast route parses the raw reply bytes with ``pyarrow.json`` straight into
 Arrow columns; Python dicts are built only when Arrow cannot take the reply as
 it is (a value whose JSON type changes within the page, say), and go to Arrow
 through :func:`~stoplist_nb._records.records_to_arrow`.
+
+Two guards keep what the service sends intact, or refuse it:
+
+* Nesting: no reply deeper than :data:`~stoplist_nb._nesting.MAX_DEPTH` levels
+  reaches pyarrow, whose recursion would crash the interpreter (see
+  :mod:`stoplist_nb._nesting`).
+* Numbers: pyarrow reads an integer beyond 64 bits, or one beside decimals in
+  the same field, as a float, and rounds it. A page where a float of 2**53 or
+  more appears anywhere is read again through ``json``, whose integers are
+  exact; such a field then holds the JSON text of its values.
 """
 
 from __future__ import annotations
@@ -16,14 +26,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from stoplist_nb._records import records_to_arrow
+from stoplist_nb._nesting import MAX_DEPTH, depth_bound, text_depth
+from stoplist_nb._records import exact_floats, records_to_arrow
 
 __all__ = ["Reply", "read_reply"]
 
 # pyarrow.json crashes the interpreter on a body that is a bare `null`, so the
 # fast route only sees bodies that open with an object.
 _OBJECT_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
-_NOT_AN_OBJECT = "reply is not a JSON object"
+_NOT_AN_OBJECT = "the reply is not a JSON object"
 
 
 @dataclass(frozen=True)
@@ -35,7 +46,8 @@ class Reply:
             (``error``, ``error_text``, ``next_from_id``, ``total_count``, ...).
             A ``data`` that is not a list is kept here too.
         data: The ``data`` list as an Arrow array (a StructArray of profiles for
-            ``profiles/list``), or ``None`` when ``data`` is absent, null or not a list.
+            ``profiles/list``), or ``None`` when ``data`` is absent, null or
+            not a list (then kept in ``envelope``).
     """
 
     envelope: dict[str, Any]
@@ -51,8 +63,13 @@ def read_reply(content: bytes) -> Reply:
     """Parse one reply body into its envelope and an Arrow ``data`` array.
 
     Raises:
-        ValueError: The body is not valid JSON or not a JSON object.
+        ValueError: The body is not valid JSON, not a JSON object, or nests
+            deeper than :data:`~stoplist_nb._nesting.MAX_DEPTH`.
     """
+    if not isinstance(content, bytes | bytearray | memoryview):
+        raise ValueError(_NOT_AN_OBJECT)
+    if depth_bound(content) > MAX_DEPTH:
+        _require_depth(text_depth(content))
     table = _arrow_table(content)
     if table is not None:
         try:
@@ -61,7 +78,7 @@ def read_reply(content: bytes) -> Reply:
             pass  # invalid UTF-8 in the envelope: let json.loads give the verdict
     try:
         document = json.loads(content)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         # The decoder's exception holds the whole body: never chain it.
         raise ValueError(_NOT_AN_OBJECT) from None
     if not isinstance(document, dict):
@@ -73,12 +90,20 @@ def read_reply(content: bytes) -> Reply:
     if not isinstance(data, list):
         envelope["data"] = data
         return Reply(envelope, None)
-    return Reply(envelope, records_to_arrow(data))
+    return Reply(envelope, records_to_arrow(data, depth_checked=True))
 
 
-def _arrow_table(content: bytes) -> pa.Table | None:
-    """The reply as a one-row Arrow table, or None when pyarrow cannot take it."""
-    if not isinstance(content, bytes | bytearray | memoryview) or not _OBJECT_START.match(content):
+def _require_depth(depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ValueError(
+            f"the reply nests values more than {MAX_DEPTH} levels deep ({depth} or more); "
+            "nothing of it was read (MongoDB itself stores at most 100 levels)"
+        )
+
+
+def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
+    """The reply as a one-row Arrow table, or None when pyarrow cannot take it exactly."""
+    if not _OBJECT_START.match(content):
         return None
     try:
         table = _read_json(content, None)
@@ -91,6 +116,8 @@ def _arrow_table(content: bytes) -> pa.Table | None:
             table = _timestamps_as_text(content, table)
             table.validate()
     except pa.ArrowException:
+        return None
+    if not all(exact_floats(column.chunk(0)) for column in table.columns):
         return None
     return table
 

@@ -11,6 +11,13 @@ That cursor is a guess until the reply is parsed: if the parsed
 requests sent ahead are dropped and sent again with the right values. So
 looking ahead changes when pages arrive, never which: at worst it costs
 ``lookahead`` requests of a read-only method whose replies are thrown away.
+
+Closing the iterator (or an exception through it) cancels what was sent
+ahead and joins the workers before it returns.
+
+A page whose cursor does not move the walk forward is never yielded: the
+error raised for it carries the cursor it was asked with as ``resume_from``,
+so what was yielded plus a read resumed there is exactly the whole list.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import json
 import os
 import re
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -131,7 +138,7 @@ def walk(
     from_id: str | None,
     max_rows: int | None,
     lookahead: int,
-) -> Iterator[Page]:
+) -> Generator[Page, None, None]:
     """Yield the pages of a cursor endpoint until one comes back without rows.
 
     ``post`` sends one request body and returns the reply's bytes; ``parse``
@@ -208,18 +215,22 @@ def walk(
                 return
             raw_next = reply.envelope.get("next_from_id")
             next_id = as_cursor(raw_next)
-            yield Page(data, from_id, next_id, reply.envelope, head.content)
+            page = Page(data, from_id, next_id, reply.envelope, head.content)
             fetched += len(data)
             done = max_rows is not None and fetched >= max_rows
             if next_id is None and (done or len(data) < head.body.get("limit", len(data) + 1)):
+                yield page
                 return  # a short page without a cursor can only be the last one
             if next_id is None or next_id == from_id or next_id in seen:
+                # Not yielded: its rows come again with the request resumed from here.
                 stalled = errors.CursorStalled(
                     f"{method}: {len(data)} rows came with next_from_id={raw_next!r}, "
-                    "which does not move the cursor forward"
+                    "which does not move the cursor forward; the rows of that page "
+                    "were not taken"
                 )
-                stalled.resume_from = next_id or from_id or ""
+                stalled.resume_from = from_id or ""
                 raise stalled
+            yield page
             seen.add(next_id)
             from_id = next_id
             body = plan(from_id, fetched)
@@ -227,8 +238,10 @@ def walk(
                 _drop(queue)  # a wrong guess: those replies answer other questions
     finally:
         _drop(queue)
+        # Joined, not left to finish: a notebook keeps the last exception (and
+        # with it this frame) alive, and nothing may run behind the user's back.
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _drop(queue: deque[_Sent]) -> None:

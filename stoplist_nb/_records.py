@@ -3,6 +3,10 @@
 Pure: no I/O. A leaf whose JSON type varies becomes text, and struct fields
 keep the order in which their keys were first seen, as the pyarrow.json route
 gives them, so that both routes make the same columns.
+
+Numbers are never rounded: a leaf holding an integer beyond 64 bits, or an
+integer beyond 2**53 beside decimals (a float64 cannot hold both exactly),
+becomes text too, the digits as they were.
 """
 
 from __future__ import annotations
@@ -14,31 +18,49 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from stoplist_nb._nesting import MAX_DEPTH, value_depth
 from stoplist_nb.errors import InvalidInput
 
-__all__ = ["json_text", "records_to_arrow"]
+__all__ = ["exact_floats", "json_text", "records_to_arrow"]
 
 _INT64 = (-(2**63), 2**63 - 1)
+_EXACT = 2**53  # the largest magnitude below which a float64 holds every integer
 
 
-def records_to_arrow(records: Sequence[Mapping[str, Any]]) -> pa.Array:
+def records_to_arrow(
+    records: Sequence[Mapping[str, Any]], *, depth_checked: bool = False
+) -> pa.Array:
     """Convert a list of JSON-like dicts to an Arrow StructArray.
 
     A leaf whose JSON type varies between records (``2`` in one, ``"2"`` in
-    another) becomes a string leaf holding the JSON text of each value.
+    another), or whose numbers a float64 would round, becomes a string leaf
+    holding the JSON text of each value.
+
+    Args:
+        records: The rows.
+        depth_checked: The caller knows they nest at most
+            :data:`~stoplist_nb._nesting.MAX_DEPTH` levels.
 
     Raises:
-        InvalidInput: The records hold values Arrow cannot represent.
+        InvalidInput: The records hold values Arrow cannot represent, or nest
+            deeper than :data:`~stoplist_nb._nesting.MAX_DEPTH` levels.
     """
     values: list[Any] = list(records)
+    if not depth_checked and value_depth(values) > MAX_DEPTH:
+        raise InvalidInput(
+            f"records nest more than {MAX_DEPTH} levels deep (or contain themselves)"
+        )
     try:
         array = pa.array(values)
+        if not exact_floats(array):
+            raise OverflowError("an integer would be rounded")
     except (pa.ArrowException, ValueError, TypeError, OverflowError):
         kinds: dict[tuple[object, ...], set[str]] = {}
         for value in values:
             _collect_kinds(value, (), kinds)
-        textual = {path for path, seen in kinds.items() if len(seen) > 1 or "big" in seen}
+        textual = {path for path, seen in kinds.items() if _needs_text(seen)}
         prefixes = {path[:i] for path in textual for i in range(len(path) + 1)}
         values = [_as_text_at(value, (), textual, prefixes) for value in values]
         try:
@@ -92,6 +114,53 @@ def _in_key_order(array: pa.Array, path: tuple[object, ...], orders: dict[Any, A
     return array
 
 
+def exact_floats(array: pa.Array) -> bool:
+    """Whether every float in ``array`` (at any depth) is below 2**53 in magnitude.
+
+    Above it a float64 no longer holds every integer: the value may be an
+    integer that was rounded on its way in. Only the branches of the type that
+    lead to a float are visited, so most pages cost one walk of their type.
+    """
+    todo = [(array, step) for step in _float_steps(array.type)]
+    while todo:
+        current, steps = todo.pop()
+        if not steps:
+            if len(current) > current.null_count:
+                largest = pc.max(pc.abs(current)).as_py()
+                if largest is not None and not largest < _EXACT:  # NaN is not exact
+                    return False
+            continue
+        step, rest = steps[0], steps[1:]
+        child = current.values if step is None else current.field(step)
+        todo.append((child, rest))
+    return True
+
+
+def _float_steps(type_: pa.DataType) -> list[tuple[int | None, ...]]:
+    """The paths (a field index, or None for a list's values) from ``type_`` to its floats."""
+    found: list[tuple[int | None, ...]] = []
+    todo: list[tuple[pa.DataType, tuple[int | None, ...]]] = [(type_, ())]
+    while todo:
+        current, path = todo.pop()
+        if pa.types.is_floating(current):
+            found.append(path)
+        elif pa.types.is_struct(current):
+            todo.extend((current.field(i).type, (*path, i)) for i in range(current.num_fields))
+        elif pa.types.is_list(current) or pa.types.is_large_list(current):
+            todo.append((current.value_type, (*path, None)))
+    return found
+
+
+# Kinds that share a float64 leaf without loss; "wide" integers only without floats.
+_NUMBERS = frozenset({"int", "wide", "float"})
+
+
+def _needs_text(seen: set[str]) -> bool:
+    if "big" in seen or {"wide", "float"} <= seen:
+        return True
+    return len(seen - _NUMBERS) + bool(seen & _NUMBERS) > 1
+
+
 def _kind(value: object) -> str:
     if isinstance(value, Mapping):
         return "object"
@@ -102,9 +171,12 @@ def _kind(value: object) -> str:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, numbers.Integral):
-        return "number" if _INT64[0] <= int(value) <= _INT64[1] else "big"
+        number = int(value)
+        if not _INT64[0] <= number <= _INT64[1]:
+            return "big"
+        return "int" if -_EXACT <= number <= _EXACT else "wide"
     if isinstance(value, numbers.Real):
-        return "number"
+        return "float"
     return f"other:{type(value).__name__}"
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
+from contextlib import closing
 from typing import Any
 
 import pandas as pd
@@ -55,13 +56,15 @@ def iter_profile_pages(
     limit: int = 1000,
     from_id: str | None = None,
     lookahead: int = DEFAULT_LOOKAHEAD,
-) -> Iterator[Page]:
+) -> Generator[Page, None, None]:
     """Yield the raw pages of ``profiles/list``, one request each.
 
     Each :class:`~stoplist_nb.client.Page` has ``records`` (the profiles as
     dicts), ``data`` (the same as an Arrow array), ``from_id`` (the cursor it
     was asked with) and ``next_from_id``. Paging stops at the first page
-    without rows. Arguments are checked before the first request.
+    without rows. Arguments are checked before the first request. Requests
+    sent ahead and the parse threads end when the iterator is exhausted or
+    closed: leaving a loop early, wrap it in :func:`contextlib.closing`.
 
     Args:
         client: The API client.
@@ -77,8 +80,10 @@ def iter_profile_pages(
         InvalidInput: An argument is wrong (nothing was sent).
         CursorStalled: Rows keep coming but ``next_from_id`` does not move.
 
-    >>> for page in iter_profile_pages(client, 1, limit=500):  # doctest: +SKIP
-    ...     print(len(page), page.next_from_id)
+    >>> from contextlib import closing
+    >>> with closing(iter_profile_pages(client, 1, limit=500)) as pages:  # doctest: +SKIP
+    ...     for page in pages:
+    ...         print(len(page), page.next_from_id)
     """
     params = _params(client, db_id, query, fields, limit, from_id)
     return client.pages(METHOD, params, from_id=from_id, lookahead=lookahead)
@@ -141,7 +146,10 @@ def read_profiles(
     tables: list[pa.Table] = []
     count = 0
     cursor = from_id or ""
-    with tqdm(total=max_profiles, unit=" profiles", desc=METHOD, disable=not progress) as bar:
+    with (
+        closing(pages),  # on any way out, Ctrl-C included: no worker left, no request more
+        tqdm(total=max_profiles, unit=" profiles", desc=METHOD, disable=not progress) as bar,
+    ):
         try:
             for page in pages:
                 data = page.data
