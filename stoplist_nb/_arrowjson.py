@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,7 @@ def read_reply(content: bytes) -> Reply:
     """
     if not isinstance(content, bytes | bytearray | memoryview):
         raise ValueError(_NOT_AN_OBJECT)
+    _require_utf8(content)
     if depth_bound(content) > MAX_DEPTH:
         _require_depth(text_depth(content))
     table = _arrow_table(content)
@@ -91,6 +93,18 @@ def read_reply(content: bytes) -> Reply:
         envelope["data"] = data
         return Reply(envelope, None)
     return Reply(envelope, records_to_arrow(data, depth_checked=True))
+
+
+def _require_utf8(content: bytes | bytearray | memoryview) -> None:
+    # JSON is UTF-8. pyarrow.json does not check keys or string values, and
+    # every later step would fail on invalid text in its own way: checked here,
+    # once, by Arrow's own validator over the bytes as they are (no copy).
+    offsets = pa.py_buffer(struct.pack("<qq", 0, len(content)))
+    text = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(content)])
+    try:
+        text.validate(full=True)
+    except pa.ArrowInvalid:
+        raise ValueError("the reply is not valid UTF-8, as JSON must be") from None
 
 
 def _require_depth(depth: int) -> None:

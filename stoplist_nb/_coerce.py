@@ -56,7 +56,7 @@ def to_text(array: pa.Array) -> pa.Array:
         array = array.cast(FLOAT)
         whole = array.cast(INT, safe=False)
         integral = pc.and_(
-            pc.equal(whole.cast(FLOAT), array), pc.less_equal(pc.abs(array), 2.0**53)
+            pc.equal(whole.cast(FLOAT, safe=False), array), pc.less_equal(pc.abs(array), 2.0**53)
         )
         return pc.if_else(integral, whole.cast(TEXT), array.cast(TEXT))
     return pa.array([None if v is None else json_text(v) for v in array.to_pylist()], TEXT)

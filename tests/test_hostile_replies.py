@@ -404,3 +404,86 @@ def test_interrupt_of_iter_profile_pages_closes_it(client: sn.Client, demo: Demo
     sent = len(demo.requests)
     time.sleep(0.2)
     assert len(demo.requests) == sent
+
+
+# --- fuzzing the reply reader ----------------------------------------------------------
+
+
+def json_values() -> st.SearchStrategy[Any]:
+    numbers = st.integers() | st.integers(-(2**80), 2**80) | st.floats(allow_nan=False)
+    text = st.text(alphabet='[]{}"\\ab:,é\x00', max_size=6)
+    return st.recursive(
+        st.none() | st.booleans() | numbers | text,
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(
+                st.sampled_from(["id", "a", "email_data", "x"]) | text, inner, max_size=3
+            )
+        ),
+        max_leaves=25,
+    )
+
+
+def profile_rows() -> st.SearchStrategy[Any]:
+    subscription = st.dictionaries(
+        st.sampled_from(["channel", "status", "email_data", "reg_info", "custom_fields", "cats"]),
+        json_values(),
+        max_size=4,
+    )
+    profile = st.fixed_dictionaries(
+        {"id": st.text(max_size=4) | st.integers()},
+        optional={
+            "subscriptions": st.lists(subscription, max_size=3) | json_values(),
+            "_fname": json_values(),
+            "n": json_values(),
+        },
+    )
+    return st.lists(profile | json_values(), max_size=5)
+
+
+def read_page(content: bytes) -> None:
+    """What read_profiles does with one reply; only the package's own errors may leave."""
+    from stoplist_nb.client import _parse_page
+    from stoplist_nb.normalize import flatten_profiles, frame_from_tables
+
+    try:
+        reply = _parse_page("profiles/list", content)
+        if reply.data is not None:
+            frame_from_tables([flatten_profiles(reply.data)])
+    except sn.StoplistError:
+        pass
+
+
+def fuzz_profiles() -> None:
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(rows=profile_rows(), ascii_only=st.booleans())
+    def run(rows: Any, ascii_only: bool) -> None:
+        read_page(json.dumps({"error": 0, "data": rows}, ensure_ascii=ascii_only).encode())
+
+    run()
+
+
+def fuzz_bytes() -> None:
+    valid = json.dumps({"error": 0, "data": [{"id": "a", "n": 1, "s": [{"channel": "email"}]}]})
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(data=st.binary(max_size=200), cut=st.integers(0, len(valid)), junk=st.binary(max_size=4))
+    def run(data: bytes, cut: int, junk: bytes) -> None:
+        read_page(data)
+        read_page(valid.encode()[:cut] + junk + valid.encode()[cut:])
+
+    run()
+
+
+def test_fuzzed_replies_raise_only_the_package_s_own_errors() -> None:
+    # In a child process: a crash in pyarrow's native code must fail the test, not end the run.
+    run_child(
+        f"""
+        import json, runpy
+        module = runpy.run_path({str(pathlib.Path(__file__))!r})
+        module["fuzz_profiles"]()
+        module["fuzz_bytes"]()
+        print(json.dumps({{"ok": True}}))
+        """,
+        timeout=600,
+    )
