@@ -74,10 +74,7 @@ def read_reply(content: bytes) -> Reply:
         _require_depth(text_depth(content))
     table = _arrow_table(content)
     if table is not None:
-        try:
-            return _reply_from_table(table)
-        except UnicodeDecodeError:
-            pass  # invalid UTF-8 in the envelope: let json.loads give the verdict
+        return _reply_from_table(table)
     try:
         document = json.loads(content)
     except (ValueError, TypeError, RecursionError):

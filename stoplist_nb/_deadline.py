@@ -216,28 +216,26 @@ def _watch(connection: Any) -> None:
         deadline.watch(connection)
 
 
-class _WatchedHTTPConnection(HTTPConnection):
+class _Watched:
+    """Puts each request's connection under the deadline of the exchange it serves."""
+
     stoplist_deadline: Deadline | None = None
 
     def request(self, *args: Any, **kwargs: Any) -> None:
         _watch(self)
-        super().request(*args, **kwargs)
+        super().request(*args, **kwargs)  # type: ignore[misc]
 
     def getresponse(self) -> Any:
         _watch(self)  # the socket may have opened since request(): a passed deadline shuts it
-        return super().getresponse()
+        return super().getresponse()  # type: ignore[misc]
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
-    stoplist_deadline: Deadline | None = None
+class _WatchedHTTPConnection(_Watched, HTTPConnection):
+    pass
 
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _watch(self)
-        super().request(*args, **kwargs)
 
-    def getresponse(self) -> Any:
-        _watch(self)
-        return super().getresponse()
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
 
 
 class _WatchedHTTPPool(HTTPConnectionPool):
