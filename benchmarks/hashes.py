@@ -11,10 +11,13 @@ both see the same machine load):
    against ``read_csv`` of the same bytes (already in memory for both).
 2. ``--contacts`` e-mails (``--hit`` of them in the list, in mixed case with
    stray spaces) flagged against that list: ``flag_suppressed(...,
-   hashed=False)``; the matching step alone, ``flag_suppressed(...,
-   hashed=True)`` on the contacts' md5 strings; and ``pyarrow.compute.is_in``
-   of the same md5 strings against the list's md5 column, combined into one
-   array beforehand (its best case) and, once, as read (chunked).
+   domains=False)`` (the e-mails alone) and ``domains=True`` (the default:
+   their domains too), and the ratio of the two; the matching step alone,
+   ``flag_suppressed(..., hashed=True)`` on the contacts' md5 strings; and
+   ``pyarrow.compute.is_in`` of the same md5 strings against the list's md5
+   column, combined into one array beforehand (its best case) and, once, as
+   read (chunked). Then the domain check's worst case: the same e-mails, each
+   at a domain of its own (``user<k>@d<i>.example.org``), without and with it.
 3. ``hash_emails`` on the same e-mails.
 
 Peak RSS is ``ru_maxrss`` of this process after each part.
@@ -162,9 +165,10 @@ def main() -> None:
     queries = pa.chunked_array(hashed["md5"].array.__arrow_array__()).combine_chunks()
     value_set = pa.chunked_array(listed["md5"].array.__arrow_array__()).combine_chunks()
     chunked = listed["md5"].array.__arrow_array__()
-    t_flag, t_match, t_combined, t_chunked = best(
+    t_flag, t_domains, t_match, t_combined, t_chunked = best(
         args.repeat,
-        lambda: flag_suppressed(contacts, listed, email="email"),
+        lambda: flag_suppressed(contacts, listed, email="email", domains=False),
+        lambda: flag_suppressed(contacts, listed, email="email", domains=True),
         lambda: flag_suppressed(hashed, listed, email="md5", hashed=True),
         lambda: pc.is_in(queries, value_set=value_set),
         lambda: pc.is_in(queries, value_set=chunked),
@@ -173,10 +177,12 @@ def main() -> None:
     flagged = flag_suppressed(contacts, listed, email="email")
     found = int(flagged["suppressed"].sum())
     assert found == hits == int(pc.sum(pc.is_in(queries, value_set=value_set)).as_py())
+    assert flagged.attrs["checked"] == ["email", "domain"]
     n = args.contacts
     print(f"\n2. flag {n:,} contacts ({found:,} listed) against {args.rows:,}:")
     rows = [
-        ("flag_suppressed(hashed=False)", t_flag),
+        ("flag_suppressed, domains=False", t_flag),
+        ("flag_suppressed, domains=True", t_domains),
         ("matching alone (hashed=True)", t_match),
         ("pc.is_in, combined value_set", t_combined),
         (f"pc.is_in, value_set as read ({chunked.num_chunks} chunks)", t_chunked),
@@ -186,6 +192,18 @@ def main() -> None:
             f"   {label:<42} {seconds:.3f} s  {n / seconds:>12,.0f} contacts/s  "
             f"{seconds / t_isin:.2f}x the faster pc.is_in"
         )
+    print(f"   domain check: domains=True / domains=False = {t_domains / t_flag:.2f}x")
+    spread = [text.replace("@", f"@d{i}.", 1) for i, text in enumerate(contacts["email"])]
+    own = pd.DataFrame({"email": pd.array(spread, dtype=pd.StringDtype("pyarrow"))})
+    t_own_off, t_own_on = best(
+        args.repeat,
+        lambda: flag_suppressed(own, listed, email="email", domains=False),
+        lambda: flag_suppressed(own, listed, email="email", domains=True),
+    )
+    print(
+        f"   worst case, every e-mail at its own domain: domains=False {t_own_off:.3f} s, "
+        f"domains=True {t_own_on:.3f} s, ratio {t_own_on / t_own_off:.2f}x"
+    )
     print(f"   peak RSS {peak_mib():,.0f} MiB")
 
     # 3. Hashing.

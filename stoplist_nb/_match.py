@@ -2,12 +2,15 @@
 
 Hex MD5 strings are decoded to 16-byte digests (held as two uint64), the list
 is thinned to the buckets the queries occupy, and ``pc.is_in`` does the rest.
-The checks on ``flag_suppressed``'s arguments live here too.
+When the list names the kind of each row, the thinned rows are split by kind
+and each kind of query is looked up only among its own rows and the rows of no
+known kind. The kind words and the checks on ``flag_suppressed``'s arguments
+live here too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +21,57 @@ import pyarrow.compute as pc
 from stoplist_nb._astext import arrow_text
 from stoplist_nb._hex import hex_bytes
 from stoplist_nb.errors import InvalidInput
+
+#: The kinds of contact a list row can hold, most specific first (the precedence).
+KINDS = ("email", "phone", "domain")
+#: A row whose kind word is unknown or missing: it may be any kind.
+ANY_KIND = len(KINDS)
+#: The names a column of kind words goes by (any case).
+KIND_COLUMNS = ("type", "kind")
+_WORDS = {
+    "email": "email",
+    "emails": "email",
+    "phone": "phone",
+    "phones": "phone",
+    "sms": "phone",
+    "domain": "domain",
+    "domains": "domain",
+}
+_CODES = np.array([KINDS.index(kind) for kind in _WORDS.values()] + [ANY_KIND], dtype=np.int8)
+
+
+def kind_column(columns: Iterable[Any]) -> Any:
+    """The first of ``columns`` named ``type`` or ``kind`` (any case), else ``None``."""
+    return next((c for c in columns if str(c).strip().lower() in KIND_COLUMNS), None)
+
+
+def kind_counts(words: Any) -> dict[str, int]:
+    """Rows per kind word: ``email``, ``phone``, ``domain`` first, then other words as written.
+
+    Missing words count under ``""``.
+    """
+    counts: dict[str, int] = {}
+    for row in words.value_counts().to_pylist():
+        word = row["values"] or ""
+        kind = _WORDS.get(word.strip().lower(), word)
+        counts[kind] = counts.get(kind, 0) + int(row["counts"])
+    return add_counts([counts])
+
+
+def add_counts(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """The sum of several :func:`kind_counts`, in their order."""
+    total: dict[str, int] = {}
+    for part in parts:
+        for word, count in part.items():
+            total[word] = total.get(word, 0) + count
+    known = {kind: total.pop(kind) for kind in KINDS if kind in total}
+    return known | dict(sorted(total.items()))
+
+
+def kind_codes(words: Any) -> np.ndarray:
+    """Each word's index in :data:`KINDS`, or :data:`ANY_KIND` for an unknown or missing one."""
+    found = pc.index_in(pc.utf8_lower(pc.utf8_trim_whitespace(words)), pa.array(list(_WORDS)))
+    return _CODES[np.asarray(pc.fill_null(found, len(_WORDS)), dtype=np.intp)]
 
 
 def _md5_chunks(text: Any) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
@@ -47,8 +101,8 @@ def md5_digests(text: Any) -> tuple[np.ndarray, np.ndarray]:
     return digests, valid
 
 
-def lookup(text: Any, queries: np.ndarray) -> tuple[np.ndarray, int]:
-    """The list's digests that may be among ``queries``, and how many values were not MD5."""
+def lookup(text: Any, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The list's digests that may be among ``queries``, their rows, and how many were not MD5."""
     occupied, shift = None, np.uint64(0)
     if len(text) > len(queries):
         # Building is_in's hash table is the cost, so keep only the entries whose first
@@ -58,11 +112,20 @@ def lookup(text: Any, queries: np.ndarray) -> tuple[np.ndarray, int]:
         shift = np.uint64(64 - bits)
         occupied = np.zeros(1 << bits, dtype=bool)
         occupied[queries[:, 0] >> shift] = True
-    parts, invalid = [np.zeros((0, 2), dtype=np.uint64)], 0
+    parts, rows = [np.zeros((0, 2), dtype=np.uint64)], [np.zeros(0, dtype=np.int64)]
+    invalid, start = 0, 0
     for chunk, (digests, mask) in zip(text.chunks, _md5_chunks(text), strict=True):
         invalid += 0 if mask is None else len(mask) - int(mask.sum()) - chunk.null_count
-        parts.append(digests if occupied is None else digests[occupied[digests[:, 0] >> shift]])
-    return np.concatenate(parts), invalid
+        if occupied is None:
+            parts.append(digests)
+            kept = np.arange(len(digests))
+        else:
+            hit = occupied[digests[:, 0] >> shift]
+            parts.append(digests[hit])
+            kept = np.flatnonzero(hit)
+        rows.append(start + (kept if mask is None else np.flatnonzero(mask)[kept]))
+        start += len(chunk)
+    return np.concatenate(parts), np.concatenate(rows), invalid
 
 
 def _fixed16(digests: np.ndarray) -> Any:
@@ -78,28 +141,62 @@ def match(queries: np.ndarray, lookup: np.ndarray) -> np.ndarray:
     return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def suppressed_text(suppressed: Any) -> Any:
-    """The suppression list's MD5 strings as a ``large_string`` ChunkedArray."""
+def match_kinds(
+    text: Any, words: Any, groups: Sequence[tuple[int, np.ndarray]]
+) -> tuple[list[np.ndarray], int]:
+    """Which digests of each ``(kind, digests)`` group the list holds, and its values not MD5.
+
+    ``words`` are the list's kind words (or ``None``): a group is then looked up
+    only among the rows of its kind and those of no known kind.
+    """
+    # All groups in one lookup, so the list is decoded and thinned once.
+    everyone = np.concatenate([np.zeros((0, 2), dtype=np.uint64), *(d for _, d in groups)])
+    listed, rows, bad = lookup(text, everyone)
+    if words is None:
+        found = match(everyone, listed)
+        return np.split(found, np.cumsum([len(d) for _, d in groups])[:-1]), bad
+    codes = kind_codes(words.take(pa.array(rows))) if len(rows) else np.zeros(0, np.int8)
+    tables: dict[int, np.ndarray] = {}
+    out = []
+    for kind, digests in groups:
+        if kind not in tables:
+            tables[kind] = listed[(codes == kind) | (codes == ANY_KIND)]
+        out.append(match(digests, tables[kind]))
+    return out, bad
+
+
+def suppressed_text(suppressed: Any) -> tuple[Any, Any]:
+    """The list's MD5 strings and its kind words (or ``None``), as ``large_string`` arrays."""
     if isinstance(suppressed, pd.DataFrame):
         if "md5" not in suppressed.columns:
             raise InvalidInput("suppressed: a DataFrame needs an 'md5' column")
-        return arrow_text(suppressed["md5"])
+        names = list(suppressed.columns)
+        kind = kind_column(name for name in names if name != "md5")
+        words = None if kind is None else arrow_text(suppressed.iloc[:, names.index(kind)])
+        return arrow_text(suppressed["md5"]), words
     if isinstance(suppressed, pd.Series):
-        return arrow_text(suppressed)
+        return arrow_text(suppressed), None
     if isinstance(suppressed, (str, bytes)) or not isinstance(suppressed, Iterable):
         raise InvalidInput(
             "suppressed: expected a DataFrame with an 'md5' column, a Series or a "
             f"collection of MD5 hex strings, not {type(suppressed).__name__}"
         )
-    return arrow_text(pd.Series(list(suppressed), dtype=object))
+    return arrow_text(pd.Series(list(suppressed), dtype=object)), None
 
 
-def check_args(contacts: Any, columns: dict[str, Any], rules: dict[str, Any], hashed: bool) -> None:
+def check_args(
+    contacts: Any, columns: Mapping[str, Any], rules: Mapping[str, Any], hashed: bool, domains: Any
+) -> None:
     """Raise ``InvalidInput`` unless the columns and canonical rules fit ``contacts``."""
     if not isinstance(contacts, pd.DataFrame):
         raise InvalidInput(f"contacts must be a DataFrame, not {type(contacts).__name__}")
     if all(name is None for name in columns.values()):
-        raise InvalidInput("name the e-mail column (email=...), the phone one (phone=...) or both")
+        raise InvalidInput(
+            "name a column to check: e-mails (email=...), phones (phone=...) "
+            "or domains (domain=...)"
+        )
+    if not isinstance(domains, bool):
+        raise InvalidInput(f"domains must be True or False, not {domains!r}")
     for role, name in columns.items():
         try:
             unique = name is None or isinstance(contacts.columns.get_loc(name), int)
@@ -107,6 +204,7 @@ def check_args(contacts: Any, columns: dict[str, Any], rules: dict[str, Any], ha
             raise InvalidInput(f"{role}={name!r} is not a column of contacts") from None
         if not unique:
             raise InvalidInput(f"{role}={name!r} names more than one column of contacts")
-        if rules[role] is not None and (hashed or not callable(rules[role])):
+        rule = rules.get(role)
+        if rule is not None and (hashed or not callable(rule)):
             why = "does not apply with hashed=True" if hashed else "must be callable"
             raise InvalidInput(f"{role}_canonical {why}")

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from stoplist_nb import errors
+from stoplist_nb._match import add_counts
 from stoplist_nb._tasks import TaskStatus, get_task, wait_for_task
 from stoplist_nb.client import Client
 from stoplist_nb.hashfile import read_hashed_csv
@@ -123,7 +124,9 @@ def read_suppression_list(
 
     Returns:
         The hashes; ``attrs`` hold ``task_id``, ``list_id``, ``type``,
-        ``total`` (as the service reported it) and ``file``.
+        ``total`` (as the service reported it), ``file`` and, when the CSV
+        names the kind of each row, ``kinds`` (rows per kind, see
+        :func:`~stoplist_nb.hashfile.read_hashed_csv`).
 
     Raises:
         TaskFailed, TaskTimeout: The task failed or ran past ``timeout``; both
@@ -146,6 +149,7 @@ def read_suppression_list(
             client, status, dest, progress=progress, max_size=max_size, max_ratio=max_ratio,
             what=f"suppression list {list_id}",
         )  # fmt: skip
+    kinds = frame.attrs.get("kinds")
     frame.attrs = {
         "task_id": task_id,
         "list_id": list_id,
@@ -153,6 +157,8 @@ def read_suppression_list(
         "total": status.total,
         "file": paths[0].name if len(paths) == 1 else [p.name for p in paths],
     }
+    if kinds is not None:
+        frame.attrs["kinds"] = kinds
     return frame
 
 
@@ -173,7 +179,8 @@ def read_export_files(
     Each download is stopped past ``max_size`` bytes, before it is read.
 
     Returns:
-        The hashes of every file, in order, and the paths they were saved to.
+        The hashes of every file, in order, and the paths they were saved to;
+        ``attrs["kinds"]`` sums the rows per kind of the files that name them.
 
     Raises:
         InvalidReply: The task names no file.
@@ -197,6 +204,8 @@ def read_export_files(
         frames.append(read_hashed_csv(path, max_size=max_size, max_ratio=max_ratio))
         paths.append(path)
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if len(frames) > 1 and any("kinds" in f.attrs for f in frames):
+        frame.attrs["kinds"] = add_counts(f.attrs.get("kinds", {}) for f in frames)
     if status.total is not None and status.total != len(frame):
         warnings.warn(
             f"{what}: the service reported {status.total} contacts, "

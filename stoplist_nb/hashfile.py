@@ -23,8 +23,13 @@ counted from 0 in the file, without one); all are ``string[pyarrow]``, empty
 fields ``<NA>``. Rows whose md5 is not 32 hex digits are kept, rows with the
 wrong number of fields skipped, both reported in one warning.
 ``df.attrs["members"]`` lists the members read, ``df.attrs["layout"]`` what was
-detected. Members are streamed from the archive into pyarrow's CSV reader,
-never written to disk, and never read beyond their declared size.
+detected. When a column is named ``type`` or ``kind`` (any case),
+``df.attrs["kinds"]`` counts its rows per kind word: ``email``/``emails`` as
+``"email"``, ``phone``/``phones``/``sms`` as ``"phone"``, ``domain``/``domains``
+as ``"domain"`` (any case; these first, in that order), other words as they are
+written, and empty fields under ``""``. Members are streamed from the archive
+into pyarrow's CSV reader, never written to disk, and never read beyond their
+declared size.
 
 Against zip bombs (see :mod:`stoplist_nb._zipmembers`): an archive listing
 more than 10,000 members is refused before its directory is parsed; the
@@ -52,6 +57,7 @@ import pyarrow.csv as pcsv
 
 from stoplist_nb._csvlayout import SAMPLE, Layout, detect
 from stoplist_nb._hex import hex_bytes, lower_hex
+from stoplist_nb._match import kind_column, kind_counts
 from stoplist_nb._zipmembers import (
     Budget,
     Capped,
@@ -234,7 +240,8 @@ def read_hashed_csv(
 
     Returns:
         ``md5`` (lowercase hex) then the file's other columns, all
-        ``string[pyarrow]``; a RangeIndex; ``attrs["members"]``.
+        ``string[pyarrow]``; a RangeIndex; ``attrs["members"]``,
+        ``attrs["layout"]`` and, with a kind column, ``attrs["kinds"]``.
 
     Raises:
         BadArchive: Not a readable ZIP, no CSV member, no MD5 column, not UTF-8.
@@ -250,9 +257,12 @@ def read_hashed_csv(
     >>> buf = io.BytesIO()
     >>> with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
     ...     zf.writestr("list.csv", "type;md5\\nemail;0CC175B9C0F1B6A831C399E269772661\\n")
-    >>> read_hashed_csv(buf.getvalue())
+    >>> df = read_hashed_csv(buf.getvalue())
+    >>> df
                                     md5   type
     0  0cc175b9c0f1b6a831c399e269772661  email
+    >>> df.attrs["kinds"]
+    {'email': 1}
     """
     if isinstance(max_size, bool) or not (isinstance(max_size, int) and max_size > 0):
         raise InvalidInput(f"max_size must be a positive number of bytes, not {max_size!r}")
@@ -287,6 +297,9 @@ def read_hashed_csv(
             "md5_column": layout.md5_index,
         },
     )
+    kind = kind_column(others)
+    if kind is not None:
+        frame.attrs["kinds"] = kind_counts(table.column(kind))
     notes = (
         [
             f"{bad:,} of {len(frame):,} rows have no valid MD5 (32 hex digits): kept, "

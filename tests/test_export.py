@@ -271,9 +271,14 @@ def test_match_own_contacts(client: sn.Client, demo: DemoService) -> None:
     flagged = sn.flag_suppressed(profiles, stop, email="email", phone="phone")
     hit = flagged[flagged["suppressed"]]
     assert len(hit) > 0
-    assert set(hit["suppressed_by"]) <= {"email", "phone"}
+    assert set(hit["suppressed_by"]) == {"email", "phone", "domain"}
+    assert flagged.attrs["checked"] == ["email", "phone", "domain"]
     emails = {e.strip().lower() for e in demo.suppressed["emails"]}
     assert set(flagged.loc[flagged["suppressed_by"] == "email", "email"].str.lower()) <= emails
+    at_domain = flagged.loc[flagged["suppressed_by"] == "domain", "email"]
+    assert set(at_domain.str.strip().str.lower().str.rpartition("@")[2]) <= set(
+        demo.suppressed["domains"]
+    )
     assert len(flagged) == len(profiles)
 
 

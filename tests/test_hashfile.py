@@ -84,6 +84,19 @@ def test_layouts(text: str, delimiter: str | None, header: bool, columns: list[s
         assert df.attrs["layout"]["header"] is header
     if "type" in columns:
         assert df["type"].tolist() == ["email"] * 3
+    named = {"type", "kind"} & set(columns)
+    assert df.attrs.get("kinds") == ({"email": 3} if named else None)
+
+
+def test_kind_words_are_counted() -> None:
+    words = ["Phones", "email", " SMS ", "", "domain", "list", "EMAILS", "domains", "list"]
+    text = lines("md5;Type;n", *(f"{H[i % 6]};{w};1" for i, w in enumerate(words)))
+    data = make_zip({"part1.csv": text, "part2.csv": lines("md5;Type;n", f"{H[0]};phone;1")})
+    df = read_quiet(data)
+    assert list(df.columns) == ["md5", "Type", "n"]
+    assert df.attrs["kinds"] == {"email": 2, "phone": 3, "domain": 2, "": 1, "list": 2}
+    assert list(df.attrs["kinds"])[:3] == ["email", "phone", "domain"]
+    assert df["Type"].tolist()[:3] == ["Phones", "email", " SMS "]  # the column is kept as is
 
 
 def test_other_columns_keep_values_and_empty_fields_are_na() -> None:

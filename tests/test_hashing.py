@@ -287,12 +287,8 @@ def test_hashed_columns(listed: list[str]) -> None:
     )
     with pytest.warns(UserWarning, match="1 values of column 'phone_md5' are not 32-hex"):
         out = flag_suppressed(frame, listed, email="email_md5", phone="phone_md5", hashed=True)
-    assert flags(out) == [
-        (True, "email_md5"),
-        (True, "email_md5"),
-        (True, "phone_md5"),
-        (False, pd.NA),
-    ]
+    assert flags(out) == [(True, "email"), (True, "email"), (True, "phone"), (False, pd.NA)]
+    assert out.attrs["checked"] == ["email", "phone"]
 
 
 def test_list_values_that_are_not_md5_are_reported(contacts: pd.DataFrame) -> None:
@@ -338,7 +334,9 @@ def consumed_generator() -> Iterator[str]:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({}, "name the e-mail column"),
+        ({}, "name a column to check"),
+        ({"email": "email", "domains": "email"}, "domains must be True or False"),
+        ({"domain": "site"}, "domain='site' is not a column"),
         ({"email": "mail"}, "email='mail' is not a column"),
         ({"phone": "tel"}, "phone='tel' is not a column"),
         ({"email": ["email"]}, "is not a column"),
@@ -398,10 +396,11 @@ def test_lookup_keeps_every_entry_a_query_may_match() -> None:
     listed = [md5(str(i)) for i in range(50_000)]
     text = _astext.arrow_text(pd.Series([*listed, "junk", None], dtype=STR))
     queries, _ = _match.md5_digests(_astext.arrow_text(pd.Series(listed[::1000])))
-    lookup, invalid = _match.lookup(text, queries)
+    lookup, rows, invalid = _match.lookup(text, queries)
     assert invalid == 1
     assert len(queries) <= len(lookup) < len(listed) // 4
     assert _match.match(queries, lookup).all()
+    assert [bytes(d).hex() for d in lookup] == [listed[i] for i in rows]
 
 
 def test_canonical_must_return_text() -> None:
