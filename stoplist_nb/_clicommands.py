@@ -23,6 +23,8 @@ from stoplist_nb.profiles import read_profiles
 
 __all__ = ["client_from_env", "run_export", "run_profiles"]
 
+_KINDS = ("email", "phone", "domain")
+
 
 def client_from_env(args: argparse.Namespace) -> Client:
     """Build the client from ``STOPLIST_NB_URL`` / ``STOPLIST_NB_TOKEN`` and the options.
@@ -127,4 +129,13 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
         frame.attrs.update(list_id=args.list_id, type=args.type)
     write_frame(frame, args.out)
     ui.say(f"wrote {len(frame)} hashes of {what} to {args.out}")
+    kinds = frame.attrs.get("kinds")
+    if kinds:  # only a file with a kind column says what each row is
+        ui.say("rows per kind: " + ", ".join(f"{n} {kind}" for kind, n in _by_kind(kinds)))
     return 0
+
+
+def _by_kind(kinds: dict[str, int]) -> list[tuple[str, int]]:
+    """The kinds of ``attrs["kinds"]``: e-mail, phone and domain first, then any other word."""
+    first = [k for k in _KINDS if k in kinds]
+    return [(k, kinds[k]) for k in first] + [(k, n) for k, n in kinds.items() if k not in first]

@@ -1,9 +1,10 @@
 """The ``demo`` command: the whole job, on the embedded demo service.
 
-Reads the profiles, exports the suppression list's e-mails and phones, flags
-the profiles' contacts found in it, and writes the frames and the plots to a
-directory. It goes through the real client, so paging, retries, the export
-task and the download all run over loopback HTTP.
+Reads the profiles, exports the suppression list's e-mails, phones and
+domains, flags the profiles' contacts found in it (an e-mail also by its
+domain), and writes the frames and the plots to a directory. It goes through
+the real client, so paging, retries, the export task and the download all run
+over loopback HTTP.
 """
 
 from __future__ import annotations
@@ -23,10 +24,19 @@ from stoplist_nb.hashing import flag_suppressed
 from stoplist_nb.normalize import split_channels
 from stoplist_nb.profiles import read_profiles
 
-__all__ = ["CONTACT_COLUMNS", "DEMO_FILES", "PLOT_FILES", "SUPPRESSION_TYPES", "run_demo"]
+__all__ = [
+    "CONTACT_COLUMNS",
+    "DEMO_FILES",
+    "MATCH_KINDS",
+    "PLOT_FILES",
+    "SUPPRESSION_TYPES",
+    "run_demo",
+]
 
 #: The list's kinds exported: the ones a profile's contacts can be matched against.
-SUPPRESSION_TYPES = ("emails", "phones")
+SUPPRESSION_TYPES = ("emails", "phones", "domains")
+#: What ``suppressed_by`` can hold, in the order ``flag_suppressed`` tries them.
+MATCH_KINDS = ("email", "phone", "domain")
 #: The columns of the flagged contacts, before ``suppressed`` and ``suppressed_by``.
 CONTACT_COLUMNS = ["profile_id", "channel", "status", "email", "phone"]
 #: The frames written, each as ``<name>.parquet`` and ``<name>.csv``.
@@ -58,7 +68,8 @@ def _suppression_list(client: Client, list_id: int, ui: Ui) -> pd.DataFrame:
         frame["type"] = pd.array([kind] * len(frame), dtype=pd.StringDtype("pyarrow"))
         frames.append(frame)
     out = pd.concat(frames, ignore_index=True)
-    out.attrs = {"list_id": list_id, "types": list(SUPPRESSION_TYPES)}
+    kinds = {t.removesuffix("s"): len(f) for t, f in zip(SUPPRESSION_TYPES, frames, strict=True)}
+    out.attrs = {"list_id": list_id, "types": list(SUPPRESSION_TYPES), "kinds": kinds}
     return out
 
 
@@ -104,13 +115,23 @@ def _plots(profiles: pd.DataFrame, flagged: pd.DataFrame, out: pathlib.Path, ui:
     return written
 
 
+def matches_per_kind(flagged: pd.DataFrame) -> dict[str, int]:
+    """Suppressed rows per kind that matched, with 0 for a kind checked that never did."""
+    by = flagged.loc[flagged["suppressed"].fillna(False).astype(bool), "suppressed_by"]
+    counts = {str(k): int(v) for k, v in by.value_counts().items()}
+    checked = flagged.attrs.get("checked", [])
+    per_kind = {k: counts.pop(k, 0) for k in MATCH_KINDS if k in counts or k in checked}
+    per_kind.update(counts)  # anything else, after the kinds
+    return per_kind
+
+
 def _summary(
     profiles: pd.DataFrame, stop: pd.DataFrame, flagged: pd.DataFrame, list_id: int
 ) -> list[str]:
     subs = profiles[profiles["channel"].notna()]
     sizes = stop["type"].value_counts()
     hits = flagged[flagged["suppressed"]]
-    by = hits["suppressed_by"].value_counts()
+    by = matches_per_kind(flagged)
     return [
         f"{profiles['profile_id'].nunique()} profiles, {len(subs)} subscriptions",
         "",
@@ -123,10 +144,11 @@ def _summary(
         f"suppression list {list_id}: {len(stop)} hashes ("
         + ", ".join(f"{sizes.get(k, 0)} {k}" for k in SUPPRESSION_TYPES)
         + ")",
-        f"contacts checked: {len(flagged)} (the e-mails and phones of the subscriptions)",
-        f"found in the list: {len(hits)} ("
-        + ", ".join(f"{by.get(k, 0)} by {k}" for k in ("email", "phone"))
-        + f"), of {hits['profile_id'].nunique()} profiles",
+        f"contacts checked: {len(flagged)} (the e-mails, their domains, and the phones"
+        " of the subscriptions)",
+        f"found in the list: {len(hits)}"
+        + (" (" + ", ".join(f"{n} by {k}" for k, n in by.items()) + ")" if by else "")
+        + f", of {hits['profile_id'].nunique()} profiles",
     ]
 
 

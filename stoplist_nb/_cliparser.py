@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="the whole job on the embedded demo service, written to a directory",
         description=_wrap(
             "Start the embedded demo service, read its profiles, export its "
-            "suppression list (e-mails and phones), flag the profiles' contacts found in it, "
+            "suppression list (e-mails, phones and domains), flag the profiles' contacts "
+            "found in it (an e-mail also by its domain), "
             "and write to DIR: profiles, suppression_list and flagged_contacts as .parquet "
             "and .csv, and channels, statuses, registrations, top_domains and "
             "suppression_overlap as .png. Needs the demo extra (and plots for the PNGs)."

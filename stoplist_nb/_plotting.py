@@ -20,11 +20,13 @@ from matplotlib.ticker import MaxNLocator
 from stoplist_nb.errors import InvalidInput
 
 __all__ = [
+    "MATCH_KINDS",
     "NOT_SUPPRESSED",
     "NO_STATUS",
-    "UNKNOWN_COLUMN",
+    "UNKNOWN_KIND",
     "axes_for",
     "check_frame",
+    "checked_kinds",
     "domain_counts",
     "label_axes",
     "label_bars",
@@ -38,7 +40,9 @@ __all__ = [
 
 NO_STATUS = "(no status)"
 NOT_SUPPRESSED = "not suppressed"
-UNKNOWN_COLUMN = "(column unknown)"
+UNKNOWN_KIND = "(kind unknown)"
+#: What ``suppressed_by`` holds, most specific first: the order of the overlap's bars.
+MATCH_KINDS = ("email", "phone", "domain")
 
 _PERIODS = {
     "s": "second",
@@ -141,12 +145,38 @@ def domain_counts(df: pd.DataFrame) -> list[tuple[str, int]]:
     return ranked(pairs.dropna().drop_duplicates()["domain"])
 
 
-def overlap_counts(df: pd.DataFrame) -> tuple[list[tuple[str, int]], int]:
-    """Suppressed rows per matched column, then ``not suppressed``; and the suppressed total."""
+def checked_kinds(df: pd.DataFrame, func: str) -> list[str]:
+    """The kinds ``flag_suppressed`` checked (``attrs["checked"]``), or ``[]`` when not recorded."""
+    checked = df.attrs.get("checked")
+    if checked is None:
+        return []
+    if isinstance(checked, str) or not isinstance(checked, list | tuple):
+        raise InvalidInput(
+            f"{func}: attrs['checked'] must be a list of kinds, not {type(checked).__name__}"
+        )
+    if not all(isinstance(kind, str) for kind in checked):
+        raise InvalidInput(f"{func}: attrs['checked'] must hold kind names, not {checked!r}")
+    return list(dict.fromkeys(checked))
+
+
+def overlap_counts(
+    df: pd.DataFrame, checked: Sequence[str] = ()
+) -> tuple[list[tuple[str, int]], int]:
+    """Suppressed rows per matched kind, then ``not suppressed``; and the suppressed total.
+
+    The kinds of :data:`MATCH_KINDS` come first, in that order (the precedence of
+    ``flag_suppressed``), each checked one even with no match; any other value of
+    ``suppressed_by`` (a frame flagged otherwise) follows, ranked.
+    """
     hit = _mask(df["suppressed"].astype("boolean").fillna(False))
-    by = df.loc[hit, "suppressed_by"].astype("string").fillna(UNKNOWN_COLUMN)
+    by = df.loc[hit, "suppressed_by"].astype("string").fillna(UNKNOWN_KIND)
+    counts = dict(ranked(by))
+    shown = [k for k in MATCH_KINDS if k in counts or k in checked]
+    shown += [k for k in checked if k not in shown]
+    known = [(k, counts.pop(k, 0)) for k in shown]
     suppressed = int(hit.sum())
-    return [*ranked(by), (NOT_SUPPRESSED, len(df) - suppressed)], suppressed
+    rest = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [*known, *rest, (NOT_SUPPRESSED, len(df) - suppressed)], suppressed
 
 
 def axes_for(ax: Axes | None) -> Axes:

@@ -230,15 +230,20 @@ def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -
 
 
 def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
-    """Draw how many rows are suppressed, per column that matched, and how many are not.
+    """Draw how many rows are suppressed, per kind of match, and how many are not.
 
-    One bar per matched column (the values of ``suppressed_by``: ``"email"``,
-    ``"phone"``), most matches first, ties by name, then ``"not suppressed"``;
-    each labelled with its count and share of all rows, and the title gives
-    the suppressed total. Rows count as they are: one per contact you flagged,
-    one per subscription for a :func:`~stoplist_nb.read_profiles` frame. A null
+    One bar per kind that matched (the values of ``suppressed_by``):
+    ``"email"``, ``"phone"``, ``"domain"``, in that order (the precedence of
+    :func:`~stoplist_nb.flag_suppressed`), then ``"not suppressed"``. A kind
+    listed in ``flagged.attrs["checked"]`` that never matched gets a bar of 0,
+    so "checked, nothing found" shows apart from "not checked"; a frame
+    without that record shows only the kinds that matched. Each bar is
+    labelled with its count and share of all rows, and the title gives the
+    suppressed total. Rows count as they are: one per contact you flagged, one
+    per subscription for a :func:`~stoplist_nb.read_profiles` frame. A null
     ``suppressed`` counts as not suppressed; a suppressed row without
-    ``suppressed_by`` as ``"(column unknown)"``.
+    ``suppressed_by`` as ``"(kind unknown)"``; any other value of
+    ``suppressed_by`` gets its own bar after the three kinds, most matches first.
 
     Args:
         flagged: The result of :func:`~stoplist_nb.flag_suppressed`; needs
@@ -249,23 +254,24 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
         The Axes drawn on.
 
     Raises:
-        InvalidInput: ``flagged`` lacks ``suppressed`` or ``suppressed_by``.
+        InvalidInput: ``flagged`` lacks ``suppressed`` or ``suppressed_by``, or
+            its ``attrs["checked"]`` is not a list of kind names.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> flagged = pd.DataFrame({"suppressed": [True, False, True, False],
     ...                         "suppressed_by": ["phone", None, "email", None]})
+    >>> flagged.attrs["checked"] = ["email", "phone", "domain"]
     >>> ax = plot_suppression_overlap(flagged)
     >>> [t.get_text() for t in ax.get_xticklabels()], [int(b.get_height()) for b in ax.patches]
-    (['email', 'phone', 'not suppressed'], [1, 1, 2])
+    (['email', 'phone', 'domain', 'not suppressed'], [1, 1, 0, 2])
     """
-    df = pl.check_frame(flagged, ["suppressed", "suppressed_by"], "plot_suppression_overlap")
-    counts, suppressed = pl.overlap_counts(df)
+    func = "plot_suppression_overlap"
+    df = pl.check_frame(flagged, ["suppressed", "suppressed_by"], func)
+    counts, suppressed = pl.overlap_counts(df, pl.checked_kinds(df, func))
     total = len(df)
     ax = pl.axes_for(ax)
     share = f": {suppressed:,} of {total:,} ({suppressed / total:.1%})" if total else ""
-    pl.label_axes(
-        ax, title=f"Suppressed contacts{share}", xlabel="matched column", ylabel="contacts"
-    )
+    pl.label_axes(ax, title=f"Suppressed contacts{share}", xlabel="matched by", ylabel="contacts")
     if not total:
         return pl.note(ax, "no contacts")
     names, heights = zip(*counts, strict=True)

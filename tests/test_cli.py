@@ -21,6 +21,7 @@ import stoplist_nb
 from stoplist_nb import _transport
 from stoplist_nb.cli import main
 from stoplist_nb.demo import DemoService, serve
+from stoplist_nb.demo._archive import CsvLayout
 from stoplist_nb.demo._data import generate_profiles
 from stoplist_nb.hashfile import read_hashed_csv
 from stoplist_nb.hashing import canonical_phone, hash_email
@@ -87,19 +88,37 @@ def rows_of(profiles: list[dict[str, Any]]) -> int:
 # --- demo ------------------------------------------------------------------------
 
 
-def expected_hits(profiles: list[dict[str, Any]], suppressed: dict[str, list[str]]) -> int:
-    """Contacts of the subscriptions found in the list, counted without the library."""
+def expected_kinds(
+    profiles: list[dict[str, Any]], suppressed: dict[str, list[str]]
+) -> dict[str, int]:
+    """Contacts of the subscriptions found in the list per kind, counted without the library."""
     emails, phones = set(suppressed["emails"]), set(suppressed["phones"])
-    hits = 0
+    domains = set(suppressed["domains"])
+    kinds = {"email": 0, "phone": 0, "domain": 0}
     for profile in profiles:
         for sub in subscriptions(profile):
             email = (sub.get("email_data") or {}).get("email")
             phone = (sub.get("phone_data") or {}).get("phone")
-            if email is not None:  # an e-mail subscription is matched by its e-mail only
-                hits += email.strip().lower() in emails
+            if email is not None:  # an e-mail subscription: its address, else its domain
+                address = email.strip().lower()
+                if address in emails:
+                    kinds["email"] += 1
+                elif address.rsplit("@", 1)[-1] in domains:
+                    kinds["domain"] += 1
             elif phone is not None:
-                hits += canonical_phone(phone) in phones
-    return hits
+                kinds["phone"] += canonical_phone(phone) in phones
+    return kinds
+
+
+def expected_hits(profiles: list[dict[str, Any]], suppressed: dict[str, list[str]]) -> int:
+    """Contacts of the subscriptions found in the list, counted without the library."""
+    return sum(expected_kinds(profiles, suppressed).values())
+
+
+def found_line(kinds: dict[str, int]) -> str:
+    """How the summary reports the matches of ``kinds``."""
+    per_kind = ", ".join(f"{n} by {kind}" for kind, n in kinds.items())
+    return f"found in the list: {sum(kinds.values())} ({per_kind}), of "
 
 
 def test_demo_writes_frames_and_plots(
@@ -135,6 +154,7 @@ def test_demo_writes_frames_and_plots(
         assert stop["type"].value_counts().to_dict() == {
             "emails": len(suppressed["emails"]),
             "phones": len(suppressed["phones"]),
+            "domains": len(suppressed["domains"]),
         }
         assert set(stop["md5"]) >= {hash_email(e) for e in suppressed["emails"]}
         flagged = read(out / f"flagged_contacts{suffix}")
@@ -158,11 +178,42 @@ def test_demo_writes_frames_and_plots(
     with Image.open(out / "channels.png") as image:
         image.verify()
     assert "150 profiles" in stdout
-    assert f"found in the list: {expected_hits(held, suppressed)} " in stdout
+    kinds = expected_kinds(held, suppressed)
+    assert kinds["domain"] > 0  # an address found by its domain alone
+    assert found_line(kinds) in stdout
     assert f"suppression list 7: {len(stop)} hashes" in stdout
     assert f"wrote {len(DATA_FILES) + len(PLOTS)} files to {out}" in stdout
     assert "profiles/list" in stderr  # the progress bar
     assert secret not in stdout + stderr
+
+
+def test_demo_reports_a_kind_checked_and_never_found(
+    run: Run, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = generate_profiles(60, 5)
+    addresses = sorted(
+        email.strip().lower()
+        for p in held
+        for s in subscriptions(p)
+        if (email := (s.get("email_data") or {}).get("email"))
+    )
+    # One address listed, and the domain of another: no phone at all.
+    listed = {"emails": addresses[:1], "phones": [], "domains": [addresses[-1].split("@")[1]]}
+    monkeypatch.setattr("stoplist_nb.demo.serve", functools.partial(serve, suppressed=listed))
+    code, stdout, stderr = run(
+        "demo", "--out", str(tmp_path), "--profiles", "60", "--seed", "5", "--no-plots"
+    )
+    assert code == 0, stderr
+    kinds = expected_kinds(held, listed)
+    assert kinds["phone"] == 0
+    assert kinds["email"] > 0
+    assert kinds["domain"] > 0
+    assert found_line(kinds) in stdout  # "0 by phone": checked, and found nothing
+    flagged = pd.read_parquet(tmp_path / "flagged_contacts.parquet")
+    assert flagged["suppressed_by"].value_counts().to_dict() == {
+        k: n for k, n in kinds.items() if n
+    }
+    assert "suppression list 7: 2 hashes (1 emails, 0 phones, 1 domains)" in stdout
 
 
 @pytest.fixture
@@ -320,7 +371,25 @@ def test_export(run: Run, env: DemoService, tmp_path: pathlib.Path, suffix: str)
     exported = [r.params for r in env.requests if r.method == "suppresses/export"]
     assert exported == [{"id": env.suppress_id, "type": "emails"}]
     assert str(out) in stdout
+    assert "per kind" not in stdout  # the demo's default file names no kind
     assert not list(tmp_path.glob(".*"))  # no temporary file left beside the output
+
+
+@pytest.mark.parametrize("layout", ["semicolon", "two_columns"])
+def test_export_says_what_the_list_holds_per_kind(
+    run: Run, env: DemoService, tmp_path: pathlib.Path, layout: CsvLayout
+) -> None:
+    env.plan_next_export(csv_layout=layout)
+    out = tmp_path / "stop.parquet"
+    code, stdout, stderr = run(
+        "export", "--list-id", "7", "--type", "all", "--out", str(out), "--poll-interval", "0.01"
+    )
+    assert code == 0, stderr
+    sizes = {kind: len(env.suppressed[f"{kind}s"]) for kind in ("email", "phone", "domain")}
+    assert all(sizes.values())
+    assert pd.read_parquet(out)["type"].value_counts().to_dict() == sizes
+    per_kind = ", ".join(f"{n} {kind}" for kind, n in sizes.items())
+    assert f"\nrows per kind: {per_kind}\n" in stdout
 
 
 def test_export_waits_for_a_started_task(

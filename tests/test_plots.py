@@ -258,20 +258,87 @@ def test_top_domains_refuse_a_bad_n(frame: pd.DataFrame, n: Any) -> None:
         plots.plot_top_domains(frame, n)
 
 
+KINDS = ("email", "phone", "domain")
+
+
+def overlap_expected(flagged: pd.DataFrame) -> list[tuple[str, int]]:
+    """The bars, counted with plain Python: matched kinds and checked ones, then the rest."""
+    hit = [bool(v) for v in flagged["suppressed"].fillna(False)]
+    by = [str(v) for v, h in zip(flagged["suppressed_by"], hit, strict=True) if h]
+    checked = flagged.attrs.get("checked", [])
+    bars = [(k, by.count(k)) for k in KINDS if k in by or k in checked]
+    return [*bars, ("not suppressed", hit.count(False))]
+
+
 def test_overlap_real_data(flagged: pd.DataFrame) -> None:
     hit = flagged["suppressed"].astype(bool)
-    by = ranked(flagged.loc[hit, "suppressed_by"].value_counts())
-    expected = [*by, ("not suppressed", int((~hit).sum()))]
-    assert {name for name, _ in by} == {"email", "phone"}  # the demo list has both
+    expected = overlap_expected(flagged)
+    assert {"email", "phone"} <= {name for name, n in expected if n}  # the demo list has both
     ax = plots.plot_suppression_overlap(flagged)
     assert ticks(ax.get_xticklabels()) == [name for name, _ in expected]
     assert heights(ax) == [n for _, n in expected]
+    assert sum(heights(ax)) == len(flagged)
     total = len(flagged)
     assert texts(ax) == [f"{n} ({n / total:.1%})" for _, n in expected]
     assert (
         ax.get_title() == f"Suppressed contacts: {hit.sum()} of {total} ({hit.sum() / total:.1%})"
     )
-    assert (ax.get_xlabel(), ax.get_ylabel()) == ("matched column", "contacts")
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("matched by", "contacts")
+
+
+def test_overlap_shows_a_domain_match(svc: DemoService, frame: pd.DataFrame) -> None:
+    # The addresses at a listed domain that are not listed themselves: found by domain only.
+    domains = set(svc.suppressed["domains"])
+    emails = set(svc.suppressed["emails"])
+    address = frame["email"].str.strip().str.lower()
+    at = address.str.rsplit("@", n=1).str[-1]
+    only_domain = int((at.isin(domains) & ~address.isin(emails)).sum())
+    assert only_domain > 0
+    with svc.client() as client:
+        stop = sn.read_suppression_list(client, svc.suppress_id, type="domains", progress=False)
+    flagged = sn.flag_suppressed(frame, stop, email="email", phone="phone")
+    ax = plots.plot_suppression_overlap(flagged)
+    # The list holds domains only: e-mail and phone were checked, and found nothing.
+    assert ticks(ax.get_xticklabels()) == ["email", "phone", "domain", "not suppressed"]
+    matched = int(at.isin(domains).sum())
+    assert matched >= only_domain
+    assert heights(ax) == [0, 0, matched, len(frame) - matched]
+    assert texts(ax)[:2] == ["0 (0.0%)", "0 (0.0%)"]
+
+
+def test_overlap_draws_a_zero_bar_for_a_kind_checked_and_never_matched() -> None:
+    flagged = pd.DataFrame(
+        {
+            "suppressed": pd.array([True, False, True, True, False], dtype="boolean"),
+            "suppressed_by": pd.array(["domain", pd.NA, "email", "domain", pd.NA], dtype=STR),
+        }
+    )
+    flagged.attrs["checked"] = ["email", "phone", "domain"]
+    expected = overlap_expected(flagged)
+    assert expected == [("email", 1), ("phone", 0), ("domain", 2), ("not suppressed", 2)]
+    ax = plots.plot_suppression_overlap(flagged)
+    assert ticks(ax.get_xticklabels()) == [name for name, _ in expected]
+    assert heights(ax) == [n for _, n in expected]
+    assert texts(ax) == ["1 (20.0%)", "0 (0.0%)", "2 (40.0%)", "2 (40.0%)"]
+    assert ax.get_title() == "Suppressed contacts: 3 of 5 (60.0%)"
+    # Without the record of what was checked: only the kinds that matched, same order.
+    flagged.attrs.clear()
+    ax = plots.plot_suppression_overlap(flagged)
+    assert ticks(ax.get_xticklabels()) == ["email", "domain", "not suppressed"]
+    assert heights(ax) == [1, 2, 2]
+
+
+def test_overlap_keeps_the_kinds_in_precedence_order() -> None:
+    # More phone matches than e-mail ones: the order stays email, phone, domain.
+    flagged = pd.DataFrame(
+        {
+            "suppressed": [True, True, True, True, False],
+            "suppressed_by": ["phone", "domain", "phone", "email", None],
+        }
+    )
+    ax = plots.plot_suppression_overlap(flagged)
+    assert ticks(ax.get_xticklabels()) == ["email", "phone", "domain", "not suppressed"]
+    assert heights(ax) == [1, 2, 1, 1]
 
 
 def test_overlap_reads_na_as_not_suppressed() -> None:
@@ -282,9 +349,18 @@ def test_overlap_reads_na_as_not_suppressed() -> None:
         }
     )
     ax = plots.plot_suppression_overlap(flagged)
-    assert ticks(ax.get_xticklabels()) == ["phone", "(column unknown)", "not suppressed"]
+    assert ticks(ax.get_xticklabels()) == ["phone", "(kind unknown)", "not suppressed"]
     assert heights(ax) == [2, 1, 2]
     assert ax.get_title() == "Suppressed contacts: 3 of 5 (60.0%)"
+
+
+@pytest.mark.parametrize("checked", ["email", [1, 2], {"email": 1}])
+def test_overlap_refuses_a_bad_record_of_kinds(checked: Any) -> None:
+    flagged = pd.DataFrame({"suppressed": [True], "suppressed_by": ["email"]})
+    flagged.attrs["checked"] = checked
+    with pytest.raises(InvalidInput, match=r"attrs\['checked'\]"):
+        plots.plot_suppression_overlap(flagged)
+    assert not plt.get_fignums()
 
 
 @pytest.mark.parametrize("func", [*PROFILE_PLOTS, plots.plot_suppression_overlap])
@@ -338,8 +414,9 @@ def test_profiles_without_contacts_are_not_suppressed() -> None:
     df = sn.normalize_profiles(NO_SUBSCRIPTIONS)
     flagged = sn.flag_suppressed(df, pd.DataFrame({"md5": pd.array([], dtype=STR)}), email="email")
     ax = plots.plot_suppression_overlap(flagged)
-    assert ticks(ax.get_xticklabels()) == ["not suppressed"]
-    assert heights(ax) == [2]
+    # The e-mails and their domains were checked, and nothing was found.
+    assert ticks(ax.get_xticklabels()) == ["email", "domain", "not suppressed"]
+    assert heights(ax) == [0, 0, 2]
     assert ax.get_title() == "Suppressed contacts: 0 of 2 (0.0%)"
 
 
