@@ -47,8 +47,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from stoplist_nb.hashfile import read_hashed_csv
-from stoplist_nb.hashing import _MD5, flag_suppressed, hash_emails
+from stoplist_nb.suppression.archive import read_hashed_csv
+from stoplist_nb.suppression.hashing import _MD5, flag_suppressed, hash_emails
 
 MEMBER = "list.csv"
 

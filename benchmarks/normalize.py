@@ -91,7 +91,7 @@ def _ours(pages: list[tuple[str, bytes]], lookahead: int = DEFAULT_LOOKAHEAD) ->
 
     from stoplist_nb._paging import walk
     from stoplist_nb.client import _parse_page
-    from stoplist_nb.normalize import flatten_profiles, frame_from_tables
+    from stoplist_nb.profiles.normalize import flatten_profiles, frame_from_tables
 
     replies = dict(pages)
 
@@ -122,7 +122,7 @@ def _unguarded(route: Any) -> Any:
     """
 
     def run(pages: list[tuple[str, bytes]]) -> Any:
-        import stoplist_nb._arrowjson as reader
+        import stoplist_nb._json.reader as reader
 
         saved = reader.depth_bound, reader.exact_floats
         reader.depth_bound, reader.exact_floats = (lambda content: 0), (lambda array: True)
@@ -206,7 +206,7 @@ def _child(what: str, path: str, repeat: int, jn_repeat: int = 0) -> dict[str, A
     import pandas  # noqa: F401  (imports are not part of the peak)
     import pyarrow.json
 
-    import stoplist_nb.normalize  # noqa: F401
+    import stoplist_nb.profiles.normalize  # noqa: F401
 
     pages = _load(path)
     gc.collect()

@@ -35,7 +35,12 @@ from stoplist_nb.errors import (
     TransportError,
     UnsafePath,
 )
-from stoplist_nb.export import (
+from stoplist_nb.profiles import iter_profile_pages, read_profiles
+from stoplist_nb.profiles.fields import database_fields
+from stoplist_nb.profiles.normalize import normalize_profiles, split_channels
+from stoplist_nb.query import And, Condition, F, Nor, Or, Query, parse_query, validate_query
+from stoplist_nb.suppression.archive import read_hashed_csv
+from stoplist_nb.suppression.export import (
     TaskStatus,
     download_export,
     get_task,
@@ -43,12 +48,13 @@ from stoplist_nb.export import (
     start_suppression_export,
     wait_for_task,
 )
-from stoplist_nb.fields import database_fields
-from stoplist_nb.hashfile import read_hashed_csv
-from stoplist_nb.hashing import flag_suppressed, hash_email, hash_emails, hash_phone, hash_phones
-from stoplist_nb.normalize import normalize_profiles, split_channels
-from stoplist_nb.profiles import iter_profile_pages, read_profiles
-from stoplist_nb.query import And, Condition, F, Nor, Or, Query, parse_query, validate_query
+from stoplist_nb.suppression.hashing import (
+    flag_suppressed,
+    hash_email,
+    hash_emails,
+    hash_phone,
+    hash_phones,
+)
 
 __all__ = [
     "APIError",

@@ -35,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from stoplist_nb import errors
-from stoplist_nb._arrowjson import Reply
+from stoplist_nb._json import Reply
 
 __all__ = ["DEFAULT_LOOKAHEAD", "Page", "parse_threads", "peek_cursor", "walk"]
 

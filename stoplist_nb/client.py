@@ -22,16 +22,16 @@ from tqdm.auto import tqdm
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
-from stoplist_nb._arrowjson import Reply, read_reply
-from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
-from stoplist_nb._redact import redact
-from stoplist_nb._transport import (
+from stoplist_nb._http import (
     DEFAULT_DEADLINE,
     DEFAULT_MIN_DOWNLOAD_RATE,
     DEFAULT_TIMEOUT,
     Transport,
     check_envelope,
 )
+from stoplist_nb._json import Reply, read_reply
+from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
+from stoplist_nb._redact import redact
 
 __all__ = ["ENV_TOKEN", "ENV_URL", "Client", "Page", "safe_download_path"]
 
@@ -58,7 +58,7 @@ class Client:
             a big archive on a slow link finishes, a trickle does not.
             ``None``: downloads get the plain ``deadline``.
         retry: A urllib3 ``Retry`` policy, an int (number of retries), ``True``
-            for :func:`~stoplist_nb._retrying.default_retry` or ``False``.
+            for :func:`~stoplist_nb._http.retry.default_retry` or ``False``.
         session: A ``requests.Session`` to use (for proxies, certificates);
             retry adapters are mounted on it for ``base_url`` only.
 

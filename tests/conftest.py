@@ -32,7 +32,7 @@ def demo(svc: DemoService) -> Iterator[DemoService]:
 @pytest.fixture
 def client(demo: DemoService) -> Iterator[Client]:
     """A client with fast retries, so retry tests take milliseconds."""
-    from stoplist_nb._transport import default_retry
+    from stoplist_nb._http.transport import default_retry
 
     with demo.client(retry=default_retry().new(backoff_factor=0.01)) as c:
         yield c

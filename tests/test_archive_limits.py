@@ -28,10 +28,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stoplist_nb as sn
-from stoplist_nb import _zipmembers, hashfile
 from stoplist_nb.demo import DemoService
 from stoplist_nb.errors import ArchiveTooLarge, BadArchive, StoplistError
-from stoplist_nb.hashfile import hashed_csv_members, read_hashed_csv
+from stoplist_nb.suppression import archive, zipmembers
+from stoplist_nb.suppression.archive import hashed_csv_members, read_hashed_csv
 
 LINE = (hashlib.md5(b"bomb").hexdigest() + "\n").encode()
 
@@ -75,7 +75,7 @@ def split_bomb() -> bytes:
 def test_split_bomb_members_each_pass_the_member_check(split_bomb: bytes) -> None:
     infos = zipfile.ZipFile(io.BytesIO(split_bomb)).infolist()
     assert len(infos) == 250
-    assert all(info.file_size < _zipmembers.RATIO_FLOOR for info in infos)
+    assert all(info.file_size < zipmembers.RATIO_FLOOR for info in infos)
     assert declared(split_bomb) > 190 * 2**20 > 200 * len(split_bomb)
 
 
@@ -109,7 +109,7 @@ def test_tiny_archives_are_never_refused_for_their_ratio() -> None:
     # 1 MiB unpacked at most, however well it packs: it can do no harm.
     body = LINE * (2**20 // 16 // len(LINE))
     data = make_zip({f"p{i:02}.csv": body for i in range(16)}, level=9)
-    assert declared(data) <= _zipmembers.RATIO_FLOOR
+    assert declared(data) <= zipmembers.RATIO_FLOOR
     assert declared(data) / len(data) > 100
     assert len(read_quiet(data, max_ratio=1)) == 16 * len(body) // len(LINE)
 
@@ -143,7 +143,7 @@ def test_unpacked_bytes_are_counted_whatever_the_headers_declare(
 ) -> None:
     # zipfile stops each member at its declared size, so only a failure of the
     # declared-size check could let more through: stand in for one by removing it.
-    monkeypatch.setattr(hashfile, "check_bomb", lambda *args: None)
+    monkeypatch.setattr(archive, "check_bomb", lambda *args: None)
     data = make_zip({f"p{i}.csv": hashes(i * 10_000, 10_000) for i in range(3)})
     with pytest.raises(ArchiveTooLarge) as caught:
         read_hashed_csv(data, max_size=500_000)
@@ -152,13 +152,13 @@ def test_unpacked_bytes_are_counted_whatever_the_headers_declare(
 
 
 def test_the_budget_counts_members_together_and_each_once() -> None:
-    budget = _zipmembers.Budget(150)
-    first = _zipmembers.Capped(io.BytesIO(b"x" * 100), 100, "a.csv", budget)
+    budget = zipmembers.Budget(150)
+    first = zipmembers.Capped(io.BytesIO(b"x" * 100), 100, "a.csv", budget)
     first.read(100)
-    again = _zipmembers.Capped(io.BytesIO(b"x" * 100), 100, "a.csv", budget)
+    again = zipmembers.Capped(io.BytesIO(b"x" * 100), 100, "a.csv", budget)
     again.read(100)  # the same member read a second time
     assert budget.total == 100
-    second = _zipmembers.Capped(io.BytesIO(b"y" * 100), 100, "b.csv", budget)
+    second = zipmembers.Capped(io.BytesIO(b"y" * 100), 100, "b.csv", budget)
     second.read(50)
     with pytest.raises(ArchiveTooLarge, match="max_size=150"):
         second.read(1)
@@ -212,7 +212,7 @@ def end_record(data: bytes | bytearray) -> int:
 
 
 def test_too_many_members_are_refused_before_they_are_read() -> None:
-    data = make_zip({f"{i}.csv": b"" for i in range(_zipmembers.MAX_MEMBERS + 1)})
+    data = make_zip({f"{i}.csv": b"" for i in range(zipmembers.MAX_MEMBERS + 1)})
     for call in (read_hashed_csv, hashed_csv_members):
         with pytest.raises(ArchiveTooLarge) as caught:
             call(data)
@@ -222,7 +222,7 @@ def test_too_many_members_are_refused_before_they_are_read() -> None:
 
 
 def test_members_that_are_not_csv_count_too_but_up_to_the_limit_pass() -> None:
-    members = {f"{i}.bin": b"" for i in range(_zipmembers.MAX_MEMBERS - 1)}
+    members = {f"{i}.bin": b"" for i in range(zipmembers.MAX_MEMBERS - 1)}
     data = make_zip({**members, "list.csv": hashes(0, 3)})
     assert len(read_quiet(data)) == 3
     with pytest.raises(ArchiveTooLarge, match="10,001 members"):
@@ -230,7 +230,7 @@ def test_members_that_are_not_csv_count_too_but_up_to_the_limit_pass() -> None:
 
 
 def test_a_member_count_understated_by_the_end_record_is_still_refused() -> None:
-    data = bytearray(make_zip({f"{i}.csv": b"" for i in range(_zipmembers.MAX_MEMBERS + 1)}))
+    data = bytearray(make_zip({f"{i}.csv": b"" for i in range(zipmembers.MAX_MEMBERS + 1)}))
     struct.pack_into("<HH", data, end_record(data) + 8, 1, 1)
     with pytest.raises(ArchiveTooLarge, match="holds 10,001 members, beyond the 10,000"):
         read_hashed_csv(bytes(data))
@@ -248,7 +248,7 @@ def test_a_directory_too_large_to_parse_is_refused_whatever_the_count() -> None:
     tail = bytearray(one[eocd:])
     struct.pack_into("<HHL", tail, 8, 1, 1, len(directory))
     data = one[:start] + directory + bytes(tail)
-    assert len(directory) > _zipmembers.MAX_DIRECTORY
+    assert len(directory) > zipmembers.MAX_DIRECTORY
     with pytest.raises(ArchiveTooLarge, match=r"has a directory of 2\.\d MiB, beyond"):
         read_hashed_csv(data)
 

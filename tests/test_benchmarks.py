@@ -34,7 +34,7 @@ def test_normalize_benchmark_runs_every_route() -> None:
         from profile_pages import make_pages
     finally:
         sys.path.remove(str(BENCHMARKS))
-    from stoplist_nb.normalize import normalize_profiles
+    from stoplist_nb.profiles.normalize import normalize_profiles
 
     pages = make_pages(1500, 400)
     assert [cursor for cursor, _ in pages][:2] == ["", f"{400:024x}"]

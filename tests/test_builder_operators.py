@@ -28,11 +28,11 @@ import ipywidgets as w
 import pytest
 
 import stoplist_nb as sn
-from stoplist_nb._widgetrows import OPERATORS, kind_of
 from stoplist_nb.demo import serve
 from stoplist_nb.demo._data import FIELDS as DEMO_FIELDS
-from stoplist_nb.fields import SUBSCRIPTION_FIELDS
+from stoplist_nb.profiles.fields import SUBSCRIPTION_FIELDS
 from stoplist_nb.widgets import QueryBuilder
+from stoplist_nb.widgets.rows import OPERATORS, kind_of
 
 if TYPE_CHECKING:
     from stoplist_nb.client import Client

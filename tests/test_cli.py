@@ -18,13 +18,13 @@ import pandas as pd
 import pytest
 
 import stoplist_nb
-from stoplist_nb import _transport
+from stoplist_nb._http import transport
 from stoplist_nb.cli import main
 from stoplist_nb.demo import DemoService, serve
 from stoplist_nb.demo._archive import CsvLayout
 from stoplist_nb.demo._data import generate_profiles
-from stoplist_nb.hashfile import read_hashed_csv
-from stoplist_nb.hashing import canonical_phone, hash_email
+from stoplist_nb.suppression.archive import read_hashed_csv
+from stoplist_nb.suppression.hashing import canonical_phone, hash_email
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXIT_USAGE, EXIT_ERROR, EXIT_AUTH, EXIT_NETWORK = 2, 1, 3, 4
@@ -68,8 +68,8 @@ def run(capsys: pytest.CaptureFixture[str], svc: DemoService) -> Iterator[Run]:
 @pytest.fixture
 def fast_retry(monkeypatch: pytest.MonkeyPatch) -> None:
     """The default retry budget (5 retries), without the seconds of backoff."""
-    default = _transport.default_retry
-    monkeypatch.setattr(_transport, "default_retry", lambda: default().new(backoff_factor=0))
+    default = transport.default_retry
+    monkeypatch.setattr(transport, "default_retry", lambda: default().new(backoff_factor=0))
 
 
 def api_requests(svc: DemoService) -> list[str]:
@@ -634,7 +634,7 @@ def test_interrupt_exits_130(
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("stoplist_nb._clicommands.read_profiles", interrupted)
+    monkeypatch.setattr("stoplist_nb.cli.commands.read_profiles", interrupted)
     code, _, stderr = run("profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv"))
     assert (code, stderr) == (130, "stoplist-nb: interrupted\n")
 

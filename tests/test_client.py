@@ -10,7 +10,7 @@ import requests
 from urllib3.util.retry import Retry
 
 import stoplist_nb as sn
-from stoplist_nb._transport import NON_REPLAYABLE, CappedRetry, default_retry
+from stoplist_nb._http.transport import NON_REPLAYABLE, CappedRetry, default_retry
 from stoplist_nb.demo import DemoService, serve
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService, serve
-from stoplist_nb.hashing import canonical_domain, canonical_email
+from stoplist_nb.suppression.hashing import canonical_domain, canonical_email
 
 STR = pd.StringDtype("pyarrow")
 NO = (False, pd.NA)

@@ -21,9 +21,9 @@ import pandas as pd
 import pytest
 
 import stoplist_nb as sn
-from stoplist_nb._retrying import default_retry
+from stoplist_nb._http.retry import default_retry
 from stoplist_nb.demo import DemoService
-from stoplist_nb.normalize import normalize_profiles
+from stoplist_nb.profiles.normalize import normalize_profiles
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MATRIX = ROOT / "docs" / "faults.md"

@@ -7,7 +7,7 @@ import pytest
 
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService
-from stoplist_nb.fields import FIELD_COLUMNS, SUBSCRIPTION_FIELDS, database_fields
+from stoplist_nb.profiles.fields import FIELD_COLUMNS, SUBSCRIPTION_FIELDS, database_fields
 
 
 def test_fields_from_the_service(client: sn.Client, demo: DemoService) -> None:
@@ -61,7 +61,7 @@ def test_bad_db_id_before_any_request(client: sn.Client, demo: DemoService) -> N
 
 
 def test_empty_field_list_keeps_columns() -> None:
-    from stoplist_nb.fields import _frame
+    from stoplist_nb.profiles.fields import _frame
 
     frame = _frame([])
     assert tuple(frame.columns) == FIELD_COLUMNS

@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from stoplist_nb import _zipmembers, hashfile
 from stoplist_nb.errors import ArchiveTooLarge, BadArchive, InvalidInput
-from stoplist_nb.hashfile import hashed_csv_members, read_hashed_csv
+from stoplist_nb.suppression import archive, zipmembers
+from stoplist_nb.suppression.archive import hashed_csv_members, read_hashed_csv
 
 STR = pd.StringDtype("pyarrow")
 H = [hashlib.md5(f"user{i}@example.org".encode()).hexdigest() for i in range(6)]
@@ -42,7 +42,7 @@ def lines(*rows: str, end: str = "\n") -> str:
 
 
 def test_doctests() -> None:
-    result = doctest.testmod(hashfile, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(archive, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
 
@@ -209,7 +209,7 @@ def test_member_lying_about_its_size_is_cut_at_the_declared_size() -> None:
 
 
 def test_capped_stream_refuses_bytes_beyond_its_limit() -> None:
-    capped = _zipmembers.Capped(io.BytesIO(b"x" * 100), 60, "a.csv")
+    capped = zipmembers.Capped(io.BytesIO(b"x" * 100), 60, "a.csv")
     assert len(capped.read(50)) == 50
     with pytest.raises(ArchiveTooLarge, match="declared 60"):
         capped.read(50)

@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stoplist_nb import _astext, _match, hashing
 from stoplist_nb.errors import InvalidInput
-from stoplist_nb.hashing import (
+from stoplist_nb.suppression import hashing, matching
+from stoplist_nb.suppression import text as value_text
+from stoplist_nb.suppression.hashing import (
     canonical_email,
     canonical_phone,
     flag_suppressed,
@@ -269,7 +270,7 @@ def test_suppressed_from_read_hashed_csv(contacts: pd.DataFrame, listed: list[st
     import io
     import zipfile
 
-    from stoplist_nb.hashfile import read_hashed_csv
+    from stoplist_nb.suppression.archive import read_hashed_csv
 
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -387,19 +388,19 @@ def test_matches_a_plain_set_lookup(n_contacts: int, n_list: int) -> None:
 def test_match_compares_all_128_bits() -> None:
     queries = np.array([[1, 2], [1, 3], [5, 6]], dtype=np.uint64)
     lookup = np.array([[1, 3], [7, 2]] + [[i, i] for i in range(100, 200)], dtype=np.uint64)
-    assert _match.match(queries, lookup).tolist() == [False, True, False]
-    assert _match.match(queries[:0], lookup).tolist() == []
-    assert _match.match(queries, lookup[:0]).tolist() == [False] * 3
+    assert matching.match(queries, lookup).tolist() == [False, True, False]
+    assert matching.match(queries[:0], lookup).tolist() == []
+    assert matching.match(queries, lookup[:0]).tolist() == [False] * 3
 
 
 def test_lookup_keeps_every_entry_a_query_may_match() -> None:
     listed = [md5(str(i)) for i in range(50_000)]
-    text = _astext.arrow_text(pd.Series([*listed, "junk", None], dtype=STR))
-    queries, _ = _match.md5_digests(_astext.arrow_text(pd.Series(listed[::1000])))
-    lookup, rows, invalid = _match.lookup(text, queries)
+    text = value_text.arrow_text(pd.Series([*listed, "junk", None], dtype=STR))
+    queries, _ = matching.md5_digests(value_text.arrow_text(pd.Series(listed[::1000])))
+    lookup, rows, invalid = matching.lookup(text, queries)
     assert invalid == 1
     assert len(queries) <= len(lookup) < len(listed) // 4
-    assert _match.match(queries, lookup).all()
+    assert matching.match(queries, lookup).all()
     assert [bytes(d).hex() for d in lookup] == [listed[i] for i in rows]
 
 

@@ -23,7 +23,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 import stoplist_nb as sn
-from stoplist_nb._transport import DEFAULT_DEADLINE, MAX_REDIRECTS, default_retry
+from stoplist_nb._http.transport import DEFAULT_DEADLINE, MAX_REDIRECTS, default_retry
 from stoplist_nb.demo import DemoService, serve
 
 # Characters that URL-quoting and JSON-escaping both rewrite, so each form differs.

@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stoplist_nb as sn
-from stoplist_nb._nesting import MAX_DEPTH, depth_bound, text_depth, value_depth
+from stoplist_nb._json.nesting import MAX_DEPTH, depth_bound, text_depth, value_depth
 from stoplist_nb.demo import DemoService
-from stoplist_nb.normalize import normalize_profiles
+from stoplist_nb.profiles.normalize import normalize_profiles
 
 PARSE_THREAD = "stoplist_nb-parse"
 
@@ -146,9 +146,9 @@ def test_deep_values_are_refused_on_any_thread() -> None:
         """
         import json, threading
         import pyarrow as pa
-        from stoplist_nb._arrowjson import read_reply
+        from stoplist_nb._json.reader import read_reply
         from stoplist_nb.errors import InvalidInput
-        from stoplist_nb.normalize import normalize_profiles
+        from stoplist_nb.profiles.normalize import normalize_profiles
 
         said = []
         def attempt():
@@ -444,7 +444,7 @@ def profile_rows() -> st.SearchStrategy[Any]:
 def read_page(content: bytes) -> None:
     """What read_profiles does with one reply; only the package's own errors may leave."""
     from stoplist_nb.client import _parse_page
-    from stoplist_nb.normalize import flatten_profiles, frame_from_tables
+    from stoplist_nb.profiles.normalize import flatten_profiles, frame_from_tables
 
     try:
         reply = _parse_page("profiles/list", content)

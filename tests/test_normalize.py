@@ -1,4 +1,4 @@
-"""Tests for stoplist_nb.normalize and stoplist_nb._arrowjson (no network)."""
+"""Tests for stoplist_nb.profiles.normalize and stoplist_nb._json.reader (no network)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stoplist_nb._arrowjson import Reply, read_reply
-from stoplist_nb._records import records_to_arrow
+from stoplist_nb._json.reader import Reply, read_reply
+from stoplist_nb._json.records import records_to_arrow
 from stoplist_nb.errors import InvalidInput
-from stoplist_nb.normalize import (
+from stoplist_nb.profiles.normalize import (
     COMMON_COLUMNS,
     DTYPES,
     PROFILE_COLUMNS,
@@ -124,7 +124,7 @@ def from_dicts(*pages: list[dict[str, Any]]) -> pd.DataFrame:
 @pytest.fixture
 def arrow_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if read_reply leaves the pyarrow route for json.loads."""
-    import stoplist_nb._arrowjson as aj
+    import stoplist_nb._json.reader as aj
 
     def refuse(records: Any) -> Any:
         raise AssertionError("read_reply fell back to json.loads")
@@ -777,7 +777,7 @@ def test_property_rows_follow_subscriptions(records: list[dict[str, Any]]) -> No
 
 def test_records_to_arrow_restores_first_seen_key_order(monkeypatch: pytest.MonkeyPatch) -> None:
     # the reordering older pyarrow needs, exercised on any version
-    import stoplist_nb._records as rec
+    import stoplist_nb._json.records as rec
 
     monkeypatch.setattr(rec, "_SORTS_KEYS", True)
     records = [

@@ -12,7 +12,7 @@ import pytest
 
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService
-from stoplist_nb.normalize import normalize_profiles
+from stoplist_nb.profiles.normalize import normalize_profiles
 
 
 def ids(df: pd.DataFrame) -> list[str]:

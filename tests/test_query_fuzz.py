@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stoplist_nb as sn
-import stoplist_nb._frozen
+import stoplist_nb.query.values
 from stoplist_nb.client import safe_download_path
 from stoplist_nb.demo import DemoService
 from stoplist_nb.errors import InvalidQuery, StoplistError, UnsafePath
@@ -422,7 +422,7 @@ def test_odd_building_blocks_are_invalid_query(build: Any, message: str) -> None
 
 
 def test_json_depth_doctests() -> None:
-    result = doctest.testmod(stoplist_nb._frozen, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(stoplist_nb.query.values, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
 

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import stoplist_nb._querygroups
-import stoplist_nb._querymodel
+import stoplist_nb.query.model
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query import And, Condition, F, Nor, Or, Query, parse_query, validate_query
 
@@ -197,9 +196,8 @@ def test_condition_normalises_negation() -> None:
     assert Condition("a", "$exists", True, negated=True) == F("a").exists(False)
 
 
-@pytest.mark.parametrize("module", [stoplist_nb._querymodel, stoplist_nb._querygroups])
-def test_model_doctests(module: Any) -> None:
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+def test_model_doctests() -> None:
+    result = doctest.testmod(stoplist_nb.query.model, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
 

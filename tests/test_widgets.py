@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 
 import stoplist_nb as sn
-from stoplist_nb._widgetrows import OPERATORS, ConditionRow
 from stoplist_nb.demo import DemoService
 from stoplist_nb.widgets import QueryBuilder
+from stoplist_nb.widgets.rows import OPERATORS, ConditionRow
 
 FIELDS = {
     "_city": "string",

@@ -7,7 +7,7 @@ it likes. Here a single watchdog thread shuts down the socket of every
 connection an exchange uses once its deadline passes, whatever the exchange is
 doing (reading headers, reading the body, sending): the blocked read returns at
 once and the exchange fails. The retry policy asks :func:`current` before each
-further attempt (see :func:`stoplist_nb._retrying.deadline_aware`), so retries
+further attempt (see :func:`stoplist_nb._http.retry.deadline_aware`), so retries
 and their backoff stay inside the deadline too.
 
 Connections are known to the deadline through the connection classes of

@@ -1,6 +1,6 @@
 """What a reply, or the lack of one, means: the envelope check and the typed errors.
 
-Apart from :mod:`stoplist_nb._transport`, which sends and receives; here the
+Apart from :mod:`stoplist_nb._http.transport`, which sends and receives; here the
 service's ``error``/``error_text`` envelope, an HTTP error status and requests'
 exceptions become exceptions of :mod:`stoplist_nb.errors`. Every text of the
 service is scrubbed of the token (:func:`~stoplist_nb._redact.redact`) before

@@ -9,7 +9,7 @@ carried the request.
 
 Every policy the transport mounts goes through :func:`deadline_aware`: no
 attempt starts, and no backoff or ``Retry-After`` pause begins, that the
-exchange's deadline (:mod:`stoplist_nb._deadline`) would cut short.
+exchange's deadline (:mod:`stoplist_nb._http.deadline`) would cut short.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.util.retry import Retry
 
-from stoplist_nb._deadline import current
+from stoplist_nb._http.deadline import current
 
 __all__ = [
     "NON_REPLAYABLE",

@@ -2,17 +2,17 @@
 
 This is the only module that sends requests and catches requests' and
 urllib3's errors; it turns each of them into an exception of
-:mod:`stoplist_nb.errors` (with :mod:`stoplist_nb._replies`) and scrubs the API
+:mod:`stoplist_nb.errors` (with :mod:`stoplist_nb._http.replies`) and scrubs the API
 token from the foreign exception before chaining it.
 
 Retries are urllib3's, on an ``HTTPAdapter``, with the policy of
-:mod:`stoplist_nb._retrying`; a call that creates something
+:mod:`stoplist_nb._http.retry`; a call that creates something
 (``suppresses/export``) goes through a second adapter that only retries
 connections that never opened. Every exchange runs under an overall deadline
-(:mod:`stoplist_nb._deadline`), retries included. Redirects are never left to
+(:mod:`stoplist_nb._http.deadline`), retries included. Redirects are never left to
 requests: one to another origin would carry the token (in the replayed body,
 the query, the header) to whoever the ``Location`` names
-(:mod:`stoplist_nb._redirects` decides which are followed).
+(:mod:`stoplist_nb._http.redirects` decides which are followed).
 """
 
 from __future__ import annotations
@@ -27,11 +27,10 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
-from stoplist_nb._deadline import Deadline, running, watch_pools
-from stoplist_nb._redact import Redactor, filter_logs
-from stoplist_nb._redirects import MAX_REDIRECTS, next_url, shown
-from stoplist_nb._replies import check_envelope, error_from_status, too_large, translate
-from stoplist_nb._retrying import (
+from stoplist_nb._http.deadline import Deadline, running, watch_pools
+from stoplist_nb._http.redirects import MAX_REDIRECTS, next_url, shown
+from stoplist_nb._http.replies import check_envelope, error_from_status, too_large, translate
+from stoplist_nb._http.retry import (
     NON_REPLAYABLE,
     RETRY_STATUSES,
     CappedRetry,
@@ -39,6 +38,7 @@ from stoplist_nb._retrying import (
     deadline_aware,
     default_retry,
 )
+from stoplist_nb._redact import Redactor, filter_logs
 
 __all__ = [
     "DEFAULT_DEADLINE",
@@ -68,7 +68,7 @@ DEFAULT_MIN_DOWNLOAD_RATE = 16 * 1024
 
 
 class _Adapter(HTTPAdapter):
-    """``HTTPAdapter`` whose connections a deadline can shut down (see ``_deadline``)."""
+    """``HTTPAdapter`` whose connections a deadline can shut down (see ``deadline``)."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
@@ -247,7 +247,7 @@ class Transport:
         self.session.close()
 
     def _send(self, verb: str, what: str, url: str, **kwargs: Any) -> requests.Response:
-        """Send one request, following redirects as :func:`~stoplist_nb._redirects.next_url` says.
+        """Send one request, following redirects as ``redirects.next_url`` says.
 
         Raises:
             InvalidReply: A redirect to another origin, too many, or a 3xx reply

@@ -3,13 +3,13 @@
 The fast route parses the raw reply bytes with ``pyarrow.json`` straight into
 Arrow columns; Python dicts are built only when Arrow cannot take the reply as
 it is (a value whose JSON type changes within the page, say), and go to Arrow
-through :func:`~stoplist_nb._records.records_to_arrow`.
+through :func:`~stoplist_nb._json.records.records_to_arrow`.
 
 Two guards keep what the service sends intact, or refuse it:
 
-* Nesting: no reply deeper than :data:`~stoplist_nb._nesting.MAX_DEPTH` levels
+* Nesting: no reply deeper than :data:`~stoplist_nb._json.nesting.MAX_DEPTH` levels
   reaches pyarrow, whose recursion would crash the interpreter (see
-  :mod:`stoplist_nb._nesting`).
+  :mod:`stoplist_nb._json.nesting`).
 * Numbers: pyarrow reads an integer beyond 64 bits, or one beside decimals in
   the same field, as a float, and rounds it. A page where a float of 2**53 or
   more appears anywhere is read again through ``json``, whose integers are
@@ -27,8 +27,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from stoplist_nb._nesting import MAX_DEPTH, depth_bound, text_depth
-from stoplist_nb._records import exact_floats, records_to_arrow
+from stoplist_nb._json.nesting import MAX_DEPTH, depth_bound, text_depth
+from stoplist_nb._json.records import exact_floats, records_to_arrow
 
 __all__ = ["Reply", "read_reply"]
 
@@ -65,7 +65,7 @@ def read_reply(content: bytes) -> Reply:
 
     Raises:
         ValueError: The body is not valid JSON, not a JSON object, or nests
-            deeper than :data:`~stoplist_nb._nesting.MAX_DEPTH`.
+            deeper than :data:`~stoplist_nb._json.nesting.MAX_DEPTH`.
     """
     if not isinstance(content, bytes | bytearray | memoryview):
         raise ValueError(_NOT_AN_OBJECT)

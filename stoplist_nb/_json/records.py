@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoplist_nb._nesting import MAX_DEPTH, value_depth
+from stoplist_nb._json.nesting import MAX_DEPTH, value_depth
 from stoplist_nb.errors import InvalidInput
 
 __all__ = ["exact_floats", "json_text", "records_to_arrow"]
@@ -41,11 +41,11 @@ def records_to_arrow(
     Args:
         records: The rows.
         depth_checked: The caller knows they nest at most
-            :data:`~stoplist_nb._nesting.MAX_DEPTH` levels.
+            :data:`~stoplist_nb._json.nesting.MAX_DEPTH` levels.
 
     Raises:
         InvalidInput: The records hold values Arrow cannot represent, or nest
-            deeper than :data:`~stoplist_nb._nesting.MAX_DEPTH` levels.
+            deeper than :data:`~stoplist_nb._json.nesting.MAX_DEPTH` levels.
     """
     values: list[Any] = list(records)
     if not depth_checked and value_depth(values) > MAX_DEPTH:

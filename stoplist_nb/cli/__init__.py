@@ -23,6 +23,11 @@ Exit codes:
      failed (5xx, 429) after every retry: worth trying again later
 130  interrupted (Ctrl-C)
 ===  ==============================================================================
+
+The parser checks every argument (:mod:`~stoplist_nb.cli.parser`, with the
+types of :mod:`~stoplist_nb.cli.args`); the commands run in
+:mod:`~stoplist_nb.cli.commands` and :mod:`~stoplist_nb.cli.demo`; what they
+print and write is :mod:`~stoplist_nb.cli.output`.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from stoplist_nb import errors
-from stoplist_nb._cliio import (
+from stoplist_nb.cli.output import (
     EXIT_AUTH,
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -45,7 +50,7 @@ from stoplist_nb._cliio import (
     CliError,
     Ui,
 )
-from stoplist_nb._cliparser import PROG, build_parser
+from stoplist_nb.cli.parser import PROG, build_parser
 from stoplist_nb.client import ENV_TOKEN
 
 __all__ = ["build_parser", "exit_code", "main"]

@@ -1,6 +1,6 @@
 """The ``profiles`` and ``export`` commands: a real service, configured from the environment.
 
-Arguments arrive already checked by the parser (:mod:`stoplist_nb.cli`), so
+Arguments arrive already checked by the parser (:mod:`stoplist_nb.cli.parser`), so
 everything here may talk to the service.
 """
 
@@ -11,15 +11,15 @@ import os
 import tempfile
 
 from stoplist_nb import errors
-from stoplist_nb._cliio import EXIT_USAGE, CliError, Ui, write_frame
+from stoplist_nb.cli.output import EXIT_USAGE, CliError, Ui, write_frame
 from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client
-from stoplist_nb.export import (
+from stoplist_nb.profiles import read_profiles
+from stoplist_nb.suppression.export import (
     download_export,
     read_export_files,
     start_suppression_export,
     wait_for_task,
 )
-from stoplist_nb.profiles import read_profiles
 
 __all__ = ["client_from_env", "run_export", "run_profiles"]
 

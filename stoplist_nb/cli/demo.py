@@ -17,12 +17,12 @@ from typing import Any
 
 import pandas as pd
 
-from stoplist_nb._cliio import EXIT_ERROR, CliError, Ui, write_frame
+from stoplist_nb.cli.output import EXIT_ERROR, CliError, Ui, write_frame
 from stoplist_nb.client import Client
-from stoplist_nb.export import read_suppression_list
-from stoplist_nb.hashing import flag_suppressed
-from stoplist_nb.normalize import split_channels
 from stoplist_nb.profiles import read_profiles
+from stoplist_nb.profiles.normalize import split_channels
+from stoplist_nb.suppression.export import read_suppression_list
+from stoplist_nb.suppression.hashing import flag_suppressed
 
 __all__ = [
     "CONTACT_COLUMNS",

@@ -11,11 +11,11 @@ import pathlib
 import textwrap
 
 from stoplist_nb import __version__
-from stoplist_nb import _cliargs as arg
-from stoplist_nb._clicommands import run_export, run_profiles
-from stoplist_nb._clidemo import run_demo
-from stoplist_nb._cliio import FRAME_SUFFIXES
-from stoplist_nb.export import EXPORT_TYPES
+from stoplist_nb.cli import args as arg
+from stoplist_nb.cli.commands import run_export, run_profiles
+from stoplist_nb.cli.demo import run_demo
+from stoplist_nb.cli.output import FRAME_SUFFIXES
+from stoplist_nb.suppression.export import EXPORT_TYPES
 
 __all__ = ["PROG", "build_parser"]
 

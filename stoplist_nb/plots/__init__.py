@@ -1,7 +1,7 @@
 """matplotlib charts of profile frames and suppression checks, for a notebook.
 
 Import it on its own (``pip install "stoplist_nb[plots]"``); ``import
-stoplist_nb`` does not load matplotlib, and this module does not choose a
+stoplist_nb`` does not load matplotlib, and this package does not choose a
 backend: ``matplotlib.pyplot`` is imported only when a chart needs a new figure.
 
 Every function takes a frame from :func:`~stoplist_nb.read_profiles` or
@@ -24,14 +24,17 @@ draws the same chart on every run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 from matplotlib import dates as mdates
 from matplotlib.axes import Axes
+from matplotlib.container import BarContainer
 from matplotlib.ticker import MaxNLocator
 
-from stoplist_nb import _plotting as pl
-from stoplist_nb.errors import require_int
+from stoplist_nb.errors import InvalidInput, require_int
+from stoplist_nb.plots import counts as ct
 
 __all__ = [
     "plot_channels",
@@ -64,15 +67,15 @@ def plot_channels(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     >>> [int(b.get_height()) for b in ax.patches], ax.get_title()
     ([2, 1], 'Subscriptions per channel')
     """
-    df = pl.check_frame(df, ["channel"], "plot_channels")
-    ax = pl.axes_for(ax)
-    pl.label_axes(ax, title="Subscriptions per channel", xlabel="channel", ylabel="subscriptions")
-    counts = pl.ranked(df["channel"])
+    df = ct.check_frame(df, ["channel"], "plot_channels")
+    ax = _axes_for(ax)
+    _label_axes(ax, title="Subscriptions per channel", xlabel="channel", ylabel="subscriptions")
+    counts = ct.ranked(df["channel"])
     if not counts:
-        return pl.note(ax, "no subscriptions")
+        return _note(ax, "no subscriptions")
     names, heights = zip(*counts, strict=True)
     bars = ax.bar(names, heights, color="C0")
-    pl.label_bars(ax, bars, [f"{h:,}" for h in heights], horizontal=False)
+    _label_bars(ax, bars, [f"{h:,}" for h in heights], horizontal=False)
     return ax
 
 
@@ -102,21 +105,21 @@ def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     >>> {c.get_label(): [int(b.get_height()) for b in c] for c in ax.containers}
     {'subscribed': [1, 1], 'unsubscribed': [1, 0]}
     """
-    df = pl.check_frame(df, ["channel", "status"], "plot_statuses")
-    ax = pl.axes_for(ax)
-    pl.label_axes(
+    df = ct.check_frame(df, ["channel", "status"], "plot_statuses")
+    ax = _axes_for(ax)
+    _label_axes(
         ax, title="Subscription statuses per channel", xlabel="channel", ylabel="subscriptions"
     )
-    table = pl.status_table(df)
+    table = ct.status_table(df)
     if table.empty:
-        return pl.note(ax, "no subscriptions")
+        return _note(ax, "no subscriptions")
     channels = table.index.tolist()
     bottom = np.zeros(len(channels), dtype="int64")
     for status in table.columns:
         bars = ax.bar(channels, table[status].to_numpy(), bottom=bottom, label=status)
         bottom = bottom + table[status].to_numpy()
     # The last series ends at the top of each stack, so its labels are the totals.
-    pl.label_bars(ax, bars, [f"{t:,}" for t in bottom], horizontal=False)
+    _label_bars(ax, bars, [f"{t:,}" for t in bottom], horizontal=False)
     ax.legend(title="status", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 
@@ -156,18 +159,18 @@ def plot_registrations(
     {'email': [1, 0, 1], 'sms': [1, 0, 0]}
     """
     func = "plot_registrations"
-    df = pl.check_frame(df, ["reg_date", "channel"] if by_channel else ["reg_date"], func)
-    offset, period = pl.period_name(freq, func)
-    counts = pl.registration_counts(df, offset, by_channel=by_channel, func=func)
-    ax = pl.axes_for(ax)
-    pl.label_axes(
+    df = ct.check_frame(df, ["reg_date", "channel"] if by_channel else ["reg_date"], func)
+    offset, period = ct.period_name(freq, func)
+    counts = ct.registration_counts(df, offset, by_channel=by_channel, func=func)
+    ax = _axes_for(ax)
+    _label_axes(
         ax,
         title="New subscriptions" + (" per channel" if by_channel else ""),
         xlabel="registration date (UTC)",
         ylabel=f"subscriptions per {period}",
     )
     if counts.empty:
-        return pl.note(ax, "no registrations")
+        return _note(ax, "no registrations")
     # Naive UTC values: matplotlib's date axis reads them as UTC, its default zone.
     x = pd.DatetimeIndex(counts.index).tz_localize(None).to_numpy()
     dots = len(counts) <= 60  # a marker per point, while they do not crowd each other
@@ -210,22 +213,22 @@ def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -
     >>> [int(b.get_width()) for b in ax.patches], ax.get_title()
     ([2], 'Top 1 of 2 e-mail domains')
     """
-    df = pl.check_frame(df, ["email", "email_domain"], "plot_top_domains")
+    df = ct.check_frame(df, ["email", "email_domain"], "plot_top_domains")
     require_int("n", n, minimum=1)
-    counts = pl.domain_counts(df)
+    counts = ct.domain_counts(df)
     shown = counts[:n]
-    ax = pl.axes_for(ax)
+    ax = _axes_for(ax)
     top = f"Top {n} of {len(counts)}" if len(counts) > n else "Top"
-    pl.label_axes(
+    _label_axes(
         ax, title=f"{top} e-mail domains", xlabel="distinct e-mail addresses", ylabel="domain"
     )
     if not shown:
-        return pl.note(ax, "no e-mail addresses")
+        return _note(ax, "no e-mail addresses")
     names, widths = zip(*shown, strict=True)
     bars = ax.barh(range(len(shown)), widths, color="C0")
     ax.set_yticks(range(len(shown)), labels=names)
     ax.invert_yaxis()  # the first bar, the largest, on top
-    pl.label_bars(ax, bars, [f"{w:,}" for w in widths], horizontal=True)
+    _label_bars(ax, bars, [f"{w:,}" for w in widths], horizontal=True)
     return ax
 
 
@@ -266,16 +269,56 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
     (['email', 'phone', 'domain', 'not suppressed'], [1, 1, 0, 2])
     """
     func = "plot_suppression_overlap"
-    df = pl.check_frame(flagged, ["suppressed", "suppressed_by"], func)
-    counts, suppressed = pl.overlap_counts(df, pl.checked_kinds(df, func))
+    df = ct.check_frame(flagged, ["suppressed", "suppressed_by"], func)
+    counts, suppressed = ct.overlap_counts(df, ct.checked_kinds(df, func))
     total = len(df)
-    ax = pl.axes_for(ax)
+    ax = _axes_for(ax)
     share = f": {suppressed:,} of {total:,} ({suppressed / total:.1%})" if total else ""
-    pl.label_axes(ax, title=f"Suppressed contacts{share}", xlabel="matched by", ylabel="contacts")
+    _label_axes(ax, title=f"Suppressed contacts{share}", xlabel="matched by", ylabel="contacts")
     if not total:
-        return pl.note(ax, "no contacts")
+        return _note(ax, "no contacts")
     names, heights = zip(*counts, strict=True)
     # Suppressed in red, the rest in grey: the eye goes to what is blocked.
     bars = ax.bar(names, heights, color=["C3"] * (len(counts) - 1) + ["0.6"])
-    pl.label_bars(ax, bars, [f"{h:,} ({h / total:.1%})" for h in heights], horizontal=False)
+    _label_bars(ax, bars, [f"{h:,} ({h / total:.1%})" for h in heights], horizontal=False)
     return ax
+
+
+def _axes_for(ax: Axes | None) -> Axes:
+    """Return ``ax``, or the Axes of a new figure when it is ``None``."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        # Constrained layout keeps long tick labels and an outside legend in the figure.
+        _, new = plt.subplots(layout="constrained")
+        return new
+    if not isinstance(ax, Axes):
+        raise InvalidInput(f"ax must be a matplotlib Axes or None, not {type(ax).__name__}")
+    return ax
+
+
+def _label_axes(ax: Axes, *, title: str, xlabel: str, ylabel: str) -> None:
+    """Set the title and both axis labels."""
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+def _note(ax: Axes, text: str) -> Axes:
+    """Write ``text`` in the middle of an empty chart (without ticks: its scale means nothing)."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.45")
+    return ax
+
+
+def _label_bars(ax: Axes, bars: BarContainer, labels: Sequence[str], *, horizontal: bool) -> None:
+    """Write ``labels`` at the end of ``bars``, and keep the count axis in whole numbers."""
+    ax.bar_label(bars, labels=list(labels), padding=2)
+    axis = ax.xaxis if horizontal else ax.yaxis
+    axis.set_major_locator(MaxNLocator(integer=True))
+    # Room past the longest bar, so its label stays inside the axes.
+    if horizontal:
+        ax.margins(x=0.15)
+    else:
+        ax.margins(y=0.1)

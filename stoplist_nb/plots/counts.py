@@ -1,9 +1,7 @@
-"""What :mod:`stoplist_nb.plots` shares: checks, the counts behind each chart, axes helpers.
+"""What each chart of :mod:`stoplist_nb.plots` counts, and the checks on its frame.
 
-Counting is kept apart from drawing, and every count is ordered largest
-first, ties by name, so a chart comes out the same on every run. Only
-``matplotlib.pyplot`` picks a backend, so it is imported in :func:`axes_for`,
-and only when a new figure is needed.
+Counting is kept apart from drawing (no matplotlib here), and every count is
+ordered largest first, ties by name, so a chart comes out the same on every run.
 """
 
 from __future__ import annotations
@@ -13,9 +11,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.container import BarContainer
-from matplotlib.ticker import MaxNLocator
 
 from stoplist_nb.errors import InvalidInput
 
@@ -24,13 +19,9 @@ __all__ = [
     "NOT_SUPPRESSED",
     "NO_STATUS",
     "UNKNOWN_KIND",
-    "axes_for",
     "check_frame",
     "checked_kinds",
     "domain_counts",
-    "label_axes",
-    "label_bars",
-    "note",
     "overlap_counts",
     "period_name",
     "ranked",
@@ -177,43 +168,3 @@ def overlap_counts(
     suppressed = int(hit.sum())
     rest = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return [*known, *rest, (NOT_SUPPRESSED, len(df) - suppressed)], suppressed
-
-
-def axes_for(ax: Axes | None) -> Axes:
-    """Return ``ax``, or the Axes of a new figure when it is ``None``."""
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        # Constrained layout keeps long tick labels and an outside legend in the figure.
-        _, new = plt.subplots(layout="constrained")
-        return new
-    if not isinstance(ax, Axes):
-        raise InvalidInput(f"ax must be a matplotlib Axes or None, not {type(ax).__name__}")
-    return ax
-
-
-def label_axes(ax: Axes, *, title: str, xlabel: str, ylabel: str) -> None:
-    """Set the title and both axis labels."""
-    ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-
-
-def note(ax: Axes, text: str) -> Axes:
-    """Write ``text`` in the middle of an empty chart (without ticks: its scale means nothing)."""
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.45")
-    return ax
-
-
-def label_bars(ax: Axes, bars: BarContainer, labels: Sequence[str], *, horizontal: bool) -> None:
-    """Write ``labels`` at the end of ``bars``, and keep the count axis in whole numbers."""
-    ax.bar_label(bars, labels=list(labels), padding=2)
-    axis = ax.xaxis if horizontal else ax.yaxis
-    axis.set_major_locator(MaxNLocator(integer=True))
-    # Room past the longest bar, so its label stays inside the axes.
-    if horizontal:
-        ax.margins(x=0.15)
-    else:
-        ax.margins(y=0.1)

@@ -1,4 +1,11 @@
-"""Subscriber profiles of a database as pandas DataFrames (``profiles/list``)."""
+"""Subscriber profiles of a database as pandas DataFrames (``profiles/list``).
+
+The pages come from :meth:`stoplist_nb.Client.pages`; they become one flat frame
+in :mod:`~stoplist_nb.profiles.normalize` (rows in
+:mod:`~stoplist_nb.profiles.rows`, columns and dtypes in
+:mod:`~stoplist_nb.profiles.columns`). What a query can filter on is
+:mod:`~stoplist_nb.profiles.fields`.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from tqdm.auto import tqdm
 from stoplist_nb import errors
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 from stoplist_nb.client import Client, Page
-from stoplist_nb.normalize import flatten_profiles, frame_from_tables
+from stoplist_nb.profiles.normalize import flatten_profiles, frame_from_tables
 from stoplist_nb.query import validate_query
 
 __all__ = ["iter_profile_pages", "read_profiles"]
@@ -105,7 +112,7 @@ def read_profiles(
 
     Pages through ``profiles/list`` until a page comes back empty (or
     ``max_profiles`` are read) and normalizes the profiles: see
-    :func:`~stoplist_nb.normalize.normalize_profiles` for the columns.
+    :func:`~stoplist_nb.profiles.normalize.normalize_profiles` for the columns.
 
     Args:
         client: The API client.

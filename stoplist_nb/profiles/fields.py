@@ -16,8 +16,8 @@ from typing import Any
 import pandas as pd
 
 from stoplist_nb import errors
-from stoplist_nb._columns import KIND_DTYPES
 from stoplist_nb.client import Client
+from stoplist_nb.profiles.columns import KIND_DTYPES
 
 __all__ = ["FIELD_COLUMNS", "SUBSCRIPTION_FIELDS", "database_fields"]
 

@@ -65,18 +65,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoplist_nb import _coerce as co
-from stoplist_nb import _columns as cols
-from stoplist_nb import _flatten as fl
-from stoplist_nb._columns import (
+from stoplist_nb._json.records import records_to_arrow
+from stoplist_nb.errors import InvalidInput
+from stoplist_nb.profiles import columns as cols
+from stoplist_nb.profiles import rows as fl
+from stoplist_nb.profiles.columns import (
     COMMON_COLUMNS,
     DTYPES,
     KIND_DTYPES,
     PROFILE_COLUMNS,
     SUBSCRIPTION_COLUMNS,
 )
-from stoplist_nb._records import records_to_arrow
-from stoplist_nb.errors import InvalidInput
 
 __all__ = [
     "COMMON_COLUMNS",
@@ -147,11 +146,11 @@ def flatten_profiles(data: pa.Array) -> pa.Table:
         zip([*fixed, *(n for n, _, _ in dynamic)], fl.expand(leaves, rows), strict=True)
     )
     for name in fixed:
-        sub_arrays[name] = co.CONVERTERS[cols.KINDS[name]](sub_arrays[name])
+        sub_arrays[name] = cols.CONVERTERS[cols.KINDS[name]](sub_arrays[name])
 
-    ids = [co.to_text(a) for key in cols.ID_KEYS for name, a in fields if name == key]
+    ids = [cols.to_text(a) for key in cols.ID_KEYS for name, a in fields if name == key]
     if not ids:
-        ids = [pa.nulls(len(profiles), co.TEXT)]
+        ids = [pa.nulls(len(profiles), cols.TEXT)]
     own = [(n, a) for n, a in fields if n not in cols.ID_KEYS and a is not subs]
     profile_id, *own_arrays = fl.take(
         [pc.coalesce(*ids) if len(ids) > 1 else ids[0], *(a for _, a in own)], rows.profile_take
@@ -165,7 +164,7 @@ def flatten_profiles(data: pa.Array) -> pa.Table:
     def fixed_column(name: str) -> tuple[str, str, str, pa.Array]:
         array = sub_arrays.get(name)
         if array is None:
-            array = pa.nulls(rows.count, co.ARROW_TYPES[cols.KINDS[name]])
+            array = pa.nulls(rows.count, cols.ARROW_TYPES[cols.KINDS[name]])
         return (name, "cats" if name == cols.CATS else "fixed", name, array)
 
     columns.extend(fixed_column(name) for name in SUBSCRIPTION_COLUMNS)
@@ -238,7 +237,7 @@ def frame_from_tables(tables: Sequence[pa.Table]) -> pd.DataFrame:
                     pieces.extend(columns[name].chunks)
                 else:
                     pieces.append(table.num_rows)
-            data[name] = co.to_pandas(pieces, cols.KINDS.get(name), KIND_DTYPES)
+            data[name] = cols.to_pandas(pieces, cols.KINDS.get(name), KIND_DTYPES)
     total = sum(t.num_rows for t in tables)
     return pd.DataFrame(data, index=pd.RangeIndex(total), copy=False)
 

@@ -1,7 +1,8 @@
-"""Row mechanics behind :mod:`stoplist_nb.normalize`: one row per subscription.
+"""Row mechanics behind :mod:`stoplist_nb.profiles.normalize`: one row per subscription.
 
-Column names live in ``normalize``; this module only explodes a page's
-subscription lists into rows, with Arrow and numpy, never a loop over profiles.
+Column names and kinds live in :mod:`stoplist_nb.profiles.columns`; this
+module only explodes a page's subscription lists into rows, with Arrow and
+numpy, never a loop over profiles.
 """
 
 from __future__ import annotations

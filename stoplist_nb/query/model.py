@@ -1,4 +1,4 @@
-"""The query model behind :mod:`stoplist_nb.query`: ``F`` and the conditions it builds.
+"""The query model behind :mod:`stoplist_nb.query`: ``F``, its conditions, and their groups.
 
 Every node is immutable and compares by value, so queries can be used as
 dict keys and compared in tests. Values are frozen on the way in (lists become
@@ -17,9 +17,12 @@ Negation rules (``~``):
   ``{"$nor": [a, b]}`` (the same thing); ``~Nor(a, b)`` is ``Or(a, b)`` and
   ``~Nor(x)`` is ``x``. So ``~~q == q`` for anything ``F`` builds.
 
-The base ``Query`` and the groups ``And``, ``Or`` and ``Nor`` are in
-:mod:`stoplist_nb._querygroups` and are re-exported here, so this module is the
-whole model.
+Every node knows how deep its ``to_mongo()`` nests, from its items' depths, and
+refuses to be built deeper than :data:`~stoplist_nb.query.values.MAX_DEPTH`: MongoDB
+would refuse the filter anyway, and within that bound the recursive ``to_mongo``,
+``repr``, ``==`` and ``hash`` cannot exhaust the stack. ``&`` and ``|`` of one
+kind flatten, so long chains of them stay shallow; what nests is alternating
+them, or ``~`` of a group inside another group.
 """
 
 from __future__ import annotations
@@ -29,9 +32,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from stoplist_nb._frozen import FrozenDict, freeze, json_depth, key_problem, thaw, value_key
-from stoplist_nb._querygroups import And, Nor, Or, Query, set_depth
 from stoplist_nb.errors import InvalidQuery
+from stoplist_nb.query.values import (
+    MAX_DEPTH,
+    FrozenDict,
+    freeze,
+    json_depth,
+    key_problem,
+    thaw,
+    too_deep,
+    value_key,
+)
 
 __all__ = ["CONDITION_OPERATORS", "And", "Condition", "F", "Nor", "Or", "Query"]
 
@@ -45,6 +56,214 @@ _OPPOSITE = {"$eq": "$ne", "$ne": "$eq", "$in": "$nin", "$nin": "$in"}
 _SYMBOL = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _METHOD = {"$in": "isin", "$nin": "notin", "$exists": "exists", "$elemMatch": "elem_match"}
 _REGEX_OPTIONS = frozenset("imxsu")
+
+
+class Query:
+    """Base of every query node: combine with ``&``, ``|``, ``~``; send ``to_mongo()``.
+
+    >>> from stoplist_nb.query.model import F
+    >>> q = (F("_city") == "Moscow") | ~F("email").exists()
+    >>> q.to_mongo()
+    {'$or': [{'_city': 'Moscow'}, {'email': {'$exists': False}}]}
+    """
+
+    __slots__ = ()
+    #: How many levels ``to_mongo()`` nests; each node sets it when built.
+    _depth: int
+
+    def to_mongo(self) -> dict[str, Any]:
+        """Return the MongoDB filter, a fresh dict of plain lists and dicts."""
+        raise NotImplementedError
+
+    def _key(self) -> Any:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Query):
+            return NotImplemented
+        return type(self) is type(other) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._key()))
+
+    def __and__(self, other: Query) -> Query:
+        if not isinstance(other, Query):
+            return NotImplemented
+        return And((self, other))
+
+    def __or__(self, other: Query) -> Query:
+        if not isinstance(other, Query):
+            return NotImplemented
+        return Or((self, other))
+
+    def __invert__(self) -> Query:
+        raise NotImplementedError
+
+    def __bool__(self) -> bool:
+        # `a and b` or `1 < F("x") < 5` would otherwise silently keep one side only.
+        raise TypeError("a Query has no truth value: combine queries with &, | and ~")
+
+
+def _set_depth(node: Query, depth: int, name: str) -> None:
+    """Record how deep ``node.to_mongo()`` nests, or refuse to build ``node``."""
+    if depth > MAX_DEPTH:
+        raise too_deep(name)
+    object.__setattr__(node, "_depth", depth)
+
+
+def _items(items: Iterable[Query], name: str, flatten: type[_Group] | None) -> tuple[Query, ...]:
+    out: list[Query] = []
+    for item in items:
+        if not isinstance(item, Query):
+            raise InvalidQuery(f"{name} takes queries, not {type(item).__name__}")
+        out.extend(item.items if flatten and isinstance(item, flatten) else [item])
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False, repr=False, init=False)
+class _Group(Query):
+    items: tuple[Query, ...]
+
+    def _key(self) -> Any:
+        return self.items
+
+
+@dataclass(frozen=True, eq=False, repr=False, init=False)
+class And(_Group):
+    """All of ``items``; nested ``And`` are flattened, ``And([])`` matches everything.
+
+    Conditions on different fields merge into one dict (MongoDB's implicit AND);
+    anything else, two conditions on one field included, goes under ``$and``.
+
+    >>> from stoplist_nb.query.model import F
+    >>> q = (F("a") >= 1) & (F("a") < 5) & (F("b") == "x")
+    >>> q
+    (F('a') >= 1) & (F('a') < 5) & (F('b') == 'x')
+    >>> q.to_mongo()
+    {'$and': [{'a': {'$gte': 1}}, {'a': {'$lt': 5}}, {'b': 'x'}]}
+    >>> ((F("a") == 1) & F("b").exists()).to_mongo()
+    {'a': 1, 'b': {'$exists': True}}
+    """
+
+    def __init__(self, items: Iterable[Query] = ()) -> None:
+        flat = _items(items, "And", And)
+        object.__setattr__(self, "items", flat)
+        if not flat:
+            depth = 1
+        elif _merges(flat):  # one dict, not the two levels of {"$and": [...]}
+            depth = max(item._depth for item in flat)
+        else:
+            depth = _group_depth(flat)
+        _set_depth(self, depth, "And")
+
+    def to_mongo(self) -> dict[str, Any]:
+        """Return the merged dict, ``{"$and": [...]}``, or ``{}`` when empty."""
+        if not self.items:
+            return {}
+        if _merges(self.items):
+            merged: dict[str, Any] = {}
+            for item in self.items:
+                merged.update(item.to_mongo())  # {path: ...}, a different path each
+            return merged
+        return {"$and": [i.to_mongo() for i in self.items]}
+
+    def __invert__(self) -> Query:
+        return Nor((self,))
+
+    def __repr__(self) -> str:
+        if len(self.items) < 2:
+            return f"And({list(self.items)!r})"
+        return " & ".join(_wrap(i, Or) for i in self.items)
+
+
+@dataclass(frozen=True, eq=False, repr=False, init=False)
+class Or(_Group):
+    """Any of two or more ``items`` (``$or``); nested ``Or`` are flattened.
+
+    >>> from stoplist_nb.query.model import F
+    >>> ((F("_city") == "Moscow") | (F("_city") == "Kazan")).to_mongo()
+    {'$or': [{'_city': 'Moscow'}, {'_city': 'Kazan'}]}
+    """
+
+    def __init__(self, items: Iterable[Query]) -> None:
+        flat = _items(items, "Or", Or)
+        if len(flat) < 2:
+            raise InvalidQuery("Or takes two or more queries; use the query itself")
+        object.__setattr__(self, "items", flat)
+        _set_depth(self, _group_depth(flat), "Or")
+
+    def to_mongo(self) -> dict[str, Any]:
+        """Return ``{"$or": [...]}``."""
+        return {"$or": [i.to_mongo() for i in self.items]}
+
+    def __invert__(self) -> Query:
+        return Nor(self.items)
+
+    def __repr__(self) -> str:
+        return " | ".join(_wrap(i, And) for i in self.items)
+
+
+@dataclass(frozen=True, eq=False, repr=False, init=False)
+class Nor(_Group):
+    """None of ``items`` (``$nor``); what ``~`` makes of a group.
+
+    ``Nor([Or(items)])`` is stored as ``Nor(items)``, which means the same.
+
+    >>> from stoplist_nb.query.model import F
+    >>> q = ~((F("a") >= 1) & (F("a") < 5))
+    >>> q.to_mongo()
+    {'$nor': [{'$and': [{'a': {'$gte': 1}}, {'a': {'$lt': 5}}]}]}
+    >>> ~q
+    (F('a') >= 1) & (F('a') < 5)
+    """
+
+    def __init__(self, items: Iterable[Query]) -> None:
+        flat = _items(items, "Nor", None)
+        if len(flat) == 1 and isinstance(flat[0], Or):
+            flat = flat[0].items
+        if not flat:
+            raise InvalidQuery("Nor takes one or more queries")
+        object.__setattr__(self, "items", flat)
+        _set_depth(self, _group_depth(flat), "Nor")
+
+    def to_mongo(self) -> dict[str, Any]:
+        """Return ``{"$nor": [...]}``."""
+        return {"$nor": [i.to_mongo() for i in self.items]}
+
+    def __invert__(self) -> Query:
+        return self.items[0] if len(self.items) == 1 else Or(self.items)
+
+    def __repr__(self) -> str:
+        if len(self.items) > 1:
+            return f"~({Or(self.items)!r})"
+        if isinstance(self.items[0], And):
+            return f"~({self.items[0]!r})"
+        return f"Nor({list(self.items)!r})"
+
+
+def _group_depth(items: tuple[Query, ...]) -> int:
+    # {"$op": [item, ...]}: a dict and a list around the deepest item.
+    return 2 + max(item._depth for item in items)
+
+
+def _merges(items: tuple[Query, ...]) -> bool:
+    """Whether the items can be one dict of fields (MongoDB's implicit AND)."""
+    paths = [item.path if isinstance(item, Condition) else None for item in items]
+    # One item stays under $and, or it would read back as the bare item.
+    return len(paths) > 1 and None not in paths and len(set(paths)) == len(paths)
+
+
+def _wrap(item: Query, group: type[_Group]) -> str:
+    # & binds tighter than ==, so comparisons need brackets; a group of the
+    # other kind gets them for the reader.
+    if _is_comparison(item) or isinstance(item, group):
+        return f"({item!r})"
+    return repr(item)
+
+
+def _is_comparison(item: Query) -> bool:
+    """Whether the repr is ``F(...) <op> value``, which needs brackets in a group."""
+    return isinstance(item, Condition) and item.op in _SYMBOL and not item.negated
 
 
 def _check_path(path: Any) -> None:
@@ -121,7 +340,7 @@ class Condition(Query):
         object.__setattr__(self, "options", "".join(sorted(set(self.options))))
         # {path: value} for a plain $eq, {path: {op: value}}, {path: {"$not": {op: value}}}.
         bare = op == "$eq" and not isinstance(value, FrozenDict)
-        set_depth(self, 1 + depth + (0 if bare else 1) + (1 if negated else 0), where)
+        _set_depth(self, 1 + depth + (0 if bare else 1) + (1 if negated else 0), where)
 
     def _operand(self) -> dict[str, Any]:
         arg = self.value.to_mongo() if isinstance(self.value, Query) else thaw(self.value)
@@ -151,12 +370,6 @@ class Condition(Query):
 
     def __invert__(self) -> Condition:
         return Condition(self.path, self.op, self.value, self.options, not self.negated)
-
-    def _field_path(self) -> str:
-        return self.path
-
-    def _is_comparison(self) -> bool:
-        return self.op in _SYMBOL and not self.negated
 
     def __repr__(self) -> str:
         field, op = f"F({self.path!r})", self.op

@@ -1,4 +1,4 @@
-"""MongoDB queries for ``profiles/list``: validation before anything is sent.
+"""MongoDB queries for ``profiles/list``: validated before anything is sent, and parsed.
 
 Pure: no I/O. The service evaluates ``query`` as a MongoDB filter; a mistake
 there costs a round trip and comes back as a terse 400, so the common ones
@@ -6,8 +6,9 @@ there costs a round trip and comes back as a terse 400, so the common ones
 caught here with the exact place named.
 
 Queries can also be built and taken apart as objects (see
-:mod:`stoplist_nb._querymodel` for the negation rules):
+:mod:`stoplist_nb.query.model` for the negation rules):
 
+>>> from stoplist_nb.query import F
 >>> q = (F("_city") == "Moscow") | (F("subscriptions.channel") == "email")
 >>> q.to_mongo()
 {'$or': [{'_city': 'Moscow'}, {'subscriptions.channel': 'email'}]}
@@ -20,23 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stoplist_nb._frozen import MAX_DEPTH, json_depth, plain
-from stoplist_nb._querymodel import And, Condition, F, Nor, Or, Query
 from stoplist_nb.errors import InvalidQuery
+from stoplist_nb.query.model import And, Condition, Nor, Or, Query
+from stoplist_nb.query.values import json_depth, plain
 
-__all__ = [
-    "FIELD_OPERATORS",
-    "LOGICAL_OPERATORS",
-    "MAX_DEPTH",
-    "And",
-    "Condition",
-    "F",
-    "Nor",
-    "Or",
-    "Query",
-    "parse_query",
-    "validate_query",
-]
+__all__ = ["FIELD_OPERATORS", "LOGICAL_OPERATORS", "parse_query", "validate_query"]
 
 #: Operators that combine whole conditions, allowed where a query is.
 LOGICAL_OPERATORS = frozenset({"$and", "$or", "$nor", "$comment"})

@@ -31,7 +31,7 @@ written, and empty fields under ``""``. Members are streamed from the archive
 into pyarrow's CSV reader, never written to disk, and never read beyond their
 declared size.
 
-Against zip bombs (see :mod:`stoplist_nb._zipmembers`): an archive listing
+Against zip bombs (see :mod:`stoplist_nb.suppression.zipmembers`): an archive listing
 more than 10,000 members is refused before its directory is parsed; the
 members read must declare no more than ``max_size`` bytes together, nor more
 than ``max_ratio`` times the archive's size together or their own packed size
@@ -55,10 +55,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from stoplist_nb._csvlayout import SAMPLE, Layout, detect
-from stoplist_nb._hex import hex_bytes, lower_hex
-from stoplist_nb._match import kind_column, kind_counts
-from stoplist_nb._zipmembers import (
+from stoplist_nb.errors import BadArchive, InvalidInput
+from stoplist_nb.suppression.csvlayout import SAMPLE, Layout, detect
+from stoplist_nb.suppression.hexdigits import hex_bytes, lower_hex
+from stoplist_nb.suppression.matching import kind_column, kind_counts
+from stoplist_nb.suppression.zipmembers import (
     Budget,
     Capped,
     check_bomb,
@@ -66,7 +67,6 @@ from stoplist_nb._zipmembers import (
     open_archive,
     zip_faults,
 )
-from stoplist_nb.errors import BadArchive, InvalidInput
 
 __all__ = ["hashed_csv_members", "read_hashed_csv"]
 

@@ -1,8 +1,8 @@
-"""Detecting the layout of a CSV member from its first bytes, for :mod:`stoplist_nb.hashfile`.
+"""The layout of a CSV member of an export, detected from its first bytes.
 
 The service does not document the CSV, so the separator, the MD5 column and
 whether the first line is a header are guessed from a sample; the rules are
-set out in :mod:`stoplist_nb.hashfile`'s docstring.
+set out in :mod:`stoplist_nb.suppression.archive`'s docstring.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ ZIP of MD5-hashed contacts). :func:`read_suppression_list` runs the whole flow;
 the steps are public for when a step must be retried on its own.
 
 Waiting on the task (status words, polling, the deadline) is in
-:mod:`stoplist_nb._tasks`; its names are re-exported here.
+:mod:`stoplist_nb.suppression.tasks`; its names are re-exported here.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import Any
 import pandas as pd
 
 from stoplist_nb import errors
-from stoplist_nb._match import add_counts
-from stoplist_nb._tasks import TaskStatus, get_task, wait_for_task
 from stoplist_nb.client import Client
-from stoplist_nb.hashfile import read_hashed_csv
+from stoplist_nb.suppression.archive import read_hashed_csv
+from stoplist_nb.suppression.matching import add_counts
+from stoplist_nb.suppression.tasks import TaskStatus, get_task, wait_for_task
 
 __all__ = [
     "EXPORT_TYPES",
@@ -107,7 +107,7 @@ def read_suppression_list(
     """Export a suppression list and read its MD5 hashes into a DataFrame.
 
     Starts the export, waits for it, downloads the ZIP and reads the CSV in
-    it (see :func:`~stoplist_nb.hashfile.read_hashed_csv` for the columns).
+    it (see :func:`~stoplist_nb.suppression.archive.read_hashed_csv` for the columns).
 
     Args:
         client: The API client.
@@ -119,14 +119,14 @@ def read_suppression_list(
         poll_interval: Seconds before the second status poll (it grows after).
         timeout: Seconds to wait for the task.
         max_size, max_ratio: The zip-bomb limits of
-            :func:`~stoplist_nb.hashfile.read_hashed_csv`, to raise for a huge
+            :func:`~stoplist_nb.suppression.archive.read_hashed_csv`, to raise for a huge
             list; ``max_size`` also caps the download.
 
     Returns:
         The hashes; ``attrs`` hold ``task_id``, ``list_id``, ``type``,
         ``total`` (as the service reported it), ``file`` and, when the CSV
         names the kind of each row, ``kinds`` (rows per kind, see
-        :func:`~stoplist_nb.hashfile.read_hashed_csv`).
+        :func:`~stoplist_nb.suppression.archive.read_hashed_csv`).
 
     Raises:
         TaskFailed, TaskTimeout: The task failed or ran past ``timeout``; both

@@ -58,9 +58,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoplist_nb._astext import arrow_text, as_text
-from stoplist_nb._match import KINDS, check_args, match_kinds, md5_digests, suppressed_text
 from stoplist_nb.errors import InvalidInput
+from stoplist_nb.suppression.matching import (
+    KINDS,
+    check_args,
+    match_kinds,
+    md5_digests,
+    suppressed_text,
+)
+from stoplist_nb.suppression.text import arrow_text, as_text
 
 __all__ = [
     "canonical_domain",
@@ -336,7 +342,7 @@ def flag_suppressed(
 
     Args:
         contacts: The contacts, one per row.
-        suppressed: A DataFrame from :func:`~stoplist_nb.hashfile.read_hashed_csv`
+        suppressed: A DataFrame from :func:`~stoplist_nb.suppression.archive.read_hashed_csv`
             (its ``md5`` column, and its ``type`` or ``kind`` column if any), a
             Series or any collection of MD5 hex strings.
         email: The column of e-mail addresses.

@@ -1,8 +1,9 @@
 """Whole Arrow chunks of 32-character hex strings, decoded or lowercased at once.
 
-Shared by :mod:`stoplist_nb.hashing` (matching against a suppression list) and
-:mod:`stoplist_nb.hashfile` (cleaning the list's ``md5`` column): both take
-this fast path when a chunk is clean hex, and a slower regex path otherwise.
+Shared by :mod:`stoplist_nb.suppression.matching` (lookups in a suppression
+list) and :mod:`stoplist_nb.suppression.archive` (cleaning the list's ``md5``
+column): both take this fast path when a chunk is clean hex, and a slower regex
+path otherwise.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""MD5 lookups in a suppression list, behind :func:`~stoplist_nb.hashing.flag_suppressed`.
+"""MD5 lookups in a suppression list, behind :func:`~stoplist_nb.flag_suppressed`.
 
 Hex MD5 strings are decoded to 16-byte digests (held as two uint64), the list
 is thinned to the buckets the queries occupy, and ``pc.is_in`` does the rest.
@@ -18,9 +18,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoplist_nb._astext import arrow_text
-from stoplist_nb._hex import hex_bytes
 from stoplist_nb.errors import InvalidInput
+from stoplist_nb.suppression.hexdigits import hex_bytes
+from stoplist_nb.suppression.text import arrow_text
 
 #: The kinds of contact a list row can hold, most specific first (the precedence).
 KINDS = ("email", "phone", "domain")

@@ -1,6 +1,6 @@
 """Contact values of any type as text, one scalar or a whole pandas Series at once.
 
-Behind :mod:`stoplist_nb.hashing`: numbers are read as their digits (a phone
+Behind :mod:`stoplist_nb.suppression.hashing`: numbers are read as their digits (a phone
 column with gaps arrives as float64) and ``None``, ``NaN`` and ``pd.NA`` are
 missing, so the vectorized and scalar paths agree on what a value's text is.
 """

@@ -1,7 +1,7 @@
 """Which members of a ZIP archive to read, and the limits against zip bombs.
 
-Behind :mod:`stoplist_nb.hashfile`. Before :mod:`zipfile` parses the archive's
-directory, its end record is read: an archive that lists more than
+Behind :mod:`stoplist_nb.suppression.archive`. Before :mod:`zipfile` parses the
+archive's directory, its end record is read: an archive that lists more than
 :data:`MAX_MEMBERS` entries, or whose directory takes more than
 :data:`MAX_DIRECTORY` bytes, is refused. Members are then chosen by name and
 kind, and checked before anything is unpacked: their declared sizes together

@@ -1,7 +1,10 @@
 """A query builder widget for ``profiles/list``, for Jupyter.
 
 Needs ipywidgets (``pip install 'stoplist_nb[widgets]'``); ``import stoplist_nb``
-does not import this module.
+does not import this package. A condition is a row
+(:mod:`~stoplist_nb.widgets.rows`), rows nest in groups
+(:mod:`~stoplist_nb.widgets.groups`), and what a field's kind allows is in
+:mod:`~stoplist_nb.widgets.kinds`.
 """
 
 from __future__ import annotations
@@ -21,13 +24,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 import pandas as pd
 from traitlets import TraitError
 
-from stoplist_nb._widgetgroups import GroupBox
-from stoplist_nb._widgetkinds import OPERATORS
 from stoplist_nb.client import Client
 from stoplist_nb.errors import InvalidInput, InvalidQuery
-from stoplist_nb.fields import database_fields
 from stoplist_nb.profiles import read_profiles
+from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.query import And, Query, parse_query
+from stoplist_nb.widgets.groups import GroupBox
+from stoplist_nb.widgets.kinds import OPERATORS
 
 __all__ = ["OPERATORS", "QueryBuilder"]
 

@@ -1,8 +1,8 @@
 """The groups of :class:`stoplist_nb.widgets.QueryBuilder`: the :class:`GroupBox`.
 
-A group combines :class:`~stoplist_nb._widgetrows.ConditionRow` rows and
+A group combines :class:`~stoplist_nb.widgets.rows.ConditionRow` rows and
 sub-groups with AND / OR and an optional NOT, and maps itself to an ``And``,
-``Or`` or ``Nor`` and back. It is apart from :mod:`stoplist_nb._widgetrows`
+``Or`` or ``Nor`` and back. It is apart from :mod:`stoplist_nb.widgets.rows`
 because it only nests and combines: what a single condition may hold is the
 row's business.
 """
@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 
 import ipywidgets as w
 
-from stoplist_nb._widgetkinds import OPERATORS
-from stoplist_nb._widgetrows import ConditionRow
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query import And, Condition, Nor, Or, Query
+from stoplist_nb.widgets.kinds import OPERATORS
+from stoplist_nb.widgets.rows import ConditionRow
 
 
 class GroupBox(w.VBox):  # type: ignore[misc]

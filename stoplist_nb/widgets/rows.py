@@ -3,7 +3,7 @@
 A row turns field / operator / value widgets into one
 :class:`~stoplist_nb.query.Condition` and back, choosing the operators and the
 value widget from the field's kind. It is apart from
-:mod:`stoplist_nb._widgetgroups`, which nests rows in AND / OR groups, because
+:mod:`stoplist_nb.widgets.groups`, which nests rows in AND / OR groups, because
 all the per-field typing (numbers, dates, regexes, what a row can show exactly)
 is here and none of it is in the groups.
 """
@@ -17,7 +17,9 @@ from typing import Any
 import ipywidgets as w
 from traitlets import TraitError
 
-from stoplist_nb._widgetkinds import (
+from stoplist_nb.errors import InvalidQuery
+from stoplist_nb.query import Condition, F
+from stoplist_nb.widgets.kinds import (
     OPERATORS,
     REGEX_KEYS,
     guess_type,
@@ -29,8 +31,6 @@ from stoplist_nb._widgetkinds import (
     unescape,
     valid_date,
 )
-from stoplist_nb.errors import InvalidQuery
-from stoplist_nb.query import Condition, F
 
 
 class ConditionRow(w.HBox):  # type: ignore[misc]

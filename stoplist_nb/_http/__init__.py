@@ -1,0 +1,25 @@
+"""Everything that touches requests and urllib3, behind :class:`Transport`.
+
+:mod:`~stoplist_nb._http.transport` sends and receives; the retry policy
+(:mod:`~stoplist_nb._http.retry`), the overall deadline of an exchange
+(:mod:`~stoplist_nb._http.deadline`), which redirects are followed
+(:mod:`~stoplist_nb._http.redirects`) and how a reply or a status becomes an
+exception (:mod:`~stoplist_nb._http.replies`) are its parts. Here is what
+:mod:`stoplist_nb.client` builds on.
+"""
+
+from stoplist_nb._http.transport import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MIN_DOWNLOAD_RATE,
+    DEFAULT_TIMEOUT,
+    Transport,
+    check_envelope,
+)
+
+__all__ = [
+    "DEFAULT_DEADLINE",
+    "DEFAULT_MIN_DOWNLOAD_RATE",
+    "DEFAULT_TIMEOUT",
+    "Transport",
+    "check_envelope",
+]
