@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import atexit
 import getpass
-import os
 import threading
 from typing import TYPE_CHECKING, Any
 
 from stoplist_nb import errors
-from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client
+from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client, settings_from_env
 
 if TYPE_CHECKING:
     from stoplist_nb.demo import DemoService
@@ -38,8 +37,9 @@ def connect(
 ) -> Client:
     """Return a client for your account, or for the embedded demo service.
 
-    With ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` set, this is
-    :meth:`Client.from_env`. With neither set, it starts the embedded demo
+    The environment is read by :func:`~stoplist_nb.client.settings_from_env`,
+    as everywhere: with ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` set, this
+    is :meth:`Client.from_env`. With neither set, it starts the embedded demo
     service on loopback (once per Python process and data set) and prints one
     line saying that the data are demo data, with the demo's database id (1) and
     suppression-list id (7).
@@ -68,24 +68,9 @@ def connect(
     >>> client = sn.connect()  # doctest: +SKIP
     Demo data: the embedded demo service (2000 generated profiles); database id 1, ...
     """
-    url = os.environ.get(ENV_URL, "").strip()
-    token = os.environ.get(ENV_TOKEN, "").strip()
-    if url:
-        if not token and ask_token:
-            token = getpass.getpass(f"API token for {url}: ").strip()
-        if not token:
-            raise _misconfigured(
-                f"{ENV_URL} is set but {ENV_TOKEN} is not",
-                f"export {ENV_TOKEN} before starting Jupyter, or call "
-                "connect(ask_token=True) to type it (it is not stored in the notebook)",
-            )
-        return Client(url, token, **client_options)
-    if token:
-        raise _misconfigured(
-            f"{ENV_TOKEN} is set but {ENV_URL} is not",
-            f"export {ENV_URL} too (e.g. https://your-platform.example), or unset "
-            f"{ENV_TOKEN} to use the embedded demo service",
-        )
+    settings = settings_from_env(ask=_ask_token if ask_token else None)
+    if settings is not None:
+        return Client(settings.url, settings.token, **client_options)
     svc = _demo_service(profiles, seed)
     if not quiet:
         print(
@@ -96,10 +81,8 @@ def connect(
     return Client(svc.base_url, svc.token, **client_options)
 
 
-def _misconfigured(message: str, hint: str) -> errors.InvalidInput:
-    exc = errors.InvalidInput(message)
-    exc.hint = hint
-    return exc
+def _ask_token(url: str) -> str:
+    return getpass.getpass(f"API token for {url}: ")
 
 
 def _demo_service(profiles: int, seed: int) -> DemoService:

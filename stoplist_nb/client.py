@@ -12,7 +12,8 @@ import os
 import pathlib
 import tempfile
 import unicodedata
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 from urllib.parse import quote
@@ -33,10 +34,68 @@ from stoplist_nb._json import Reply, read_reply
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
 from stoplist_nb._redact import redact
 
-__all__ = ["ENV_TOKEN", "ENV_URL", "Client", "Page", "safe_download_path"]
+__all__ = [
+    "ENV_TOKEN",
+    "ENV_URL",
+    "Client",
+    "EnvSettings",
+    "Page",
+    "safe_download_path",
+    "settings_from_env",
+]
 
 ENV_URL = "STOPLIST_NB_URL"
 ENV_TOKEN = "STOPLIST_NB_TOKEN"
+
+
+@dataclass(frozen=True)
+class EnvSettings:
+    """The service named by the environment (the token is left out of ``repr``)."""
+
+    url: str
+    token: str = field(repr=False)
+
+
+def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings | None:
+    """Read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``: the one rule for every entry point.
+
+    Both set: that service. Neither set: ``None`` (``connect()`` then starts
+    the embedded demo service; ``Client.from_env`` and the command line refuse).
+    Only one set: ``InvalidInput`` naming the missing one, since the API takes
+    no call without a token. Blank values count as unset; both are stripped.
+
+    Args:
+        ask: Called with the URL when only the URL is set, to supply the token
+            (``connect(ask_token=True)`` passes :func:`getpass.getpass`); an
+            empty answer is refused like a missing variable.
+
+    Raises:
+        InvalidInput: Only one of the two is set. The message names the
+            variables, never their values.
+    """
+    url = os.environ.get(ENV_URL, "").strip()
+    token = os.environ.get(ENV_TOKEN, "").strip()
+    if url and not token and ask is not None:
+        token = ask(url).strip()
+    if url and token:
+        return EnvSettings(url, token)
+    if url:
+        missing, other = ENV_TOKEN, ENV_URL
+        hint = (
+            f"export {ENV_TOKEN} too (it is never printed); in a notebook, "
+            "sn.connect(ask_token=True) asks for it instead"
+        )
+    elif token:
+        missing, other = ENV_URL, ENV_TOKEN
+        hint = (
+            f"export {ENV_URL} too (e.g. https://your-platform.example), or unset "
+            f"{ENV_TOKEN} for sn.connect() to use the embedded demo service"
+        )
+    else:
+        return None
+    exc = errors.InvalidInput(f"{other} is set but {missing} is not")
+    exc.hint = hint
+    raise exc
 
 
 class Client:
@@ -58,9 +117,12 @@ class Client:
             a big archive on a slow link finishes, a trickle does not.
             ``None``: downloads get the plain ``deadline``.
         retry: A urllib3 ``Retry`` policy, an int (number of retries), ``True``
-            for :func:`~stoplist_nb._http.retry.default_retry` or ``False``.
-        session: A ``requests.Session`` to use (for proxies, certificates);
-            retry adapters are mounted on it for ``base_url`` only.
+            for :func:`~stoplist_nb.default_retry` or ``False``.
+        session: A ``requests.Session`` to use (for proxies, certificates).
+            It stays yours: the client mounts its retry adapters on it for
+            URLs under ``base_url`` only (other URLs keep the session's own
+            adapters), and :meth:`close` takes them off again, restoring what
+            was mounted there before, without closing the session.
 
     >>> client = Client("https://api.example.com", "secret")
     >>> client
@@ -104,13 +166,21 @@ class Client:
         """Build a client from ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``.
 
         Keeping the token in the environment keeps it out of the notebook.
+        Both must be set (see :func:`settings_from_env`).
+
+        Raises:
+            InvalidInput: Either variable is not set.
 
         >>> client = Client.from_env()  # doctest: +SKIP
         """
-        url = os.environ.get(ENV_URL, "").strip()
-        if not url:
-            raise errors.InvalidInput(f"set {ENV_URL} (and {ENV_TOKEN}) in the environment")
-        return cls(url, os.environ.get(ENV_TOKEN) or None, **kwargs)
+        settings = settings_from_env()
+        if settings is None:
+            exc = errors.InvalidInput(f"{ENV_URL} and {ENV_TOKEN} are not set")
+            exc.hint = (
+                f"export {ENV_URL}=https://your-platform.example and {ENV_TOKEN}=<your token>"
+            )
+            raise exc
+        return cls(settings.url, settings.token, **kwargs)
 
     @property
     def base_url(self) -> str:
@@ -130,7 +200,12 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Close the HTTP connections."""
+        """Close the HTTP connections the client opened.
+
+        A session the client created is closed. A session passed in is not:
+        the adapters the client mounted on it are closed and removed, and the
+        session is left as it was given.
+        """
         self._transport.close()
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
@@ -170,7 +245,10 @@ class Client:
             params: The body of every request; its ``limit`` is the page size.
             from_id: The cursor to start from (``None``: the beginning).
             max_rows: Stop after this many rows; the last request asks for
-                only what is missing, so the cursor stays exact.
+                only what is missing, so the cursor stays exact. Rows, not
+                profiles: this walks any cursor endpoint, and the functions
+                of one endpoint name it after what it lists (``max_profiles``
+                of :func:`~stoplist_nb.read_profiles`).
             lookahead: Requests to send while earlier replies are still being
                 parsed, on the cursor read from their raw bytes (one at a time,
                 and sent again if the parsed cursor differs); ``0`` waits for

@@ -11,6 +11,7 @@ from urllib3.util.retry import Retry
 
 import stoplist_nb as sn
 from stoplist_nb._http.transport import NON_REPLAYABLE, CappedRetry, default_retry
+from stoplist_nb.client import settings_from_env
 from stoplist_nb.demo import DemoService, serve
 
 
@@ -33,14 +34,43 @@ def test_repr_shows_url_not_token(demo: DemoService) -> None:
     assert demo.token not in str(vars(client))
 
 
-def test_from_env(monkeypatch: pytest.MonkeyPatch, demo: DemoService) -> None:
-    monkeypatch.setenv("STOPLIST_NB_URL", demo.base_url)
-    monkeypatch.setenv("STOPLIST_NB_TOKEN", demo.token)
+def test_from_env_with_url_and_token(monkeypatch: pytest.MonkeyPatch, demo: DemoService) -> None:
+    monkeypatch.setenv("STOPLIST_NB_URL", f" {demo.base_url}\n")
+    monkeypatch.setenv("STOPLIST_NB_TOKEN", f"{demo.token}\n")  # as $(cat token.txt) leaves it
     with sn.Client.from_env() as client:
         assert client.call("databases/fields_get", id=demo.db_id)["data"]
-    monkeypatch.delenv("STOPLIST_NB_URL")
-    with pytest.raises(sn.InvalidInput, match="STOPLIST_NB_URL"):
+
+
+@pytest.mark.parametrize(
+    ("url", "token", "message"),
+    [
+        ("http://127.0.0.1:9", None, "STOPLIST_NB_URL is set but STOPLIST_NB_TOKEN is not"),
+        ("http://127.0.0.1:9", "  ", "STOPLIST_NB_URL is set but STOPLIST_NB_TOKEN is not"),
+        (None, "s3cr3t-token-value", "STOPLIST_NB_TOKEN is set but STOPLIST_NB_URL is not"),
+        (None, None, "STOPLIST_NB_URL and STOPLIST_NB_TOKEN are not set"),
+    ],
+)
+def test_from_env_refuses_an_incomplete_environment(
+    monkeypatch: pytest.MonkeyPatch, url: str | None, token: str | None, message: str
+) -> None:
+    for name, value in (("STOPLIST_NB_URL", url), ("STOPLIST_NB_TOKEN", token)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    with pytest.raises(sn.InvalidInput) as info:
         sn.Client.from_env()
+    assert str(info.value).startswith(message + " (export ")
+    assert "s3cr3t" not in str(info.value)
+
+
+def test_settings_from_env_keeps_the_token_out_of_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STOPLIST_NB_URL", "https://api.example.com")
+    monkeypatch.setenv("STOPLIST_NB_TOKEN", "s3cr3t-token-value")
+    settings = settings_from_env()
+    assert settings is not None
+    assert (settings.url, settings.token) == ("https://api.example.com", "s3cr3t-token-value")
+    assert "s3cr3t" not in repr(settings)
 
 
 @pytest.mark.parametrize("base_url", ["", "ftp://x", "api.example.com", None])

@@ -73,15 +73,32 @@ def test_url_without_token_is_refused_before_any_request(
 ) -> None:
     monkeypatch.setenv(URL, demo.base_url)
     monkeypatch.delenv(TOKEN, raising=False)
-    with pytest.raises(sn.InvalidInput, match=r"STOPLIST_NB_TOKEN is not.*ask_token=True"):
+    with pytest.raises(sn.InvalidInput) as info:
         sn.connect()
+    assert str(info.value).startswith("STOPLIST_NB_URL is set but STOPLIST_NB_TOKEN is not")
+    assert "ask_token=True" in str(info.value)
+    assert demo.requests == []
+
+
+def test_ask_token_with_an_empty_answer_is_refused(
+    monkeypatch: pytest.MonkeyPatch, demo: DemoService
+) -> None:
+    monkeypatch.setenv(URL, demo.base_url)
+    monkeypatch.delenv(TOKEN, raising=False)
+    monkeypatch.setattr(_connect.getpass, "getpass", lambda prompt="": " \n")
+    with pytest.raises(
+        sn.InvalidInput, match="STOPLIST_NB_URL is set but STOPLIST_NB_TOKEN is not"
+    ):
+        sn.connect(ask_token=True)
     assert demo.requests == []
 
 
 def test_token_without_url_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(URL, raising=False)
     monkeypatch.setenv(TOKEN, "s3cr3t-token-value")
-    with pytest.raises(sn.InvalidInput, match="STOPLIST_NB_URL is not") as info:
+    with pytest.raises(
+        sn.InvalidInput, match="STOPLIST_NB_TOKEN is set but STOPLIST_NB_URL is not"
+    ) as info:
         sn.connect()
     assert "s3cr3t-token-value" not in str(info.value)
 

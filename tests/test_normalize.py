@@ -19,6 +19,8 @@ from stoplist_nb.profiles.normalize import (
     DTYPES,
     PROFILE_COLUMNS,
     SUBSCRIPTION_COLUMNS,
+    ColumnRole,
+    FlatPage,
     flatten_profiles,
     frame_from_tables,
     normalize_profiles,
@@ -512,10 +514,49 @@ def test_pages_with_objects_of_different_shapes() -> None:
     assert df["x"].tolist() == [{"a": 1}, {"b": "2"}]
 
 
-def test_foreign_table_without_metadata() -> None:
-    table = flatten_profiles(records_to_arrow(SPEC_PAGE))
-    bare = table.replace_schema_metadata(None)
-    pd.testing.assert_frame_equal(frame_from_tables([bare]), frame_from_tables([table]))
+def test_object_beside_a_number_is_text_within_a_page_and_across_pages() -> None:
+    # One rule (stoplist_nb._json.kinds.common_kind) for both: a page, and pages merged.
+    across = from_bytes([profile("1", x={"a": 1})], [profile("2", x=2)])
+    within = from_dicts([profile("1", x={"a": 1}), profile("2", x=2)])
+    for df in (across, within):
+        assert df["x"].dtype == "string[pyarrow]"
+        assert df["x"].tolist() == ['{"a":1}', "2"]
+
+
+def test_foreign_table_roles_guessed_from_names() -> None:
+    page = flatten_profiles(records_to_arrow(SPEC_PAGE))
+    guessed = FlatPage.from_table(page.table)
+    assert guessed.roles == page.roles
+    pd.testing.assert_frame_equal(frame_from_tables([guessed]), frame_from_tables([page]))
+
+
+def test_roles_travel_beside_the_table_not_in_its_metadata() -> None:
+    page = flatten_profiles(records_to_arrow([profile("1", x=1, cf=2)]))
+    assert page.table.schema.metadata is None
+    assert page.roles[0] == ColumnRole("profile_id", "id", "profile_id")
+    assert ColumnRole("x", "profile", "x") in page.roles
+    with pytest.raises(AttributeError):
+        page.table = page.table  # type: ignore[misc]
+
+
+def test_profile_field_meets_across_pages_by_its_source_key() -> None:
+    # Page one also has a subscription key "x", so its profile key "x" is "profile.x" there;
+    # page two names the same profile key plain "x". The role's source joins them.
+    one = flatten_profiles(records_to_arrow([profile("1", [{"channel": "email", "x": 1}], x="a")]))
+    two = flatten_profiles(records_to_arrow([profile("2", x="b")]))
+    assert ColumnRole("profile.x", "profile", "x") in one.roles
+    assert ColumnRole("x", "profile", "x") in two.roles
+    df = frame_from_tables([one, two])
+    assert df["profile.x"].tolist() == ["a", "b"]
+    assert values(df["x"]) == [1, None]
+
+
+def test_frame_from_tables_refuses_a_bare_table() -> None:
+    table = flatten_profiles(records_to_arrow(SPEC_PAGE)).table
+    with pytest.raises(InvalidInput, match=r"FlatPage\.from_table"):
+        frame_from_tables([table])  # type: ignore[list-item]
+    with pytest.raises(InvalidInput, match="roles must name"):
+        FlatPage(table, ())
 
 
 # --- read_reply ---------------------------------------------------------------------

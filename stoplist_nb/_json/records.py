@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from stoplist_nb._json.kinds import ARRAY, FLOAT, INT, OBJECT, json_kind, mixed
 from stoplist_nb._json.nesting import MAX_DEPTH, value_depth
 from stoplist_nb.errors import InvalidInput
 
@@ -152,32 +152,27 @@ def _float_steps(type_: pa.DataType) -> list[tuple[int | None, ...]]:
 
 
 # Kinds that share a float64 leaf without loss; "wide" integers only without floats.
-_NUMBERS = frozenset({"int", "wide", "float"})
+# Refinements of the kind table for exactness: "wide" is an int a float64 would
+# round, "big" one no int64 holds. Both count as int when kinds are mixed.
+_WIDE, _BIG = "wide", "big"
 
 
 def _needs_text(seen: set[str]) -> bool:
-    if "big" in seen or {"wide", "float"} <= seen:
+    if _BIG in seen or {_WIDE, FLOAT} <= seen:
         return True
-    return len(seen - _NUMBERS) + bool(seen & _NUMBERS) > 1
+    return mixed(INT if kind in (_WIDE, _BIG) else kind for kind in seen)
 
 
 def _kind(value: object) -> str:
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "list"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, numbers.Integral):
-        number = int(value)
+    kind = json_kind(value)
+    if kind is None:  # not a JSON value: two such types are two kinds
+        return f"other:{type(value).__name__}"
+    if kind == INT:
+        number = int(value)  # type: ignore[call-overload]
         if not _INT64[0] <= number <= _INT64[1]:
-            return "big"
-        return "int" if -_EXACT <= number <= _EXACT else "wide"
-    if isinstance(value, numbers.Real):
-        return "float"
-    return f"other:{type(value).__name__}"
+            return _BIG
+        return INT if -_EXACT <= number <= _EXACT else _WIDE
+    return kind
 
 
 _ITEM = object()  # path step into a list's elements; never equal to a key
@@ -188,11 +183,11 @@ def _collect_kinds(value: object, path: tuple[object, ...], kinds: dict[Any, set
         return
     kind = _kind(value)
     kinds.setdefault(path, set()).add(kind)
-    if kind == "object":
+    if kind == OBJECT:
         assert isinstance(value, Mapping)
         for key, item in value.items():
             _collect_kinds(item, (*path, key), kinds)
-    elif kind == "list":
+    elif kind == ARRAY:
         assert isinstance(value, list | tuple)
         for item in value:
             _collect_kinds(item, (*path, _ITEM), kinds)

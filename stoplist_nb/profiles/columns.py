@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from stoplist_nb._json import kinds
 from stoplist_nb._json.records import json_text
 
 TEXT = pa.large_string()  # what pandas' string[pyarrow] holds
@@ -162,38 +163,28 @@ CONVERTERS: dict[str, Callable[[pa.Array], pa.Array]] = {
 }
 
 
-def value_kind(type_: pa.DataType) -> str:
-    """The dtype family of a column whose values came as ``type_``."""
-    if pa.types.is_dictionary(type_):
-        return value_kind(type_.value_type)
-    if pa.types.is_null(type_):
-        return "null"
-    if pa.types.is_boolean(type_):
-        return "bool"
-    if pa.types.is_integer(type_):
-        return "int"
-    if pa.types.is_floating(type_):
-        return "float"
-    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
-        return "text"
-    return "object"
+# The column kind that holds each value kind (stoplist_nb._json.kinds). Arrays
+# and objects stay Python values, as returned: no column type fits them all.
+_COLUMN_KIND = {
+    kinds.STRING: "text",
+    kinds.INT: "int",
+    kinds.FLOAT: "float",
+    kinds.BOOLEAN: "bool",
+    kinds.ARRAY: "object",
+    kinds.OBJECT: "object",
+}
 
 
 def unify(chunks: Sequence[pa.Array | int]) -> tuple[str, list[pa.Array]]:
     """One kind for a dynamic column's pages (an int is a page without it: its length).
 
-    Pages that disagree (int on one, string on another) turn text; a page where
-    the column is all null does not take part in the choice.
+    The pages' value kinds meet by :func:`~stoplist_nb._json.kinds.common_kind`:
+    pages that disagree (int on one, string or an object on another) turn text;
+    a page where the column is all null does not take part in the choice, and a
+    column null on every page is ``object``.
     """
-    kinds = {value_kind(c.type) for c in chunks if isinstance(c, pa.Array)} - {"null"}
-    if len(kinds) == 1:
-        kind = kinds.pop()
-    elif not kinds or "object" in kinds:
-        kind = "object"
-    elif kinds == {"int", "float"}:
-        kind = "float"
-    else:
-        kind = "text"
+    common = kinds.common_kind(kinds.arrow_kind(c.type) for c in chunks if isinstance(c, pa.Array))
+    kind = "object" if common is None else _COLUMN_KIND[common]
     convert = CONVERTERS.get(kind, _as_float if kind == "float" else _as_is)
     out = []
     for chunk in chunks:

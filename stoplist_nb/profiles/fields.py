@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from stoplist_nb import errors
+from stoplist_nb._json.kinds import STRING, common_kind, json_kind
 from stoplist_nb.client import Client
 from stoplist_nb.profiles.columns import KIND_DTYPES
 
@@ -39,8 +40,6 @@ SUBSCRIPTION_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("subscriptions.push_data.provider", "Subscription push provider", "string"),
     ("subscriptions.cats", "Subscription categories", "array"),
 )
-
-_TYPES = {bool: "boolean", int: "int", float: "float", str: "string", list: "array", dict: "object"}
 
 
 def database_fields(
@@ -111,17 +110,11 @@ def _inferred(profiles: Iterable[Any]) -> list[dict[str, Any]]:
                 continue
             seen = types.setdefault(key, set())
             if value is not None:
-                seen.add(_TYPES.get(type(value), "string"))
+                seen.add(json_kind(value) or STRING)
     rows = []
     for name, seen in types.items():
         # a null-only field says nothing: text is the safe guess, as for mixed types
-        kind = (
-            next(iter(seen))
-            if len(seen) == 1
-            else "float"
-            if seen == {"int", "float"}
-            else "string"
-        )
+        kind = common_kind(seen) or STRING
         category = "system" if name.startswith("_") else "custom"
         rows.append(
             {"name": name, "title": name, "type": kind, "category": category, "required": False}

@@ -57,9 +57,9 @@ accept ``"2"``, anything else not an integer becomes ``<NA>``;
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import pandas as pd
 import pyarrow as pa
@@ -82,14 +82,61 @@ __all__ = [
     "DTYPES",
     "PROFILE_COLUMNS",
     "SUBSCRIPTION_COLUMNS",
+    "ColumnRole",
+    "FlatPage",
     "flatten_profiles",
     "frame_from_tables",
     "normalize_profiles",
     "split_channels",
 ]
 
-# Each page carries its column roles here, so frame_from_tables can order pages it gets back.
-_META = b"stoplist_nb.columns"
+
+class ColumnRole(NamedTuple):
+    """Where one column of a flattened page comes from.
+
+    Attributes:
+        name: The column's name in the page's table.
+        role: One of ``id``, ``profile``, ``fixed``, ``block``, ``extra``,
+            ``cf``, ``cats``: the group the column is ordered in.
+        source: The key it was read from; for a profile field, the profile
+            key before any ``profile.`` prefix, so pages that prefix it
+            differently still meet in one column.
+    """
+
+    name: str
+    role: str
+    source: str
+
+
+@dataclass(frozen=True)
+class FlatPage:
+    """One page of profiles flattened by ``flatten_profiles``.
+
+    Attributes:
+        table: One row per subscription; the fixed columns already have their
+            final Arrow types, the others the types Arrow inferred.
+        roles: One entry per column of ``table``, in its order.
+
+    Raises:
+        InvalidInput: ``roles`` does not name the columns of ``table`` in order.
+    """
+
+    table: pa.Table
+    roles: tuple[ColumnRole, ...]
+
+    def __post_init__(self) -> None:
+        if [r.name for r in self.roles] != self.table.column_names:
+            raise InvalidInput("FlatPage roles must name the table's columns, in order")
+
+    @classmethod
+    def from_table(cls, table: pa.Table) -> FlatPage:
+        """Wrap a table built elsewhere, each column's role guessed from its name.
+
+        ``profile_id`` is the id, the fixed names are fixed, ``cf.*`` custom
+        fields, other dotted names (except ``profile.*``) block keys, and every
+        other column a profile field.
+        """
+        return cls(table, tuple(ColumnRole(n, cols.role_of(n), n) for n in table.column_names))
 
 
 def normalize_profiles(
@@ -125,11 +172,14 @@ def normalize_profiles(
     return frame_from_tables([flatten_profiles(records_to_arrow(records))])
 
 
-def flatten_profiles(data: pa.Array) -> pa.Table:
+def flatten_profiles(data: pa.Array) -> FlatPage:
     """Flatten one page of profiles into an Arrow table, one row per subscription.
 
     The fixed columns already have their final Arrow types; the others keep the
     types Arrow inferred, which ``frame_from_tables`` reconciles across pages.
+
+    Returns:
+        The table with the role of each of its columns.
 
     Raises:
         InvalidInput: ``data`` is not an array of objects.
@@ -170,10 +220,8 @@ def flatten_profiles(data: pa.Array) -> pa.Table:
     columns.extend(fixed_column(name) for name in SUBSCRIPTION_COLUMNS)
     columns.extend((name, role, name, sub_arrays[name]) for name, role, _ in dynamic)
     columns.append(fixed_column(cols.CATS))
-    meta = json.dumps([[name, role, raw] for name, role, raw, _ in columns])
-    return pa.Table.from_arrays(
-        [c[3] for c in columns], names=[c[0] for c in columns], metadata={_META: meta}
-    )
+    table = pa.Table.from_arrays([c[3] for c in columns], names=[c[0] for c in columns])
+    return FlatPage(table, tuple(ColumnRole(name, role, raw) for name, role, raw, _ in columns))
 
 
 def _subscription_leaves(
@@ -201,21 +249,28 @@ def _subscription_leaves(
     return fixed, dynamic
 
 
-def frame_from_tables(tables: Sequence[pa.Table]) -> pd.DataFrame:
+def frame_from_tables(pages: Sequence[FlatPage]) -> pd.DataFrame:
     """Combine pages flattened by ``flatten_profiles`` into the final DataFrame.
 
     Pages may disagree on columns and types: a column missing from a page is
     null there, and a dynamic column whose type differs between pages becomes
-    text (see the module doc).
+    text (see the module doc). A table built elsewhere goes in through
+    ``FlatPage.from_table``.
     """
-    layouts = [_layout(t) for t in tables]
-    sub_names = {n for lay in layouts for n, role, _ in lay if role not in ("id", "profile")}
+    for page in pages:
+        if not isinstance(page, FlatPage):
+            raise InvalidInput(
+                "frame_from_tables takes the pages flatten_profiles returns, not "
+                f"{type(page).__name__} (wrap a table with FlatPage.from_table)"
+            )
+    tables = [page.table for page in pages]
+    sub_names = {r.name for p in pages for r in p.roles if r.role not in ("id", "profile")}
     names: dict[str, dict[str, None]] = {role: {} for role in cols.ROLES}
     by_name: list[dict[str, pa.ChunkedArray]] = []
     profile_raw: dict[str, str] = {}
-    for table, layout in zip(tables, layouts, strict=True):
+    for page in pages:
         columns: dict[str, pa.ChunkedArray] = {}
-        for (column, role, raw), array in zip(layout, table.columns, strict=True):
+        for (column, role, raw), array in zip(page.roles, page.table.columns, strict=True):
             name = column
             if role == "profile":
                 if raw not in profile_raw:
@@ -240,16 +295,6 @@ def frame_from_tables(tables: Sequence[pa.Table]) -> pd.DataFrame:
             data[name] = cols.to_pandas(pieces, cols.KINDS.get(name), KIND_DTYPES)
     total = sum(t.num_rows for t in tables)
     return pd.DataFrame(data, index=pd.RangeIndex(total), copy=False)
-
-
-def _layout(table: pa.Table) -> list[tuple[str, str, str]]:
-    meta = (table.schema.metadata or {}).get(_META)
-    if meta is not None:
-        layout = [(name, role, raw) for name, role, raw in json.loads(meta)]
-        if [name for name, _, _ in layout] == table.column_names:
-            return layout
-    # A table built elsewhere: guess each column's role from its name.
-    return [(n, cols.role_of(n), n) for n in table.column_names]
 
 
 def split_channels(df: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -11,6 +11,8 @@ import re
 from datetime import date
 from typing import Any
 
+from stoplist_nb._json.kinds import BOOLEAN, FLOAT, INT, STRING, json_kind
+
 _EQ, _NE = ("==", "$eq"), ("!=", "$ne")
 _RANGE = (("<", "$lt"), ("<=", "$lte"), (">", "$gt"), (">=", "$gte"))
 _SETS = (("isin", "$in"), ("notin", "$nin"))
@@ -46,14 +48,16 @@ def kind_of(name: str, type_: str) -> str:
 
 
 def guess_type(value: Any) -> str:
-    """The field type a loaded value suggests, for fields the builder does not know."""
+    """The field type a loaded value suggests, for fields the builder does not know.
+
+    A list (``$in``) suggests the kind of its first value. The kinds come from
+    :func:`~stoplist_nb._json.kinds.json_kind`, narrowed to what a row edits
+    as itself: a number or a boolean; anything else is typed in as text.
+    """
     if isinstance(value, list | tuple):
-        return next((guess_type(v) for v in value if v is not None), "string")
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "int"
-    return "float" if isinstance(value, float) else "string"
+        return next((guess_type(v) for v in value if v is not None), STRING)
+    kind = json_kind(value)
+    return kind if kind in (INT, FLOAT, BOOLEAN) else STRING
 
 
 def parse_number(text: str, whole: bool) -> int | float:

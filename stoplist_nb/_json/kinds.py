@@ -1,0 +1,106 @@
+"""The kind of a field's values: one table from a JSON value or an Arrow type to a word.
+
+Pure: no I/O. The words are the field types of ``databases/fields_get``, which
+the query builder keys its operators by: ``string``, ``int``, ``float``,
+``boolean``, ``array``, ``object``; and ``date``, which no JSON value carries
+(only a field's declared type or its name says it).
+
+One field seen with several kinds gets one by :func:`common_kind`: ``int``
+with ``float`` is ``float``; any other mix is ``string`` (the JSON text of
+each value); nulls take no part.
+
+Callers refine this table, each for a reason documented where it does:
+``records_to_arrow`` splits ``int`` by what a float64 and an int64 hold
+exactly; the flat frame keeps arrays and objects as Python values (object
+dtype); the query builder types anything but a number or a boolean in as text.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Mapping
+
+import pyarrow as pa
+
+__all__ = [
+    "ARRAY",
+    "BOOLEAN",
+    "DATE",
+    "FLOAT",
+    "INT",
+    "OBJECT",
+    "STRING",
+    "arrow_kind",
+    "common_kind",
+    "json_kind",
+    "mixed",
+]
+
+STRING, INT, FLOAT, BOOLEAN = "string", "int", "float", "boolean"
+ARRAY, OBJECT, DATE = "array", "object", "date"
+
+
+def json_kind(value: object) -> str | None:
+    """The kind of a JSON value; ``None`` for null and for what JSON cannot hold.
+
+    >>> [json_kind(v) for v in ("a", 1, 1.5, True, [1], {"a": 1}, None)]
+    ['string', 'int', 'float', 'boolean', 'array', 'object', None]
+    """
+    if isinstance(value, Mapping):
+        return OBJECT
+    if isinstance(value, list | tuple):
+        return ARRAY
+    if isinstance(value, str):
+        return STRING
+    if isinstance(value, bool):  # before Integral: a bool is an int to Python
+        return BOOLEAN
+    if isinstance(value, numbers.Integral):
+        return INT
+    if isinstance(value, numbers.Real):
+        return FLOAT
+    return None
+
+
+def arrow_kind(type_: pa.DataType) -> str | None:
+    """The kind of the values an Arrow column of ``type_`` holds; ``None`` for all-null.
+
+    Types JSON does not produce (decimals, binary, ...) are ``object``: kept as
+    they are.
+    """
+    if pa.types.is_dictionary(type_):
+        return arrow_kind(type_.value_type)
+    if pa.types.is_null(type_):
+        return None
+    if pa.types.is_boolean(type_):
+        return BOOLEAN
+    if pa.types.is_integer(type_):
+        return INT
+    if pa.types.is_floating(type_):
+        return FLOAT
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        return STRING
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return ARRAY
+    if pa.types.is_fixed_size_list(type_):
+        return ARRAY
+    return OBJECT
+
+
+def mixed(kinds: Iterable[str | None]) -> bool:
+    """Whether the kinds need one text column: more than one, other than int with float."""
+    seen = set(kinds) - {None}
+    return len(seen) > 1 and seen != {INT, FLOAT}
+
+
+def common_kind(kinds: Iterable[str | None]) -> str | None:
+    """One kind for a field seen with ``kinds``; ``None`` when every value was null.
+
+    >>> common_kind(["int", None, "float"]), common_kind(["int", "string"])
+    ('float', 'string')
+    """
+    seen = set(kinds) - {None}
+    if not seen:
+        return None
+    if mixed(seen):
+        return STRING
+    return FLOAT if len(seen) > 1 else seen.pop()
