@@ -72,20 +72,42 @@ def test_doctests(module: str) -> None:
 
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = sorted((ROOT / "docs").rglob("*.md"))
+REPO_URL = "https://github.com/stoplist-nb/stoplist_nb/"
+RAW_URL = "https://raw.githubusercontent.com/stoplist-nb/stoplist_nb/main/"
 
 
-@pytest.mark.parametrize(
-    "module", ["stoplist_nb", "stoplist_nb.plots", "stoplist_nb.widgets", "stoplist_nb.demo"]
-)
-def test_readme_names_every_public_name(module: str) -> None:
-    names = importlib.import_module(module).__all__
-    missing = [n for n in names if f"`{n}" not in README and f" {n}(" not in README]
+def resolve(path: str) -> object:
+    """The object a dotted path names: a module, then attributes."""
+    parts = path.split(".")
+    for size in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:size]))
+        except ModuleNotFoundError:
+            continue
+        break
+    for name in parts[size:]:
+        found = getattr(found, name)
+    return found
+
+
+def test_api_reference_has_a_block_for_every_public_name() -> None:
+    # Each `::: path` block renders one object's docstring on the site; the
+    # site's build (tests/test_docs.py) fails on a path that does not resolve.
+    blocks = set()
+    for page in sorted((ROOT / "docs" / "reference").glob("*.md")):
+        blocks.update(re.findall(r"(?m)^::: ([\w.]+)$", page.read_text(encoding="utf-8")))
+    documented = {id(resolve(path)) for path in blocks}
+    missing = []
+    for module in ("stoplist_nb", "stoplist_nb.plots", "stoplist_nb.widgets", "stoplist_nb.demo"):
+        mod = importlib.import_module(module)
+        missing += [f"{module}.{n}" for n in mod.__all__ if id(getattr(mod, n)) not in documented]
     assert missing == []
 
 
 def test_documented_import_paths_resolve() -> None:
     # A module that moves keeps its documented path working through an alias.
-    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    docs = [ROOT / "README.md", *DOCS]
     docs += sorted((ROOT / "notebooks").glob("*.ipynb"))
     paths = set()
     for doc in docs:
@@ -104,15 +126,48 @@ def test_documented_import_paths_resolve() -> None:
             found = getattr(found, name)
 
 
-def test_readme_links_resolve() -> None:
-    targets = re.findall(r"\]\(((?!https?://|#)[^)\s]+)\)", README)
-    assert "docs/overview.png" in targets
-    assert len([t for t in targets if t.startswith("notebooks/")]) == 3
-    for target in targets:
-        assert (ROOT / target).exists(), target
+def sdist_files() -> set[str]:
+    """The repository's files that MANIFEST.in ships in the sdist (tracked or not)."""
+    shipped = set()
+    for line in (ROOT / "MANIFEST.in").read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        if words and words[0] == "include":
+            shipped.update(words[1:])
+        elif words and words[0] == "graft":
+            shipped.update(p.relative_to(ROOT).as_posix() for p in (ROOT / words[1]).rglob("*"))
+    return shipped
+
+
+def test_readme_links_work_on_the_package_index() -> None:
+    # The index shows README.md alone: a relative link must name a file the
+    # sdist ships; anything else is an absolute link into the repository.
+    targets = re.findall(r"\]\(([^)\s]+)\)", README)
+    relative = [t for t in targets if not t.startswith(("https://", "http://", "#"))]
+    shipped = sdist_files()
+    assert [t for t in relative if t.rstrip("/") not in shipped] == []
+    in_repo = [t.removeprefix(RAW_URL) for t in targets if t.startswith(RAW_URL)]
+    in_repo += [
+        t.removeprefix(REPO_URL).split("/", 2)[2]
+        for t in targets
+        if t.startswith((REPO_URL + "blob/main/", REPO_URL + "tree/main/"))
+    ]
+    assert "docs/overview.png" in in_repo
+    assert len([t for t in in_repo if t.startswith("notebooks/")]) == 3
+    assert "docs/reference/index.md" in in_repo
+    for target in in_repo:
+        assert (ROOT / target.split("#")[0]).exists(), target
     badge = re.search(r"mybinder\.org/v2/gh/[^)\s]+labpath=notebooks%2F([^)\s&]+)", README)
     assert badge
     assert (ROOT / "notebooks" / badge[1]).exists()
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_docs_links_resolve(page: pathlib.Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(((?!https?://|#)[^)\s]+)\)", text):
+        assert (page.parent / target.split("#")[0]).exists(), target
+    for target in re.findall(rf"{re.escape(REPO_URL)}(?:blob|tree)/main/([^)\s#]+)", text):
+        assert (ROOT / target).exists(), target
 
 
 def test_readme_set_up_commands_are_what_ci_runs() -> None:
