@@ -12,6 +12,7 @@ and the demo service (:mod:`stoplist_nb.demo`) are imported on demand.
 """
 
 from stoplist_nb._connect import connect
+from stoplist_nb._http.retry import default_retry
 from stoplist_nb.client import Client, Page
 from stoplist_nb.errors import (
     APIError,
@@ -88,6 +89,7 @@ __all__ = [
     "UnsafePath",
     "connect",
     "database_fields",
+    "default_retry",
     "download_export",
     "flag_suppressed",
     "get_task",

@@ -281,7 +281,7 @@ def test_split_bomb_is_refused_end_to_end(
     serve_archive(demo, split_bomb)
     with pytest.raises(ArchiveTooLarge, match=r"250 members.*max_ratio=200"):
         sn.read_suppression_list(
-            client, demo.suppress_id, poll_interval=0.01, progress=False, keep_file=tmp_path
+            client, demo.suppress_id, poll_interval=0.01, progress=False, dest=tmp_path
         )
     # The archive arrived whole (it is small): the refusal was the reader's.
     (kept,) = tmp_path.iterdir()
@@ -302,7 +302,7 @@ def test_the_download_is_held_to_max_size(
             demo.suppress_id,
             poll_interval=0.01,
             progress=False,
-            keep_file=tmp_path,
+            dest=tmp_path,
             max_size=500_000,
         )
     # Refused while downloading, not after: nothing was kept.

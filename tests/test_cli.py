@@ -535,19 +535,40 @@ def test_bad_arguments_exit_2_before_any_request(
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("missing", ["STOPLIST_NB_URL", "STOPLIST_NB_TOKEN"])
-def test_missing_environment(
+@pytest.mark.parametrize(
+    ("unset", "message"),
+    [
+        (["STOPLIST_NB_URL"], "STOPLIST_NB_TOKEN is set but STOPLIST_NB_URL is not"),
+        (["STOPLIST_NB_TOKEN"], "STOPLIST_NB_URL is set but STOPLIST_NB_TOKEN is not"),
+        (
+            ["STOPLIST_NB_URL", "STOPLIST_NB_TOKEN"],
+            "STOPLIST_NB_URL and STOPLIST_NB_TOKEN are not set",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["profiles", "export"])
+def test_incomplete_environment_exits_2_before_any_request(
     run: Run,
     env: DemoService,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: pathlib.Path,
-    missing: str,
+    unset: list[str],
+    message: str,
+    command: str,
 ) -> None:
-    monkeypatch.delenv(missing)
-    code, _, stderr = run("profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv"))
+    for name in unset:
+        monkeypatch.delenv(name)
+    argv = (
+        ["profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv")]
+        if command == "profiles"
+        else ["export", "--list-id", "7", "--out", str(tmp_path / "s.zip")]
+    )
+    code, _, stderr = run(*argv)
     assert code == EXIT_USAGE
-    assert stderr.startswith(f"stoplist-nb: error: {missing} is not set\nstoplist-nb: hint: ")
+    assert stderr.startswith(f"stoplist-nb: error: {message}\nstoplist-nb: hint: export ")
+    assert env.token not in stderr
     assert env.requests == []
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_wrong_token_exits_3(
@@ -692,4 +713,6 @@ def test_console_script(svc: DemoService, tmp_path: pathlib.Path) -> None:
         env=clean_env(),
     )
     assert unset.returncode == EXIT_USAGE
-    assert unset.stderr.startswith("stoplist-nb: error: STOPLIST_NB_URL is not set")
+    assert unset.stderr.startswith(
+        "stoplist-nb: error: STOPLIST_NB_URL and STOPLIST_NB_TOKEN are not set"
+    )

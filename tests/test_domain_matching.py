@@ -19,6 +19,7 @@ from stoplist_nb.suppression.hashing import canonical_domain, canonical_email
 
 STR = pd.StringDtype("pyarrow")
 NO = (False, pd.NA)
+NA = (None, pd.NA)  # nothing to check in that row: neither suppressed nor safe
 
 # Every entry is there for one case below; the demo hashes their canonical forms.
 SUPPRESSED = {
@@ -56,7 +57,7 @@ EVERY_ROW = {
     "mixed_case_address": (True, "email"),
     "mixed_case_domain": (True, "domain"),
     "listed_phone": (True, "phone"),
-    "nothing_to_check": NO,
+    "nothing_to_check": NA,
     "idn_listed_unicode_contact_idna": (True, "domain"),
     "idn_listed_idna_contact_unicode": (True, "domain"),
     "phone_listed_as_email": (True, "phone"),
@@ -105,8 +106,13 @@ def export(api: sn.Client, svc: DemoService, type: str, layout: Any = "plain") -
     )
 
 
-def flags(out: pd.DataFrame) -> dict[Any, tuple[bool, Any]]:
-    pairs = zip(out["suppressed"].tolist(), out["suppressed_by"].tolist(), strict=True)
+def verdicts(out: pd.DataFrame) -> list[bool | None]:
+    """``suppressed`` with ``<NA>`` (nothing to check) as None, which compares."""
+    return [None if v is pd.NA else bool(v) for v in out["suppressed"]]
+
+
+def flags(out: pd.DataFrame) -> dict[Any, tuple[bool | None, Any]]:
+    pairs = zip(verdicts(out), out["suppressed_by"].tolist(), strict=True)
     return dict(zip(out.index, pairs, strict=True))
 
 
@@ -162,7 +168,8 @@ def test_domains_list_alone_suppresses_every_address_at_a_listed_domain(
         "phone_beats_domain",  # its phone is not in a domains list
     }
     assert flags(out) == {
-        name: (True, "domain") if name in domain_rows else NO for name in CONTACTS
+        name: (True, "domain") if name in domain_rows else NA if name == "nothing_to_check" else NO
+        for name in CONTACTS
     }
 
 
@@ -203,12 +210,12 @@ def test_domain_column_alone(api: sn.Client, service: DemoService) -> None:
         {"site": ["Spam.Example", " @spam.example ", "ok.example", None, "", "SPAM.example\n"]}
     )
     out = sn.flag_suppressed(sites, stop, domain="site")
-    assert out["suppressed"].tolist() == [True, True, False, False, False, True]
+    assert verdicts(out) == [True, True, False, None, None, True]
     assert out["suppressed_by"].dropna().unique().tolist() == ["domain"]
     assert out.attrs["checked"] == ["domain"]
     # domains=False concerns the domains of e-mails, not a named domain column.
     again = sn.flag_suppressed(sites, stop, domain="site", domains=False)
-    assert again["suppressed"].tolist() == out["suppressed"].tolist()
+    assert verdicts(again) == verdicts(out)
 
 
 def test_domain_column_and_email_domains_together(api: sn.Client, service: DemoService) -> None:
@@ -231,7 +238,10 @@ def test_hashed_emails_get_no_domain_check(
     hashed = pd.DataFrame({"email_md5": sn.hash_emails(contacts["email"])}, index=contacts.index)
     out = sn.flag_suppressed(hashed, stop, email="email_md5", hashed=True)
     email = (True, "email")
-    expected = {name: email if pair == email else NO for name, pair in EVERY_ROW.items()}
+    expected = {
+        name: email if pair == email else NO if CONTACTS[name][0] else NA
+        for name, pair in EVERY_ROW.items()
+    }
     assert flags(out) == expected
     assert out.attrs["checked"] == ["email"]
     sites = pd.DataFrame({"site_md5": [md5("spam.example"), md5("ok.example")]})
@@ -302,7 +312,7 @@ def test_domains_are_canonical_as_the_scalar_rule(values: list[str]) -> None:
     sites = [canonical_domain(v) for v in values]
     stop = [md5(site) for site in sites if site]
     out = sn.flag_suppressed(frame, stop, domain="site")
-    assert out["suppressed"].tolist() == [site is not None for site in sites]
+    assert verdicts(out) == [None if site is None else True for site in sites]
     # From an e-mail, only with an "@" in its canonical form (a listed domain never
     # holds one, so no row with an "@" matches as an e-mail).
     emails = [canonical_email(v) for v in values]

@@ -47,7 +47,7 @@ def test_read_suppression_list_every_type(
 ) -> None:
     demo.plan_next_export(steps=2)
     df = sn.read_suppression_list(
-        client, demo.suppress_id, poll_interval=0.01, type=type, progress=False, keep_file=tmp_path
+        client, demo.suppress_id, poll_interval=0.01, type=type, progress=False, dest=tmp_path
     )
     assert set(df["md5"]) == expected_hashes(demo, type)
     assert df["md5"].dtype == pd.StringDtype("pyarrow")
@@ -99,7 +99,7 @@ def test_deadline_names_the_task_and_wait_resumes(client: sn.Client, demo: DemoS
     demo.plan_next_export(steps=1, never=True)
     task_id = sn.start_suppression_export(client, demo.suppress_id)
     with pytest.raises(sn.TaskTimeout) as info:
-        fast_wait(client, task_id, timeout=0.2)
+        fast_wait(client, task_id, task_timeout=0.2)
     err = info.value
     assert isinstance(err, TimeoutError)
     assert err.task_id == task_id

@@ -303,7 +303,7 @@ def test_several_hashed_files_are_each_read_and_stacked(
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the rows match the total: no warning
-        df = suppression_list(client, demo, keep_file=kept)
+        df = suppression_list(client, demo, dest=kept)
     assert sorted(df["md5"]) == expected_hashes(demo, "emails", "phones")
     assert df.attrs["file"] == [pathlib.PurePosixPath(p).name for p in paths]
     downloads = [r.path for r in demo.requests if r.method == "download"]
@@ -364,7 +364,7 @@ def test_too_many_members_are_refused_and_the_file_kept(
     data = zip_of({f"{i}.csv": b"" for i in range(10_001)})
     serve_download(demo, data)
     with pytest.raises(sn.ArchiveTooLarge, match="lists 10,001 members, beyond the 10,000"):
-        suppression_list(client, demo, keep_file=tmp_path)
+        suppression_list(client, demo, dest=tmp_path)
     (kept,) = tmp_path.iterdir()
     assert kept.read_bytes() == data
 
@@ -376,7 +376,7 @@ def test_archive_without_a_csv_is_a_bad_archive(
     with pytest.raises(
         sn.BadArchive, match=r"no CSV file in the ZIP archive; it holds 'list\.json'"
     ):
-        suppression_list(client, demo, keep_file=tmp_path)
+        suppression_list(client, demo, dest=tmp_path)
     assert len(list(tmp_path.iterdir())) == 1  # the archive, kept as asked
 
 
@@ -389,7 +389,7 @@ def test_member_names_that_climb_out_are_read_in_memory_never_extracted(
     serve_download(demo, zip_of(members), total=2 * len(HASHES))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        df = suppression_list(client, demo, keep_file=dest)
+        df = suppression_list(client, demo, dest=dest)
     assert sorted(df["md5"]) == sorted(HASHES * 2)
     assert df.attrs["file"] == "list.md5.zip"
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))

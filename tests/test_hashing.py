@@ -212,20 +212,28 @@ def listed() -> list[str]:
     ]
 
 
-def flags(out: pd.DataFrame) -> list[tuple[bool, Any]]:
-    return list(zip(out["suppressed"].tolist(), out["suppressed_by"].tolist(), strict=True))
+def verdicts(out: pd.DataFrame) -> list[bool | None]:
+    """``suppressed`` with ``<NA>`` (nothing to check) as None, which compares."""
+    return [None if v is pd.NA else bool(v) for v in out["suppressed"]]
+
+
+def flags(out: pd.DataFrame) -> list[tuple[bool | None, Any]]:
+    return list(zip(verdicts(out), out["suppressed_by"].tolist(), strict=True))
+
+
+NA = (None, pd.NA)  # a row with nothing to check: neither suppressed nor safe
 
 
 def test_email_only(contacts: pd.DataFrame, listed: list[str]) -> None:
     out = flag_suppressed(contacts, listed, email="email")
     no = (False, pd.NA)
-    assert flags(out) == [(True, "email"), no, no, no, no, no]
+    assert flags(out) == [(True, "email"), NA, no, no, NA, no]
 
 
 def test_phone_only(contacts: pd.DataFrame, listed: list[str]) -> None:
     out = flag_suppressed(contacts, listed, phone="phone")
     no = (False, pd.NA)
-    assert flags(out) == [no, (True, "phone"), no, (True, "phone"), no, (True, "phone")]
+    assert flags(out) == [no, (True, "phone"), NA, (True, "phone"), NA, (True, "phone")]
 
 
 def test_both_columns_email_wins(contacts: pd.DataFrame, listed: list[str]) -> None:
@@ -239,7 +247,7 @@ def test_both_columns_email_wins(contacts: pd.DataFrame, listed: list[str]) -> N
         (True, "phone"),
         no,
         (True, "email"),
-        no,
+        NA,  # eve: no e-mail, a blank phone
         (True, "phone"),
     ]
     assert out["suppressed"].dtype == "boolean"
@@ -263,7 +271,7 @@ def test_suppressed_given_in_many_forms(
         "upper": pd.Series([h.upper() for h in listed], dtype=STR),
     }[kind]
     out = flag_suppressed(contacts, given, email="email", phone="phone")
-    assert out["suppressed"].tolist() == [True, True, False, True, False, True]
+    assert verdicts(out) == [True, True, False, True, None, True]
 
 
 def test_suppressed_from_read_hashed_csv(contacts: pd.DataFrame, listed: list[str]) -> None:
@@ -308,7 +316,7 @@ def test_missing_values_never_match() -> None:
     frame = pd.DataFrame({"email": [None, "", "  ", NAN, pd.NA]}, dtype=object)
     blank = [md5(""), md5(" "), md5("nan"), md5("None"), md5("<NA>"), md5("+")]
     out = flag_suppressed(frame, blank, email="email")
-    assert out["suppressed"].tolist() == [False] * 5
+    assert verdicts(out) == [None] * 5
     assert out["suppressed_by"].isna().all()
 
 

@@ -268,7 +268,7 @@ def test_running_status_word_is_scrubbed_from_bar_and_timeout(
     caplog.set_level(logging.DEBUG)
     svc3.add_fault("tasks/status", "raw", text=_task_reply(f"busy {TOKEN}"), times=None)
     with pytest.raises(sn.TaskTimeout) as info:
-        sn.wait_for_task(fast(svc3), "t-1", poll_interval=0.01, timeout=0.2, progress=True)
+        sn.wait_for_task(fast(svc3), "t-1", poll_interval=0.01, task_timeout=0.2, progress=True)
     assert "still busy ***" in str(info.value)
     _assert_nothing_leaks(info.value, caplog, capsys)
 
@@ -285,7 +285,7 @@ def test_file_name_echoing_the_token_is_scrubbed_from_the_bar(
     svc3.plan_next_export(steps=0, hashed_file=f"suppress/x/{name}.md5.zip")
     with pytest.raises(sn.StoplistError) as info:  # the service serves no such file
         sn.read_suppression_list(
-            fast(svc3), svc3.suppress_id, poll_interval=0.01, progress=True, keep_file=tmp_path
+            fast(svc3), svc3.suppress_id, poll_interval=0.01, progress=True, dest=tmp_path
         )
     _assert_nothing_leaks(info.value, caplog, capsys)
 
@@ -415,7 +415,7 @@ def test_debug_records_of_a_whole_flow(
     svc3.add_fault("profiles/list", "status", status=503)  # one retry, seen in the record
     sn.read_profiles(client, svc3.db_id, limit=25, progress=False)
     sn.read_suppression_list(
-        client, svc3.suppress_id, poll_interval=0.01, progress=False, keep_file=tmp_path
+        client, svc3.suppress_id, poll_interval=0.01, progress=False, dest=tmp_path
     )
     ours = [r for r in caplog.records if r.name == "stoplist_nb"]
     by_method: dict[str, list[logging.LogRecord]] = {}

@@ -262,28 +262,34 @@ KINDS = ("email", "phone", "domain")
 
 
 def overlap_expected(flagged: pd.DataFrame) -> list[tuple[str, int]]:
-    """The bars, counted with plain Python: matched kinds and checked ones, then the rest."""
-    hit = [bool(v) for v in flagged["suppressed"].fillna(False)]
-    by = [str(v) for v, h in zip(flagged["suppressed_by"], hit, strict=True) if h]
+    """The bars, counted with plain Python: matched kinds and checked ones, then the rest.
+
+    A row whose ``suppressed`` is null had nothing to check: it is on no bar.
+    """
+    flags = [None if v is pd.NA else bool(v) for v in flagged["suppressed"]]
+    by = [str(v) for v, h in zip(flagged["suppressed_by"], flags, strict=True) if h]
     checked = flagged.attrs.get("checked", [])
     bars = [(k, by.count(k)) for k in KINDS if k in by or k in checked]
-    return [*bars, ("not suppressed", hit.count(False))]
+    return [*bars, ("not suppressed", flags.count(False))]
 
 
 def test_overlap_real_data(flagged: pd.DataFrame) -> None:
-    hit = flagged["suppressed"].astype(bool)
+    hit = int(flagged["suppressed"].fillna(False).sum())
     expected = overlap_expected(flagged)
     assert {"email", "phone"} <= {name for name, n in expected if n}  # the demo list has both
     ax = plots.plot_suppression_overlap(flagged)
     assert ticks(ax.get_xticklabels()) == [name for name, _ in expected]
     assert heights(ax) == [n for _, n in expected]
-    assert sum(heights(ax)) == len(flagged)
-    total = len(flagged)
-    assert texts(ax) == [f"{n} ({n / total:.1%})" for _, n in expected]
-    assert (
-        ax.get_title() == f"Suppressed contacts: {hit.sum()} of {total} ({hit.sum() / total:.1%})"
+    total = int(flagged["suppressed"].notna().sum())
+    unchecked = len(flagged) - total
+    assert unchecked > 0  # profiles without subscriptions: nothing to check
+    assert sum(heights(ax)) == total
+    assert texts(ax) == [f"{n:,} ({n / total:.1%})" for _, n in expected]
+    assert ax.get_title() == (
+        f"Suppressed: {hit:,} of {total:,} contacts checked ({hit / total:.1%})"
     )
-    assert (ax.get_xlabel(), ax.get_ylabel()) == ("matched by", "contacts")
+    assert ax.get_xlabel() == f"matched by (not counted: {unchecked:,} rows with nothing to check)"
+    assert ax.get_ylabel() == "contacts"
 
 
 def test_overlap_shows_a_domain_match(svc: DemoService, frame: pd.DataFrame) -> None:
@@ -302,7 +308,8 @@ def test_overlap_shows_a_domain_match(svc: DemoService, frame: pd.DataFrame) -> 
     assert ticks(ax.get_xticklabels()) == ["email", "phone", "domain", "not suppressed"]
     matched = int(at.isin(domains).sum())
     assert matched >= only_domain
-    assert heights(ax) == [0, 0, matched, len(frame) - matched]
+    checked = int((frame["email"].notna() | frame["phone"].notna()).sum())
+    assert heights(ax) == [0, 0, matched, checked - matched]
     assert texts(ax)[:2] == ["0 (0.0%)", "0 (0.0%)"]
 
 
@@ -320,7 +327,7 @@ def test_overlap_draws_a_zero_bar_for_a_kind_checked_and_never_matched() -> None
     assert ticks(ax.get_xticklabels()) == [name for name, _ in expected]
     assert heights(ax) == [n for _, n in expected]
     assert texts(ax) == ["1 (20.0%)", "0 (0.0%)", "2 (40.0%)", "2 (40.0%)"]
-    assert ax.get_title() == "Suppressed contacts: 3 of 5 (60.0%)"
+    assert ax.get_title() == "Suppressed: 3 of 5 contacts checked (60.0%)"
     # Without the record of what was checked: only the kinds that matched, same order.
     flagged.attrs.clear()
     ax = plots.plot_suppression_overlap(flagged)
@@ -341,7 +348,7 @@ def test_overlap_keeps_the_kinds_in_precedence_order() -> None:
     assert heights(ax) == [1, 2, 1, 1]
 
 
-def test_overlap_reads_na_as_not_suppressed() -> None:
+def test_overlap_leaves_out_rows_with_nothing_to_check() -> None:
     flagged = pd.DataFrame(
         {
             "suppressed": pd.array([True, pd.NA, True, False, True], dtype="boolean"),
@@ -350,8 +357,10 @@ def test_overlap_reads_na_as_not_suppressed() -> None:
     )
     ax = plots.plot_suppression_overlap(flagged)
     assert ticks(ax.get_xticklabels()) == ["phone", "(kind unknown)", "not suppressed"]
-    assert heights(ax) == [2, 1, 2]
-    assert ax.get_title() == "Suppressed contacts: 3 of 5 (60.0%)"
+    assert heights(ax) == [2, 1, 1]
+    assert texts(ax) == ["2 (50.0%)", "1 (25.0%)", "1 (25.0%)"]
+    assert ax.get_title() == "Suppressed: 3 of 4 contacts checked (75.0%)"
+    assert ax.get_xlabel() == "matched by (not counted: 1 row with nothing to check)"
 
 
 @pytest.mark.parametrize("checked", ["email", [1, 2], {"email": 1}])
@@ -410,14 +419,15 @@ def test_an_empty_frame_gives_an_empty_chart(
     assert ax.get_ylabel()
 
 
-def test_profiles_without_contacts_are_not_suppressed() -> None:
+def test_profiles_without_contacts_are_not_counted() -> None:
     df = sn.normalize_profiles(NO_SUBSCRIPTIONS)
     flagged = sn.flag_suppressed(df, pd.DataFrame({"md5": pd.array([], dtype=STR)}), email="email")
+    assert flagged["suppressed"].isna().all()  # no e-mail: neither suppressed nor safe
     ax = plots.plot_suppression_overlap(flagged)
-    # The e-mails and their domains were checked, and nothing was found.
-    assert ticks(ax.get_xticklabels()) == ["email", "domain", "not suppressed"]
-    assert heights(ax) == [0, 0, 2]
-    assert ax.get_title() == "Suppressed contacts: 0 of 2 (0.0%)"
+    assert texts(ax) == ["no contacts checked"]
+    assert not ax.patches
+    assert ax.get_title() == "Suppressed contacts"
+    assert ax.get_xlabel() == "matched by (not counted: 2 rows with nothing to check)"
 
 
 @pytest.mark.parametrize(

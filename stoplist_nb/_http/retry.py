@@ -57,15 +57,25 @@ class CappedRetry(Retry):
 
 
 def default_retry() -> Retry:
-    """Return the default retry policy (a fresh object each call).
+    """Return the retry policy a :class:`~stoplist_nb.Client` uses by default.
 
     Five retries in all, exponential backoff from 0.5 s capped at 30 s, on
     429/502/503/504 (``Retry-After`` honoured up to 60 s) and on connection
     and read errors. When the budget runs out the last reply is kept, so the
     caller gets the service's own error rather than a ``RetryError``.
+    Whatever the policy, the client never sends ``suppresses/export`` twice
+    (a replay would start a second export) and stops retrying at its
+    ``deadline``.
 
-    >>> default_retry().total
+    Returns:
+        A fresh urllib3 ``Retry`` each call: change it with ``.new(...)``
+        and pass it as ``Client(retry=...)``.
+
+    >>> import stoplist_nb as sn
+    >>> sn.default_retry().total
     5
+    >>> client = sn.Client("https://api.example.com", "secret",
+    ...                    retry=sn.default_retry().new(total=10, backoff_max=60))
     """
     return CappedRetry(
         total=5,

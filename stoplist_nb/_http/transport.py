@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, NoReturn
 
 import requests
-from requests.adapters import HTTPAdapter
+from requests.adapters import BaseAdapter, HTTPAdapter
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
@@ -94,7 +94,8 @@ class Transport:
             extends its deadline by ``1 / min_download_rate`` seconds.
             ``None``: a download gets the plain deadline.
         retry: The retry policy (see ``Client``).
-        session: A ``requests.Session`` to mount the adapters on.
+        session: A ``requests.Session`` to mount the adapters on (for
+            ``base_url`` prefixes only); it is the caller's: never closed here.
         non_replayable: Methods whose requests must never be sent twice.
     """
 
@@ -124,11 +125,18 @@ class Transport:
             retry = default_retry().new(total=retry)
         self.retry = deadline_aware(retry)
         filter_logs()
+        self._own_session = session is None
         self.session = session if session is not None else requests.Session()
-        self.session.mount(self.base_url + "/", _Adapter(max_retries=self.retry))
+        # (prefix, our adapter, the one it shadows): close() puts a caller's session back.
+        self._mounted: list[tuple[str, BaseAdapter, Any]] = []
+        self._mount(self.base_url + "/", _Adapter(max_retries=self.retry))
         once = _Adapter(max_retries=connect_only(self.retry))
         for method in non_replayable:
-            self.session.mount(self.method_url(method), once)
+            self._mount(self.method_url(method), once)
+
+    def _mount(self, prefix: str, adapter: BaseAdapter) -> None:
+        self._mounted.append((prefix, adapter, self.session.adapters.get(prefix)))
+        self.session.mount(prefix, adapter)
 
     def method_url(self, method: str) -> str:
         return f"{self.base_url}/api/v1.1/{method.strip('/')}"
@@ -244,7 +252,25 @@ class Transport:
         return written
 
     def close(self) -> None:
-        self.session.close()
+        """Close a session made here; give a caller's session back as it came.
+
+        A session passed in is never closed: only the adapters mounted on it
+        (for ``base_url`` prefixes) are closed and taken off again, restoring
+        whatever was mounted there before.
+        """
+        if self._own_session:
+            self.session.close()
+            return
+        adapters = self.session.adapters
+        for prefix, adapter, before in reversed(self._mounted):
+            if adapters.get(prefix) is adapter:
+                if before is None:
+                    del adapters[prefix]
+                else:
+                    self.session.mount(prefix, before)
+        for adapter in {id(a): a for _, a, _ in self._mounted}.values():
+            adapter.close()
+        self._mounted.clear()
 
     def _send(self, verb: str, what: str, url: str, **kwargs: Any) -> requests.Response:
         """Send one request, following redirects as ``redirects.next_url`` says.

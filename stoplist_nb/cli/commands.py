@@ -7,19 +7,21 @@ everything here may talk to the service.
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
+import contextlib
+import shlex
+from collections.abc import Iterator
 
 from stoplist_nb import errors
-from stoplist_nb.cli.output import EXIT_USAGE, CliError, Ui, write_frame
-from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client
+from stoplist_nb.cli.output import CliError, Ui, write_frame
+from stoplist_nb.client import Client
 from stoplist_nb.profiles import read_profiles
 from stoplist_nb.suppression.export import (
     download_export,
-    read_export_files,
+    read_suppression_list,
     start_suppression_export,
     wait_for_task,
 )
+from stoplist_nb.suppression.tasks import resume_said_as
 
 __all__ = ["client_from_env", "run_export", "run_profiles"]
 
@@ -30,21 +32,9 @@ def client_from_env(args: argparse.Namespace) -> Client:
     """Build the client from ``STOPLIST_NB_URL`` / ``STOPLIST_NB_TOKEN`` and the options.
 
     Raises:
-        CliError: A variable is missing (exit 2, before anything is sent).
+        InvalidInput: A variable is missing (exit 2, before anything is sent), by
+            the rule of :func:`~stoplist_nb.client.settings_from_env`.
     """
-    # Only the variables' names are ever printed, never their values.
-    if not os.environ.get(ENV_URL, "").strip():
-        raise CliError(
-            f"{ENV_URL} is not set",
-            code=EXIT_USAGE,
-            hint=f"export {ENV_URL}=https://your-platform.example and {ENV_TOKEN}=<your token>",
-        )
-    if not os.environ.get(ENV_TOKEN, "").strip():
-        raise CliError(
-            f"{ENV_TOKEN} is not set",
-            code=EXIT_USAGE,
-            hint=f"export {ENV_TOKEN} with your API token (it is never printed)",
-        )
     options: dict[str, object] = {}
     if args.retries is not None:
         options["retry"] = args.retries if args.retries > 0 else False
@@ -66,73 +56,135 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
             max_profiles=args.max_profiles,
             progress=ui.progress,
         )
+        count = frame.attrs.get("profiles", 0)
+        cursor: str = frame.attrs.get("next_from_id") or ""
+        stopped = args.max_profiles is not None and count >= args.max_profiles and bool(cursor)
+        more = stopped and _more_after(client, args, cursor)
     write_frame(frame, args.out)
-    count = frame.attrs.get("profiles", 0)
     ui.say(
         f"wrote {len(frame)} rows ({count} profiles, {len(frame.columns)} columns) "
         f"of database {args.db_id} to {args.out}"
     )
-    cursor = frame.attrs.get("next_from_id")
-    if args.max_profiles is not None and count >= args.max_profiles and cursor:
-        ui.say(f"stopped at --max-profiles {args.max_profiles}; --from-id {cursor} reads on")
+    if more:
+        ui.say(
+            f"stopped at --max-profiles {args.max_profiles}; "
+            f"--from-id {shlex.quote(cursor)} reads on"
+        )
+    elif stopped:
+        ui.say(f"the read is complete: no profile follows the {count} read")
     return 0
 
 
+def _more_after(client: Client, args: argparse.Namespace, cursor: str) -> bool:
+    """Whether a profile follows ``cursor``: one request of one profile, to advise right.
+
+    Stopped at exactly ``--max-profiles`` the service still hands out a cursor,
+    even when nothing follows it; ``--from-id`` would then read nothing.
+    """
+    try:
+        probe = read_profiles(
+            client, args.db_id, query=args.query, fields=["_id"], limit=1, from_id=cursor,
+            max_profiles=1, progress=False, lookahead=0,
+        )  # fmt: skip
+    except errors.StoplistError:
+        return True  # unknown: the cursor is still the way on
+    return bool(probe.attrs.get("profiles", 0))
+
+
 def _resume_hint(task_id: str) -> str:
-    return f"the export task goes on at the service: add --task-id {task_id} to pick it up"
+    return (
+        "the export task goes on at the service: "
+        f"add --task-id {shlex.quote(task_id)} to pick it up"
+    )
+
+
+# Errors after which the task may still run at the service, so --task-id picks it up;
+# any other refusal (an unknown task id) would come back the same.
+_PASSING = (errors.TransportError, errors.ServerError, errors.RateLimited)
 
 
 def run_export(args: argparse.Namespace, ui: Ui) -> int:
-    """``stoplist-nb export``: export a suppression list into a ZIP, CSV or Parquet file."""
+    """``stoplist-nb export``: export a suppression list into a ZIP, CSV or Parquet file.
+
+    The export is started here (or picked up with ``--task-id``) and its id
+    printed first, so that an interrupted or timed-out wait can be resumed;
+    a CSV or Parquet output then goes through
+    :func:`~stoplist_nb.suppression.export.read_suppression_list`, a ZIP output
+    is only waited for and downloaded, unread.
+    """
     with client_from_env(args) as client:
         task_id = args.task_id or start_suppression_export(client, args.list_id, type=args.type)
         ui.note(f"export task {task_id}")
-        try:
-            status = wait_for_task(
-                client,
-                task_id,
-                poll_interval=args.poll_interval,
-                timeout=args.task_timeout,
-                progress=ui.progress,
-            )
-        except errors.TaskTimeout as exc:
-            # The library's message shows the Python call that resumes; say the option instead.
-            late = errors.TaskTimeout(
-                f"export task {task_id!r} is still running after {args.task_timeout:g} s",
-                task_id=task_id,
-                progress=exc.progress,
-            )
-            late.hint = _resume_hint(task_id)
-            raise late from None
-        except errors.TaskFailed:
-            raise
-        except errors.StoplistError as exc:
-            exc.hint = _resume_hint(task_id)
-            raise
         what = f"suppression list {args.list_id}" if args.task_id is None else f"task {task_id}"
-        if args.out.suffix.lower() == ".zip":
-            files = status.require_files()
-            if len(files) > 1:
-                raise CliError(
-                    f"the export has {len(files)} files, a .zip output holds one",
-                    hint="write .csv or .parquet to read them all into one file",
-                )
-            path = download_export(client, files[0], args.out, progress=ui.progress)
-            ui.say(f"wrote {path.stat().st_size} bytes of {what} to {path}")
-            if status.total is not None:
-                ui.say(f"the service counts {status.total} contacts in it")
-            return 0
-        with tempfile.TemporaryDirectory(prefix="stoplist_nb-") as tmp:
-            frame, _ = read_export_files(client, status, tmp, progress=ui.progress, what=what)
-    frame.attrs.update(task_id=task_id, total=status.total)
+        with _resumable(args, task_id), resume_said_as(_resume_hint):
+            if args.out.suffix.lower() == ".zip":
+                return _export_zip(client, args, ui, task_id, what)
+            frame = read_suppression_list(
+                client,
+                args.list_id,
+                type=args.type,
+                task_id=task_id,
+                progress=ui.progress,
+                poll_interval=args.poll_interval,
+                task_timeout=args.task_timeout,
+            )
     if args.task_id is None:
-        frame.attrs.update(list_id=args.list_id, type=args.type)
+        frame.attrs["type"] = args.type
     write_frame(frame, args.out)
     ui.say(f"wrote {len(frame)} hashes of {what} to {args.out}")
     kinds = frame.attrs.get("kinds")
     if kinds:  # only a file with a kind column says what each row is
         ui.say("rows per kind: " + ", ".join(f"{n} {kind}" for kind, n in _by_kind(kinds)))
     return 0
+
+
+def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, what: str) -> int:
+    status = wait_for_task(
+        client,
+        task_id,
+        poll_interval=args.poll_interval,
+        task_timeout=args.task_timeout,
+        progress=ui.progress,
+    )
+    files = status.require_files()
+    if len(files) > 1:
+        raise CliError(
+            f"the export has {len(files)} files, a .zip output holds one",
+            hint="write .csv or .parquet to read them all into one file",
+        )
+    path = download_export(client, files[0], args.out, progress=ui.progress)
+    ui.say(f"wrote {path.stat().st_size} bytes of {what} to {path}")
+    if status.total is not None:
+        ui.say(f"the service counts {status.total} contacts in it")
+    return 0
+
+
+@contextlib.contextmanager
+def _resumable(args: argparse.Namespace, task_id: str) -> Iterator[None]:
+    """Say how to go on after a failure as the command line does: with ``--task-id``."""
+    try:
+        yield
+    except errors.TaskTimeout as exc:
+        # The library's message shows the Python call that resumes; say the option instead.
+        late = errors.TaskTimeout(
+            f"export task {task_id!r} is still running after {args.task_timeout:g} s",
+            task_id=task_id,
+            progress=exc.progress,
+        )
+        late.hint = _resume_hint(task_id)
+        raise late from None
+    except errors.TaskFailed:
+        raise
+    except _PASSING as exc:
+        exc.hint = _resume_hint(task_id)
+        raise
+    except errors.APIError as exc:
+        if args.task_id is not None:
+            exc.hint = (
+                f"check --task-id {shlex.quote(task_id)}: it must be the id printed by "
+                "an export started on this service with this token"
+            )
+        raise
 
 
 def _by_kind(kinds: dict[str, int]) -> list[tuple[str, int]]:

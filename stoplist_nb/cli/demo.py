@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from stoplist_nb.cli.output import EXIT_ERROR, CliError, Ui, write_frame
+from stoplist_nb.cli.output import EXIT_ERROR, EXIT_USAGE, CliError, Ui, write_frame
 from stoplist_nb.client import Client
 from stoplist_nb.profiles import read_profiles
 from stoplist_nb.profiles.normalize import split_channels
@@ -51,9 +51,12 @@ _DPI = 120
 def _serve() -> Callable[..., Any]:
     try:
         from stoplist_nb.demo import serve
-    except ModuleNotFoundError as exc:
+    except ImportError as exc:
+        # The demo package re-raises a missing mongomock as a plain ImportError, with no name.
+        missing = getattr(exc, "name", None) or "mongomock"
         raise CliError(
-            f"the embedded demo service needs {exc.name}, which is not installed",
+            f"the embedded demo service needs {missing}, which is not installed",
+            code=EXIT_USAGE,
             hint="pip install 'stoplist_nb[demo]'",
         ) from None
     return serve
@@ -130,7 +133,9 @@ def _summary(
 ) -> list[str]:
     subs = profiles[profiles["channel"].notna()]
     sizes = stop["type"].value_counts()
-    hits = flagged[flagged["suppressed"]]
+    hits = flagged[flagged["suppressed"].fillna(False).astype(bool)]
+    # <NA>: a row with no usable e-mail or phone, neither suppressed nor safe.
+    checked = int(flagged["suppressed"].notna().sum())
     by = matches_per_kind(flagged)
     return [
         f"{profiles['profile_id'].nunique()} profiles, {len(subs)} subscriptions",
@@ -144,7 +149,7 @@ def _summary(
         f"suppression list {list_id}: {len(stop)} hashes ("
         + ", ".join(f"{sizes.get(k, 0)} {k}" for k in SUPPRESSION_TYPES)
         + ")",
-        f"contacts checked: {len(flagged)} (the e-mails, their domains, and the phones"
+        f"contacts checked: {checked} (the e-mails, their domains, and the phones"
         " of the subscriptions)",
         f"found in the list: {len(hits)}"
         + (" (" + ", ".join(f"{n} by {k}" for k, n in by.items()) + ")" if by else "")
@@ -154,8 +159,14 @@ def _summary(
 
 def run_demo(args: argparse.Namespace, ui: Ui) -> int:
     """``stoplist-nb demo``: read, export, match, and write it all to ``--out``."""
-    serve = _serve()
     out: pathlib.Path = args.out
+    if out.exists() and not out.is_dir():
+        raise CliError(
+            f"--out {out} is a file, not a directory",
+            code=EXIT_USAGE,
+            hint="name a directory (created if missing) for the files of the demo",
+        )
+    serve = _serve()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -28,10 +28,16 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from matplotlib import dates as mdates
-from matplotlib.axes import Axes
-from matplotlib.container import BarContainer
-from matplotlib.ticker import MaxNLocator
+
+try:
+    from matplotlib import dates as mdates
+    from matplotlib.axes import Axes
+    from matplotlib.container import BarContainer
+    from matplotlib.ticker import MaxNLocator
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "stoplist_nb.plots needs matplotlib: pip install 'stoplist_nb[plots]'"
+    ) from exc
 
 from stoplist_nb.errors import InvalidInput, require_int
 from stoplist_nb.plots import counts as ct
@@ -240,12 +246,15 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
     :func:`~stoplist_nb.flag_suppressed`), then ``"not suppressed"``. A kind
     listed in ``flagged.attrs["checked"]`` that never matched gets a bar of 0,
     so "checked, nothing found" shows apart from "not checked"; a frame
-    without that record shows only the kinds that matched. Each bar is
-    labelled with its count and share of all rows, and the title gives the
-    suppressed total. Rows count as they are: one per contact you flagged, one
-    per subscription for a :func:`~stoplist_nb.read_profiles` frame. A null
-    ``suppressed`` counts as not suppressed; a suppressed row without
-    ``suppressed_by`` as ``"(kind unknown)"``; any other value of
+    without that record shows only the kinds that matched. Only the rows
+    that had something to check count: a null ``suppressed`` (no e-mail, phone
+    or domain in that row) is left out of every bar and share, and the x label
+    says how many rows were left out. Each bar is labelled with its count and
+    share of the contacts checked, and the title gives the suppressed total
+    "of N contacts checked". Rows count as they are: one per contact you
+    flagged, one per subscription for a :func:`~stoplist_nb.read_profiles`
+    frame. A suppressed row without ``suppressed_by`` counts as
+    ``"(kind unknown)"``; any other value of
     ``suppressed_by`` gets its own bar after the three kinds, most matches first.
 
     Args:
@@ -261,22 +270,31 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
             its ``attrs["checked"]`` is not a list of kind names.
 
     >>> import matplotlib; matplotlib.use("Agg")
-    >>> flagged = pd.DataFrame({"suppressed": [True, False, True, False],
-    ...                         "suppressed_by": ["phone", None, "email", None]})
+    >>> flagged = pd.DataFrame({"suppressed": [True, False, True, False, None],
+    ...                         "suppressed_by": ["phone", None, "email", None, None]})
     >>> flagged.attrs["checked"] = ["email", "phone", "domain"]
     >>> ax = plot_suppression_overlap(flagged)
     >>> [t.get_text() for t in ax.get_xticklabels()], [int(b.get_height()) for b in ax.patches]
     (['email', 'phone', 'domain', 'not suppressed'], [1, 1, 0, 2])
+    >>> ax.get_title()
+    'Suppressed: 2 of 4 contacts checked (50.0%)'
     """
     func = "plot_suppression_overlap"
     df = ct.check_frame(flagged, ["suppressed", "suppressed_by"], func)
-    counts, suppressed = ct.overlap_counts(df, ct.checked_kinds(df, func))
-    total = len(df)
+    counts, suppressed, total = ct.overlap_counts(df, ct.checked_kinds(df, func))
+    unchecked = len(df) - total
     ax = _axes_for(ax)
-    share = f": {suppressed:,} of {total:,} ({suppressed / total:.1%})" if total else ""
-    _label_axes(ax, title=f"Suppressed contacts{share}", xlabel="matched by", ylabel="contacts")
+    title = "Suppressed contacts"
+    if total:
+        share = f"{suppressed:,} of {total:,} contacts checked ({suppressed / total:.1%})"
+        title = f"Suppressed: {share}"
+    xlabel = "matched by"
+    if unchecked:
+        rows = "row" if unchecked == 1 else "rows"
+        xlabel += f" (not counted: {unchecked:,} {rows} with nothing to check)"
+    _label_axes(ax, title=title, xlabel=xlabel, ylabel="contacts")
     if not total:
-        return _note(ax, "no contacts")
+        return _note(ax, "no contacts checked" if unchecked else "no contacts")
     names, heights = zip(*counts, strict=True)
     # Suppressed in red, the rest in grey: the eye goes to what is blocked.
     bars = ax.bar(names, heights, color=["C3"] * (len(counts) - 1) + ["0.6"])

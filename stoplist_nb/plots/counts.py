@@ -152,19 +152,23 @@ def checked_kinds(df: pd.DataFrame, func: str) -> list[str]:
 
 def overlap_counts(
     df: pd.DataFrame, checked: Sequence[str] = ()
-) -> tuple[list[tuple[str, int]], int]:
-    """Suppressed rows per matched kind, then ``not suppressed``; and the suppressed total.
+) -> tuple[list[tuple[str, int]], int, int]:
+    """Suppressed rows per matched kind, then ``not suppressed``; the suppressed and checked totals.
 
-    The kinds of :data:`MATCH_KINDS` come first, in that order (the precedence of
-    ``flag_suppressed``), each checked one even with no match; any other value of
-    ``suppressed_by`` (a frame flagged otherwise) follows, ranked.
+    Only rows with a ``suppressed`` of True or False count: a null one had
+    nothing to check, so it is neither. The kinds of :data:`MATCH_KINDS` come
+    first, in that order (the precedence of ``flag_suppressed``), each checked
+    one even with no match; any other value of ``suppressed_by`` (a frame
+    flagged otherwise) follows, ranked.
     """
-    hit = _mask(df["suppressed"].astype("boolean").fillna(False))
+    flags = df["suppressed"].astype("boolean")
+    hit = _mask(flags.fillna(False))
     by = df.loc[hit, "suppressed_by"].astype("string").fillna(UNKNOWN_KIND)
     counts = dict(ranked(by))
     shown = [k for k in MATCH_KINDS if k in counts or k in checked]
     shown += [k for k in checked if k not in shown]
     known = [(k, counts.pop(k, 0)) for k in shown]
     suppressed = int(hit.sum())
+    looked = int(flags.notna().sum())
     rest = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [*known, *rest, (NOT_SUPPRESSED, len(df) - suppressed)], suppressed
+    return [*known, *rest, (NOT_SUPPRESSED, looked - suppressed)], suppressed, looked

@@ -9,19 +9,18 @@ in :mod:`~stoplist_nb.profiles.normalize` (rows in
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import closing
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 from tqdm.auto import tqdm
 
 from stoplist_nb import errors
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 from stoplist_nb.client import Client, Page
-from stoplist_nb.profiles.normalize import flatten_profiles, frame_from_tables
-from stoplist_nb.query import validate_query
+from stoplist_nb.profiles.normalize import FlatPage, flatten_profiles, frame_from_tables
+from stoplist_nb.query import Query, validate_query
 
 __all__ = ["iter_profile_pages", "read_profiles"]
 
@@ -39,6 +38,8 @@ def _params(
     if from_id is not None and not isinstance(from_id, str):
         raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
     params: dict[str, Any] = {"db_id": db_id, "format": "json", "limit": limit}
+    if isinstance(query, Query):
+        query = query.to_mongo()
     if query is not None:
         params["query"] = validate_query(query)
     if fields is not None:
@@ -58,10 +59,11 @@ def iter_profile_pages(
     client: Client,
     db_id: int,
     *,
-    query: dict[str, Any] | None = None,
+    query: Mapping[str, Any] | Query | None = None,
     fields: Sequence[str] | None = None,
     limit: int = 1000,
     from_id: str | None = None,
+    max_profiles: int | None = None,
     lookahead: int = DEFAULT_LOOKAHEAD,
 ) -> Generator[Page, None, None]:
     """Yield the raw pages of ``profiles/list``, one request each.
@@ -76,10 +78,15 @@ def iter_profile_pages(
     Args:
         client: The API client.
         db_id: The database id.
-        query: A MongoDB filter on profile fields.
+        query: A MongoDB filter on profile fields: a dict, or a query built
+            with :mod:`stoplist_nb.query` (``F("_city") == "Moscow"``,
+            ``And(...)``, ...), sent as its ``to_mongo()``.
         fields: The profile fields to return (``_id`` names the id).
         limit: Profiles per page.
         from_id: The cursor to start from, e.g. a previous ``next_from_id``.
+        max_profiles: Stop after this many profiles; the last request asks
+            for only what is missing, so the last page's ``next_from_id`` is
+            exactly where a later read resumes.
         lookahead: Requests sent while earlier pages are still being parsed
             (see :meth:`~stoplist_nb.client.Client.pages`); ``0`` for none.
 
@@ -93,14 +100,17 @@ def iter_profile_pages(
     ...         print(len(page), page.next_from_id)
     """
     params = _params(client, db_id, query, fields, limit, from_id)
-    return client.pages(METHOD, params, from_id=from_id, lookahead=lookahead)
+    if max_profiles is not None:
+        errors.require_int("max_profiles", max_profiles, minimum=1)
+    # Client.pages says max_rows: it walks any cursor endpoint, where a row need not be a profile.
+    return client.pages(METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead)
 
 
 def read_profiles(
     client: Client,
     db_id: int,
     *,
-    query: dict[str, Any] | None = None,
+    query: Mapping[str, Any] | Query | None = None,
     fields: Sequence[str] | None = None,
     limit: int = 1000,
     from_id: str | None = None,
@@ -117,7 +127,9 @@ def read_profiles(
     Args:
         client: The API client.
         db_id: The database id.
-        query: A MongoDB filter, e.g. ``{"_city": {"$in": ["Moscow", "Kazan"]}}``.
+        query: A MongoDB filter, e.g. ``{"_city": {"$in": ["Moscow", "Kazan"]}}``,
+            or the same built with :mod:`stoplist_nb.query`:
+            ``F("_city").isin(["Moscow", "Kazan"])`` (sent as its ``to_mongo()``).
         fields: Profile fields to return, e.g. ``["_fname", "subscriptions"]``.
         limit: Profiles per request.
         from_id: Resume from this cursor (``df.attrs["next_from_id"]`` of an
@@ -150,7 +162,7 @@ def read_profiles(
     pages = client.pages(
         METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead
     )
-    tables: list[pa.Table] = []
+    tables: list[FlatPage] = []
     count = 0
     cursor = from_id or ""
     with (
@@ -179,7 +191,7 @@ def read_profiles(
     return _frame(tables, db_id, cursor, count)
 
 
-def _frame(tables: list[pa.Table], db_id: int, cursor: str, count: int) -> pd.DataFrame:
+def _frame(tables: list[FlatPage], db_id: int, cursor: str, count: int) -> pd.DataFrame:
     frame = frame_from_tables(tables)
     frame.attrs.update(db_id=db_id, next_from_id=cursor, profiles=count)
     return frame

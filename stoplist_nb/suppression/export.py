@@ -24,7 +24,13 @@ from stoplist_nb import errors
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.archive import read_hashed_csv
 from stoplist_nb.suppression.matching import add_counts
-from stoplist_nb.suppression.tasks import TaskStatus, get_task, wait_for_task
+from stoplist_nb.suppression.tasks import (
+    DEFAULT_TASK_TIMEOUT,
+    TaskStatus,
+    _renamed,
+    get_task,
+    wait_for_task,
+)
 
 __all__ = [
     "EXPORT_TYPES",
@@ -94,72 +100,125 @@ def download_export(
 
 def read_suppression_list(
     client: Client,
-    list_id: int,
+    list_id: int | None = None,
     *,
     type: str = "all",
+    task_id: str | None = None,
     progress: bool = True,
-    keep_file: str | os.PathLike[str] | None = None,
+    dest: str | os.PathLike[str] | None = None,
     poll_interval: float = 1.0,
-    timeout: float = 600.0,
+    max_interval: float = 10.0,
+    task_timeout: float = DEFAULT_TASK_TIMEOUT,
     max_size: int = 4 * 2**30,
     max_ratio: float = 200,
+    keep_file: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
 ) -> pd.DataFrame:
     """Export a suppression list and read its MD5 hashes into a DataFrame.
 
-    Starts the export, waits for it, downloads the ZIP and reads the CSV in
-    it (see :func:`~stoplist_nb.suppression.archive.read_hashed_csv` for the columns).
+    Starts the export (or picks up one already started, by ``task_id``),
+    waits for it, downloads the ZIP and reads the CSV in it (see
+    :func:`~stoplist_nb.suppression.archive.read_hashed_csv` for the columns).
 
     Args:
         client: The API client.
-        list_id: The suppression list's id.
-        type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"``.
+        list_id: The suppression list's id; needed unless ``task_id`` is given.
+        type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"``: what a
+            new export holds (an export picked up by ``task_id`` holds what it
+            was started with).
+        task_id: An export task already started (by
+            :func:`start_suppression_export`, ``exc.task_id`` of a
+            :class:`~stoplist_nb.errors.TaskTimeout`, or another program):
+            wait for it and read its file instead of starting an export.
         progress: Show progress bars for the task and the download.
-        keep_file: Keep the ZIP here (a file or a directory); default: a
-            temporary directory removed afterwards.
+        dest: Where the downloaded ZIP goes and stays (a file or a directory,
+            as in :func:`download_export`; a directory when the export has
+            several files); default: a temporary directory removed afterwards.
         poll_interval: Seconds before the second status poll (it grows after).
-        timeout: Seconds to wait for the task.
-        max_size, max_ratio: The zip-bomb limits of
+        max_interval: The longest wait between two status polls.
+        task_timeout: Seconds to wait for the task (not the client's socket
+            ``timeout``).
+        max_size: The zip-bomb limit on unpacked bytes of
             :func:`~stoplist_nb.suppression.archive.read_hashed_csv`, to raise for a huge
-            list; ``max_size`` also caps the download.
+            list; it also caps the download.
+        max_ratio: The zip-bomb limit on the packing ratio, as in
+            :func:`~stoplist_nb.suppression.archive.read_hashed_csv`.
+        keep_file: The old name of ``dest``; deprecated, it goes in the next release.
+        timeout: The old name of ``task_timeout``; deprecated, it goes in the
+            next release.
 
     Returns:
-        The hashes; ``attrs`` hold ``task_id``, ``list_id``, ``type``,
-        ``total`` (as the service reported it), ``file`` and, when the CSV
-        names the kind of each row, ``kinds`` (rows per kind, see
+        The hashes; ``attrs`` hold ``task_id``, ``list_id`` (``None`` for a
+        task picked up without one), ``type`` (``None`` for a task picked
+        up), ``total`` (as the service reported it), ``file`` and, when the
+        CSV names the kind of each row, ``kinds`` (rows per kind, see
         :func:`~stoplist_nb.suppression.archive.read_hashed_csv`).
 
     Raises:
-        TaskFailed, TaskTimeout: The task failed or ran past ``timeout``; both
-            name the task, and ``wait_for_task`` resumes a timed-out one.
+        InvalidInput: Neither ``list_id`` nor ``task_id``, a bad argument, a
+            new and an old name both given, or a ``dest`` that is a file for
+            an export of several files (nothing is downloaded then).
+        TaskFailed, TaskTimeout: The task failed or ran past ``task_timeout``;
+            both name the task, and ``task_id=`` picks a timed-out one up.
         ArchiveTooLarge: The download or the archive is beyond ``max_size`` or
             ``max_ratio``.
 
+    Warns:
+        DeprecationWarning: ``keep_file`` or ``timeout`` was given.
+
     >>> stop = read_suppression_list(client, 7, type="emails")  # doctest: +SKIP
     >>> stop["md5"].head(2)  # doctest: +SKIP
+    >>> late = read_suppression_list(client, 7, task_id="exp-42")  # doctest: +SKIP
     """
-    errors.require_int("list_id", list_id)
-    _check_type(type)
-    task_id = start_suppression_export(client, list_id, type=type)
-    status = wait_for_task(
-        client, task_id, poll_interval=poll_interval, timeout=timeout, progress=progress
+    func = "read_suppression_list"
+    dest = _renamed(func, "keep_file", "dest", keep_file, dest, None)
+    task_timeout = _renamed(
+        func, "timeout", "task_timeout", timeout, task_timeout, DEFAULT_TASK_TIMEOUT
     )
+    if list_id is None and task_id is None:
+        raise errors.InvalidInput(f"{func}: give list_id (a new export) or task_id (a started one)")
+    if list_id is not None:
+        errors.require_int("list_id", list_id)
+    if task_id is not None and (not isinstance(task_id, str) or not task_id):
+        raise errors.InvalidInput(f"task_id must be a non-empty string, not {task_id!r}")
+    _check_type(type)
+    started = task_id is None
+    if task_id is None:
+        assert list_id is not None  # checked above
+        task_id = start_suppression_export(client, list_id, type=type)
+    status = wait_for_task(
+        client, task_id, poll_interval=poll_interval, max_interval=max_interval,
+        task_timeout=task_timeout, progress=progress,
+    )  # fmt: skip
+    what = f"suppression list {list_id}" if list_id is not None else f"export task {task_id}"
     with tempfile.TemporaryDirectory(prefix="stoplist_nb-") as tmp:
-        dest = pathlib.Path(keep_file) if keep_file is not None else pathlib.Path(tmp)
+        target = pathlib.Path(dest) if dest is not None else pathlib.Path(tmp)
+        files = status.require_files()
+        if len(files) > 1 and dest is not None and not _names_a_directory(dest):
+            raise errors.InvalidInput(
+                f"{what}: the export has {len(files)} files and dest={str(dest)!r} names "
+                "one file: give a directory"
+            )
         frame, paths = read_export_files(
-            client, status, dest, progress=progress, max_size=max_size, max_ratio=max_ratio,
-            what=f"suppression list {list_id}",
+            client, status, target, progress=progress, max_size=max_size, max_ratio=max_ratio,
+            what=what,
         )  # fmt: skip
     kinds = frame.attrs.get("kinds")
     frame.attrs = {
         "task_id": task_id,
         "list_id": list_id,
-        "type": type,
+        "type": type if started else None,
         "total": status.total,
         "file": paths[0].name if len(paths) == 1 else [p.name for p in paths],
     }
     if kinds is not None:
         frame.attrs["kinds"] = kinds
     return frame
+
+
+def _names_a_directory(dest: str | os.PathLike[str]) -> bool:
+    """Whether :meth:`Client.download` reads ``dest`` as a directory (existing, or ending in /)."""
+    return pathlib.Path(dest).is_dir() or str(dest).endswith(("/", os.sep))
 
 
 def read_export_files(

@@ -321,6 +321,11 @@ def _spread_domains(owner: np.ndarray, rows: np.ndarray, found: np.ndarray) -> n
     return np.asarray(listed[rows].any(axis=0), dtype=bool)
 
 
+def _present(values: Any) -> np.ndarray:
+    """Which values hold some text: not null, not blank."""
+    return np.asarray(pc.is_valid(_strip_lower(values)), dtype=bool)
+
+
 def flag_suppressed(
     contacts: pd.DataFrame,
     suppressed: Any,
@@ -338,7 +343,10 @@ def flag_suppressed(
     The named columns are hashed (see the canonical forms and the matching
     rules above) and looked up, case-insensitively, among the list's MD5
     values; so is the domain of every e-mail, unless ``domains=False``.
-    Missing values never match.
+    Missing values never match. A row with nothing to check (every named
+    column null or blank there, or without a canonical form, such as a phone
+    without digits) is neither suppressed nor safe: its ``suppressed`` is
+    ``<NA>``.
 
     Args:
         contacts: The contacts, one per row.
@@ -357,7 +365,8 @@ def flag_suppressed(
         hashed: The named columns already hold MD5 hex values.
 
     Returns:
-        A copy (same rows, order, index) with ``suppressed`` (``boolean``) and
+        A copy (same rows, order, index) with ``suppressed`` (``boolean``:
+        True, False, or ``<NA>`` for a row with nothing to check) and
         ``suppressed_by`` (``string[pyarrow]``: the kind that matched,
         ``"email"``, ``"phone"`` or ``"domain"`` in that precedence, else
         ``<NA>``), replacing any columns of those names. ``attrs["checked"]``
@@ -382,7 +391,7 @@ def flag_suppressed(
     r1       False          <NA>
     r2        True         email
     r3        True        domain
-    r4       False          <NA>
+    r4        <NA>          <NA>
     >>> out.attrs["checked"]
     ['email', 'domain']
     """
@@ -393,20 +402,25 @@ def flag_suppressed(
     n = len(contacts)
     checks: list[tuple[str, np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
     notes, sources = [], []
+    # Rows with something to look up: the others are unknown (<NA>), not "safe".
+    checkable = np.zeros(n, dtype=bool)
     for kind, name in columns.items():
         if name is None:
             continue
         if hashed:
             values = arrow_text(contacts[name])
             digests, valid = md5_digests(values)
+            checkable |= _present(values)
             bad = len(valid) - int(valid.sum()) - values.null_count
             notes.append(f"{bad:,} values of column {name!r}" if bad else "")
         elif kind == "domain":
             sources.append(_after_at(arrow_text(contacts[name]), need_at=False))
+            checkable |= _present(sources[-1])
             continue
         else:
             forms = _canonical_forms(contacts[name], rules[kind], kind)
             digests, valid = _digests(forms)
+            checkable |= valid
             if kind == "email" and domains:
                 sources.append(_after_at(forms, need_at=True))
         checks.append((kind, digests[valid], functools.partial(_spread_rows, valid)))
@@ -425,7 +439,7 @@ def flag_suppressed(
         chosen[hits[checked[position]]] = position
     by = pc.take(pa.array(checked, pa.large_string()), pa.array(chosen, mask=chosen < 0))
     out = contacts.copy()
-    out["suppressed"] = pd.arrays.BooleanArray(chosen >= 0, np.zeros(n, dtype=bool))
+    out["suppressed"] = pd.arrays.BooleanArray(chosen >= 0, ~checkable)
     out["suppressed_by"] = pd.arrays.ArrowStringArray(pa.chunked_array([by], pa.large_string()))
     out.attrs["checked"] = checked
     if message := " and ".join(note for note in notes if note):

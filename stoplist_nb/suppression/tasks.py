@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,12 +28,34 @@ from stoplist_nb import errors
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 
-__all__ = ["TaskStatus", "get_task", "wait_for_task"]
+__all__ = ["DEFAULT_TASK_TIMEOUT", "TaskStatus", "get_task", "wait_for_task"]
+
+#: Seconds :func:`wait_for_task` waits for a task by default.
+DEFAULT_TASK_TIMEOUT = 600.0
 
 _DONE = frozenset({"completed", "complete", "success", "succeeded", "done", "finished"})
 _FAILED = frozenset(
     {"error", "failed", "failure", "fail", "canceled", "cancelled", "aborted", "rejected"}
 )
+# Errors after which the task may well still be running: worth picking it up again.
+_PASSING = (errors.TransportError, errors.ServerError, errors.RateLimited)
+# How to pick up a task again, as the caller would say it: the command line says
+# its option, not the Python call (see resume_said_as).
+_RESUME: ContextVar[Callable[[str], str] | None] = ContextVar("stoplist_nb_resume", default=None)
+
+
+@contextmanager
+def resume_said_as(say: Callable[[str], str]) -> Iterator[None]:
+    """Within the block, tell how to pick up a task with ``say(task_id)``.
+
+    :func:`wait_for_task` names the Python call that resumes a task in its
+    messages and on Ctrl-C; a command line names its own option instead.
+    """
+    token = _RESUME.set(say)
+    try:
+        yield
+    finally:
+        _RESUME.reset(token)
 
 
 @dataclass(frozen=True)
@@ -109,14 +135,36 @@ def get_task(client: Client, task_id: str) -> TaskStatus:
     )
 
 
+def _renamed(func: str, old: str, new: str, old_value: Any, value: Any, default: Any) -> Any:
+    """The value of a keyword renamed from ``old`` to ``new``: the old one still works, warned.
+
+    Raises:
+        InvalidInput: Both names were given a value.
+
+    Warns:
+        DeprecationWarning: ``old`` was given; it goes in the next release.
+    """
+    if old_value is None:
+        return value
+    if value != default:
+        raise errors.InvalidInput(f"{func}: pass {new}= only ({old}= is its old name)")
+    warnings.warn(
+        f"{func}({old}=...) is deprecated and goes in the next release: use {new}=",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return old_value
+
+
 def wait_for_task(
     client: Client,
     task_id: str,
     *,
     poll_interval: float = 1.0,
     max_interval: float = 10.0,
-    timeout: float = 600.0,
+    task_timeout: float = DEFAULT_TASK_TIMEOUT,
     progress: bool = True,
+    timeout: float | None = None,
 ) -> TaskStatus:
     """Poll a task until it is done, with a growing interval and a deadline.
 
@@ -126,24 +174,42 @@ def wait_for_task(
         poll_interval: Seconds before the second poll; each wait is 1.5 times
             the one before, up to ``max_interval``.
         max_interval: The longest wait between two polls.
-        timeout: Seconds after which to give up (the task goes on at the service).
+        task_timeout: Seconds after which to give up waiting (the task goes on
+            at the service). Not the client's ``timeout``, which bounds each
+            socket operation of one request.
         progress: Show a bar driven by the reported progress.
+        timeout: The old name of ``task_timeout``; deprecated, it goes in the
+            next release.
 
     Raises:
         TaskFailed: The task reported failure.
         TaskTimeout: The deadline passed; ``exc.task_id`` resumes the wait.
+        InvalidInput: An interval or the deadline is not a number of seconds,
+            or both ``task_timeout`` and ``timeout`` were given.
+        StoplistError: A poll failed after its retries. When the failure
+            leaves the task running (no reply, a 5xx, a 429), ``exc.hint``
+            says how to pick it up; a refusal (e.g. an unknown task id) has
+            no such hint, since asking again would get the same answer.
 
-    >>> status = wait_for_task(client, task_id, timeout=300)  # doctest: +SKIP
+    >>> status = wait_for_task(client, task_id, task_timeout=300)  # doctest: +SKIP
     >>> status.hashed_files  # doctest: +SKIP
     ('suppress/2b0e.../Stop list.md5.zip',)
     """
+    task_timeout = _renamed(
+        "wait_for_task", "timeout", "task_timeout", timeout, task_timeout, DEFAULT_TASK_TIMEOUT
+    )
     for name, value in (("poll_interval", poll_interval), ("max_interval", max_interval),
-                        ("timeout", timeout)):  # fmt: skip
+                        ("task_timeout", task_timeout)):  # fmt: skip
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise errors.InvalidInput(f"{name} must be a number of seconds, not {value!r}")
     shown = repr(redact(task_id))  # the id is the service's: it may echo anything
-    resume = f"the task goes on: wait_for_task(client, {shown}) picks it up"
-    deadline = time.monotonic() + timeout
+    say = _RESUME.get()
+    resume = (
+        say(redact(task_id))
+        if say is not None
+        else f"the task goes on: wait_for_task(client, {shown}) picks it up"
+    )
+    deadline = time.monotonic() + task_timeout
     interval = max(poll_interval, 0.01)
     with tqdm(
         total=100, desc=f"export task {redact(task_id)}", unit="%", disable=not progress
@@ -170,7 +236,7 @@ def wait_for_task(
                     raise errors.TaskTimeout(
                         f"export task {shown} still {word or 'running'} at "
                         f"{status.progress if status.progress is not None else '?'}% after "
-                        f"{timeout:g} s; {resume}",
+                        f"{task_timeout:g} s; {resume}",
                         task_id=task_id,
                         progress=status.progress,
                     )
@@ -178,7 +244,7 @@ def wait_for_task(
                 interval = min(interval * 1.5, max(max_interval, poll_interval))
         except (errors.TaskFailed, errors.TaskTimeout):
             raise
-        except errors.StoplistError as exc:
+        except _PASSING as exc:
             exc.hint = resume
             raise
         except KeyboardInterrupt as exc:
