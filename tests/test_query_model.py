@@ -157,7 +157,7 @@ def test_unparsable_queries_name_the_part(query: Any, message: str) -> None:
         (lambda: F("a").isin("abc"), r"\$in takes a list, not str"),
         (lambda: F("a").exists(1), r"\$exists takes True or False"),  # type: ignore[arg-type]
         (lambda: F("a").regex("x", "q"), "letters from 'imxsu'"),
-        (lambda: F("a").op("$where", "1"), r"unsupported operator '\$where'"),
+        (lambda: F("a").op("$where", "1"), r"query\['a'\]: unknown operator '\$where'"),
         (lambda: F("$a"), "without '\\$'"),
         (lambda: F("a..b"), "empty parts"),
         (lambda: Or([F("a") == 1]), "two or more"),
@@ -189,6 +189,33 @@ REPRS: list[tuple[Query, str]] = [
 def test_repr_reads_like_the_dsl(query: Query, text: str) -> None:
     assert repr(query) == text
     assert eval(text, {"F": F, "And": And, "Nor": Nor}) == query
+
+
+SAME_FAULT: list[tuple[Any, dict[str, Any]]] = [
+    (lambda: F("a").isin({"x": 1}), {"a": {"$in": {"x": 1}}}),
+    (lambda: F("a").notin("x"), {"a": {"$nin": "x"}}),
+    (lambda: F("a").op("$all", 3), {"a": {"$all": 3}}),
+    (lambda: F("a").exists([1]), {"a": {"$exists": [1]}}),  # type: ignore[arg-type]
+    (lambda: F("a").regex(5), {"a": {"$regex": 5}}),  # type: ignore[arg-type]
+    (lambda: F("a").regex("x", "q"), {"a": {"$regex": "x", "$options": "q"}}),
+    (lambda: Condition("a", "$gt", 1, options="i"), {"a": {"$gt": 1, "$options": "i"}}),
+    (lambda: F("a").op("$where", "1"), {"a": {"$where": "1"}}),
+    (lambda: F("a").op("$or", [{"b": 1}]), {"a": {"$or": [{"b": 1}]}}),
+    (lambda: F("a..b") == 1, {"a..b": 1}),
+    (lambda: F(""), {"": 1}),
+    (lambda: F("a").isin([{1: "x"}]), {"a": {"$in": [{1: "x"}]}}),
+]
+
+
+@pytest.mark.parametrize(("build", "query"), SAME_FAULT, ids=range(len(SAME_FAULT)))
+def test_the_model_and_validate_query_refuse_a_fault_in_the_same_words(
+    build: Any, query: dict[str, Any]
+) -> None:
+    with pytest.raises(InvalidQuery) as refused:
+        validate_query(query)
+    with pytest.raises(InvalidQuery) as built:
+        build()
+    assert str(built.value) == str(refused.value)
 
 
 def test_condition_normalises_negation() -> None:
@@ -277,3 +304,30 @@ def test_elem_match_may_hold_logical_operators() -> None:
     assert parse_query(query) == F("subscriptions").elem_match(
         (F("channel") == "sms") | (F("status") == 0)
     )
+
+
+CHECKED_OPERATORS = st.sampled_from(["$in", "$nin", "$all", "$exists", "$regex", "$eq", "$gt"])
+ARGUMENTS = st.one_of(
+    SCALARS,
+    st.lists(SCALARS, max_size=3),
+    st.lists(SCALARS, max_size=3).map(tuple),
+    st.dictionaries(st.sampled_from(["x", "y"]), SCALARS, max_size=2),
+    st.sampled_from([{1, 2}, float("nan"), 2**64]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(PATHS, CHECKED_OPERATORS, ARGUMENTS)
+def test_a_condition_is_built_exactly_when_validate_query_takes_it(
+    path: str, op: str, arg: Any
+) -> None:
+    query = {path: {op: arg}}
+    refusals = []
+    for check in (lambda: validate_query(query), lambda: Condition(path, op, arg)):
+        try:
+            check()
+        except InvalidQuery as exc:
+            refusals.append(str(exc))
+    assert refusals == [] or refusals == [refusals[0]] * 2, refusals
+    if not refusals:
+        assert parse_query(query) == Condition(path, op, arg)

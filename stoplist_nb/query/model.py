@@ -35,7 +35,11 @@ from typing import Any
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query.values import (
     MAX_DEPTH,
+    OPTIONS_WITHOUT_REGEX,
     FrozenDict,
+    check_argument,
+    check_field_operator,
+    check_path,
     freeze,
     json_depth,
     key_problem,
@@ -55,7 +59,9 @@ CONDITION_OPERATORS = frozenset({
 _OPPOSITE = {"$eq": "$ne", "$ne": "$eq", "$in": "$nin", "$nin": "$in"}
 _SYMBOL = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _METHOD = {"$in": "isin", "$nin": "notin", "$exists": "exists", "$elemMatch": "elem_match"}
-_REGEX_OPTIONS = frozenset("imxsu")
+# A Condition holds any argument of these; validate_query refuses a bad one
+# before the query is sent.
+_ARGUMENT_UNCHECKED = frozenset({"$size", "$mod"})
 
 
 class Query:
@@ -270,12 +276,11 @@ def _check_path(path: Any) -> None:
     if not isinstance(path, str):
         # No repr: it could be anything, a list nested too deep to print included.
         raise InvalidQuery(f"a field path must be a string, not {type(path).__name__}")
-    if not path or path.startswith("$"):
+    if path.startswith("$"):
         raise InvalidQuery(f"a field path must be a non-empty string without '$', not {path!r}")
     if problem := key_problem(path):
         raise InvalidQuery(f"a field path {path!r}: {problem}")
-    if any(not part for part in path.split(".")):
-        raise InvalidQuery(f"query[{path!r}]: a field path cannot have empty parts")
+    check_path(path, f"query[{path!r}]")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -303,10 +308,13 @@ class Condition(Query):
     def __post_init__(self) -> None:
         _check_path(self.path)
         op, negated = self.op, self.negated
-        if not isinstance(op, str) or op not in CONDITION_OPERATORS:
-            shown = repr(op) if isinstance(op, str) else f"of type {type(op).__name__}"
-            raise InvalidQuery(f"query[{self.path!r}]: unsupported operator {shown}")
-        where = f"query[{self.path!r}][{op!r}]"
+        field = f"query[{self.path!r}]"
+        if not isinstance(op, str):
+            raise InvalidQuery(f"{field}: unsupported operator of type {type(op).__name__}")
+        check_field_operator(op, field)
+        if op not in CONDITION_OPERATORS:
+            raise InvalidQuery(f"{field}: unsupported operator {op!r}")
+        where = f"{field}[{op!r}]"
         if not isinstance(self.options, str):
             raise InvalidQuery(
                 f"{where}: $options takes a string, not {type(self.options).__name__}"
@@ -316,20 +324,17 @@ class Condition(Query):
         else:
             # Before freeze, value_key, repr and to_mongo recurse into the value.
             depth = json_depth(self.value, where)
+        if op not in _ARGUMENT_UNCHECKED:
+            check_argument(op, self.value, where)
         value = freeze(self.value)
-        if op in {"$in", "$nin", "$all"} and not isinstance(value, tuple):
-            raise InvalidQuery(f"{where}: {op} takes a list, not {type(value).__name__}")
-        if op == "$exists" and not isinstance(value, bool):
-            raise InvalidQuery(f"{where}: $exists takes True or False, not {value!r}")
-        if op == "$regex" and not isinstance(value, str):
-            raise InvalidQuery(f"{where}: $regex takes a pattern string, not {value!r}")
         if op == "$elemMatch" and not isinstance(value, Query):
             raise InvalidQuery(f"{where}: $elemMatch takes a Query, not {value!r}")
         if op == "$elemMatch" and value == And():
             # It would be written {"$elemMatch": {}}, which validate_query refuses.
             raise InvalidQuery(f"{where}: $elemMatch takes a non-empty query")
-        if self.options and (op != "$regex" or set(self.options) - _REGEX_OPTIONS):
-            raise InvalidQuery(f"{where}: $options takes letters from 'imxsu' with $regex")
+        if self.options and op != "$regex":
+            raise InvalidQuery(f"{field}: {OPTIONS_WITHOUT_REGEX}")
+        check_argument("$options", self.options, f"{field}['$options']")
         if negated and op in _OPPOSITE:
             op, negated = _OPPOSITE[op], False
         elif negated and op == "$exists":

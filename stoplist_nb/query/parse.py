@@ -23,20 +23,18 @@ from typing import Any
 
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query.model import And, Condition, Nor, Or, Query
-from stoplist_nb.query.values import json_depth, plain
+from stoplist_nb.query.values import (
+    FIELD_OPERATORS,
+    LOGICAL_OPERATORS,
+    OPTIONS_WITHOUT_REGEX,
+    check_argument,
+    check_field_operator,
+    check_path,
+    json_depth,
+    plain,
+)
 
 __all__ = ["FIELD_OPERATORS", "LOGICAL_OPERATORS", "parse_query", "validate_query"]
-
-#: Operators that combine whole conditions, allowed where a query is.
-LOGICAL_OPERATORS = frozenset({"$and", "$or", "$nor", "$comment"})
-
-#: Operators allowed inside a field's condition.
-FIELD_OPERATORS = frozenset({
-    "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$all", "$exists",
-    "$regex", "$options", "$not", "$elemMatch", "$size", "$type", "$mod",
-})  # fmt: skip
-
-_REGEX_OPTIONS = frozenset("imxsu")
 
 
 def validate_query(query: Any) -> dict[str, Any]:
@@ -85,12 +83,10 @@ def _fail(where: str, message: str) -> InvalidQuery:
 def _check_filter(query: Mapping[str, Any], where: str) -> None:
     for key, value in query.items():
         here = f"{where}[{key!r}]"
-        if not isinstance(key, str) or not key:
-            raise _fail(here, "keys must be non-empty strings")
-        if key.startswith("$"):
+        if isinstance(key, str) and key.startswith("$"):
             _check_logical(key, value, here)
         else:
-            _check_path(key, here)
+            check_path(key, here)
             _check_condition(value, here)
 
 
@@ -111,11 +107,6 @@ def _check_logical(op: str, value: Any, where: str) -> None:
         _check_filter(part, f"{where}[{i}]")
 
 
-def _check_path(path: str, where: str) -> None:
-    if any(not part for part in path.split(".")):
-        raise _fail(where, "a field path cannot have empty parts")
-
-
 def _is_operator_dict(value: Any, where: str) -> bool:
     if not isinstance(value, Mapping) or not value:
         return False
@@ -129,28 +120,14 @@ def _check_condition(value: Any, where: str) -> None:
     if not _is_operator_dict(value, where):
         return  # a literal: equality with a value or an embedded document
     if "$options" in value and "$regex" not in value:
-        raise _fail(where, "$options goes with $regex")
+        raise _fail(where, OPTIONS_WITHOUT_REGEX)
     for op, arg in value.items():
+        check_field_operator(op, where)
         _check_operator(op, arg, f"{where}[{op!r}]")
 
 
 def _check_operator(op: str, arg: Any, where: str) -> None:
-    if op in LOGICAL_OPERATORS:
-        raise _fail(where, f"{op} combines whole queries and cannot stand inside a field")
-    if op not in FIELD_OPERATORS:
-        raise _fail(where.rsplit("[", 1)[0], f"unknown operator {op!r}")
-    if op in {"$in", "$nin", "$all"} and not isinstance(arg, list | tuple):
-        raise _fail(where, f"{op} takes a list, not {type(arg).__name__}")
-    if op == "$exists" and not isinstance(arg, bool):
-        raise _fail(where, f"$exists takes True or False, not {arg!r}")
-    if op == "$regex" and not isinstance(arg, str):
-        raise _fail(where, f"$regex takes a pattern string, not {type(arg).__name__}")
-    if op == "$options" and (not isinstance(arg, str) or set(arg) - _REGEX_OPTIONS):
-        raise _fail(where, f"$options takes letters from 'imxsu', not {arg!r}")
-    if op == "$size" and (isinstance(arg, bool) or not isinstance(arg, int) or arg < 0):
-        raise _fail(where, f"$size takes a non-negative int, not {arg!r}")
-    if op == "$mod" and not (isinstance(arg, list | tuple) and len(arg) == 2):
-        raise _fail(where, "$mod takes [divisor, remainder]")
+    check_argument(op, arg, where)
     if op == "$not":
         if isinstance(arg, str):
             return  # a regex pattern

@@ -5,20 +5,31 @@ it recursively (validation, :func:`freeze`, ``repr``, ``==``, ``json.dumps``):
 it refuses what the service could not take, and it never recurses itself, so
 a value nested thousands of levels deep, or one that contains itself, is an
 :class:`~stoplist_nb.errors.InvalidQuery` rather than a ``RecursionError``.
+
+It also holds the rules for field paths and for what each field operator takes
+(:func:`check_field_operator`, :func:`check_argument`, :func:`check_path`), so
+that :func:`~stoplist_nb.query.parse.validate_query` and the model's
+:class:`~stoplist_nb.query.model.Condition` refuse a mistake in the same words.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from stoplist_nb.errors import InvalidQuery
 
 __all__ = [
+    "FIELD_OPERATORS",
+    "LOGICAL_OPERATORS",
     "MAX_DEPTH",
     "MAX_VALUES",
+    "OPTIONS_WITHOUT_REGEX",
     "FrozenDict",
+    "check_argument",
+    "check_field_operator",
+    "check_path",
     "freeze",
     "json_depth",
     "key_problem",
@@ -246,3 +257,134 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value
+
+
+# --- operators and field paths ------------------------------------------------------
+
+#: Operators that combine whole conditions, allowed where a query is.
+LOGICAL_OPERATORS = frozenset({"$and", "$or", "$nor", "$comment"})
+
+#: Operators allowed inside a field's condition.
+FIELD_OPERATORS = frozenset({
+    "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$all", "$exists",
+    "$regex", "$options", "$not", "$elemMatch", "$size", "$type", "$mod",
+})  # fmt: skip
+
+#: The message for ``$options`` in a condition without ``$regex``.
+OPTIONS_WITHOUT_REGEX = "$options goes with $regex"
+
+_REGEX_OPTIONS = frozenset("imxsu")
+
+
+def _list_problem(op: str, arg: Any) -> str | None:
+    return None if isinstance(arg, list | tuple) else f"{op} takes a list, not {type(arg).__name__}"
+
+
+def _exists_problem(op: str, arg: Any) -> str | None:
+    return None if isinstance(arg, bool) else f"{op} takes True or False, not {arg!r}"
+
+
+def _regex_problem(op: str, arg: Any) -> str | None:
+    if isinstance(arg, str):
+        return None
+    return f"{op} takes a pattern string, not {type(arg).__name__}"
+
+
+def _options_problem(op: str, arg: Any) -> str | None:
+    if isinstance(arg, str) and not set(arg) - _REGEX_OPTIONS:
+        return None
+    return f"{op} takes letters from 'imxsu', not {arg!r}"
+
+
+def _size_problem(op: str, arg: Any) -> str | None:
+    if isinstance(arg, int) and not isinstance(arg, bool) and arg >= 0:
+        return None
+    return f"{op} takes a non-negative int, not {arg!r}"
+
+
+def _mod_problem(op: str, arg: Any) -> str | None:
+    return (
+        None
+        if isinstance(arg, list | tuple) and len(arg) == 2
+        else f"{op} takes [divisor, remainder]"
+    )
+
+
+# $not and $elemMatch take conditions and queries, which the walks of
+# validate_query and the model's nodes check as such.
+_ARGUMENT_RULES: dict[str, Callable[[str, Any], str | None]] = {
+    "$in": _list_problem,
+    "$nin": _list_problem,
+    "$all": _list_problem,
+    "$exists": _exists_problem,
+    "$regex": _regex_problem,
+    "$options": _options_problem,
+    "$size": _size_problem,
+    "$mod": _mod_problem,
+}
+
+
+def check_field_operator(op: str, where: str) -> None:
+    """Refuse ``op`` unless it is one of :data:`FIELD_OPERATORS`.
+
+    Args:
+        op: The operator, a key of the field's condition.
+        where: The field's place in the query, e.g. ``"query['_city']"``.
+
+    Raises:
+        InvalidQuery: ``op`` combines whole queries (``$or``, ...) or is unknown.
+
+    >>> check_field_operator("$inn", "query['_city']")
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.InvalidQuery: query['_city']: unknown operator '$inn'
+    """
+    if op in LOGICAL_OPERATORS:
+        raise InvalidQuery(
+            f"{where}[{op!r}]: {op} combines whole queries and cannot stand inside a field"
+        )
+    if op not in FIELD_OPERATORS:
+        raise InvalidQuery(f"{where}: unknown operator {op!r}")
+
+
+def check_argument(op: str, arg: Any, where: str) -> None:
+    """Refuse an argument that field operator ``op`` does not take.
+
+    Only for values :func:`json_depth` has accepted: the message may show them.
+
+    Args:
+        op: One of :data:`FIELD_OPERATORS`.
+        arg: Its argument, e.g. the list of ``$in``.
+        where: The operator's place in the query, e.g. ``"query['_city']['$in']"``.
+
+    Raises:
+        InvalidQuery: ``arg`` is not what ``op`` takes: a list for ``$in``,
+            ``$nin`` and ``$all``, a bool for ``$exists``, a string for
+            ``$regex``, letters from ``"imxsu"`` for ``$options``, an int of 0
+            or more for ``$size``, two items for ``$mod``.
+
+    >>> check_argument("$in", "Moscow", "query['_city']['$in']")
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.InvalidQuery: query['_city']['$in']: $in takes a list, not str
+    """
+    rule = _ARGUMENT_RULES.get(op)
+    if rule is not None and (problem := rule(op, arg)):
+        raise InvalidQuery(f"{where}: {problem}")
+
+
+def check_path(path: Any, where: str) -> None:
+    """Refuse a field path that is not a non-empty string, or has an empty part.
+
+    Args:
+        path: The field, dotted for nested ones.
+        where: Its place in the query, e.g. ``"query['a..b']"``.
+
+    Raises:
+        InvalidQuery: ``path`` is not a string, is empty, or has an empty part
+            (``"a..b"``, ``".a"``).
+    """
+    if not isinstance(path, str) or not path:
+        raise InvalidQuery(f"{where}: keys must be non-empty strings")
+    if any(not part for part in path.split(".")):
+        raise InvalidQuery(f"{where}: a field path cannot have empty parts")
