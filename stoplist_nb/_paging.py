@@ -6,11 +6,12 @@ worker threads (pyarrow releases the GIL while it parses): as soon as a reply's
 bytes arrive, the next request leaves with a cursor read from those bytes by a
 plain text search, while the reply is parsed in the background.
 
-That cursor is a guess until the reply is parsed: if the parsed
-``next_from_id`` (or the ``limit`` the next request should carry) differs, the
-requests sent ahead are dropped and sent again with the right values. So
-looking ahead changes when pages arrive, never which: at worst it costs
-``lookahead`` requests of a read-only method whose replies are thrown away.
+That cursor is a guess until the reply is parsed. ``walk`` is plain paging;
+``_Ahead`` answers each of its requests, from one sent ahead only when that one
+carried exactly the same body (cursor, ``limit``, every param), otherwise by
+dropping those sent ahead and sending it again. So looking ahead changes when
+pages arrive, never which: at worst it costs ``lookahead`` requests of a
+read-only method whose replies are thrown away.
 
 Closing the iterator (or an exception through it) cancels what was sent
 ahead and joins the workers before it returns.
@@ -29,7 +30,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import pyarrow as pa
@@ -108,27 +109,6 @@ def as_cursor(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-@dataclass
-class _Sent:
-    """A request already sent: its cursor, its body and what came back."""
-
-    from_id: str | None
-    body: dict[str, Any]
-    content: bytes = b""
-    parsing: Future[Reply] | None = None
-    parsed: Reply | None = None
-    error: errors.StoplistError | None = None
-    guess: str | None = None
-
-    def result(self) -> Reply:
-        if self.error is not None:
-            raise self.error
-        if self.parsing is not None:
-            return self.parsing.result()
-        assert self.parsed is not None
-        return self.parsed
-
-
 def walk(
     post: Callable[[dict[str, Any]], bytes],
     parse: Callable[[bytes], Reply],
@@ -146,67 +126,14 @@ def walk(
     :class:`~stoplist_nb.errors.StoplistError`, which leaves here with
     ``resume_from`` set to the cursor of the page that failed.
     """
-    limit = params.get("limit")
-
-    def plan(cursor: str | None, fetched: int) -> dict[str, Any] | None:
-        """The body of the request for ``cursor``, ``fetched`` rows in; None when done."""
-        if max_rows is not None and fetched >= max_rows:
-            return None
-        body = dict(params)
-        if cursor:
-            body["from_id"] = cursor
-        if max_rows is not None and (limit is None or max_rows - fetched < limit):
-            body["limit"] = max_rows - fetched
-        return body
-
-    pool = None
-    if lookahead > 0:
-        pool = ThreadPoolExecutor(parse_threads(lookahead), "stoplist_nb-parse")
-
-    def send(cursor: str | None, body: dict[str, Any]) -> _Sent:
-        sent = _Sent(cursor, body)
-        try:
-            content = post(body)
-        except errors.StoplistError as exc:
-            sent.error = exc
-            return sent
-        sent.content = content
-        if pool is None:
-            try:
-                sent.parsed = parse(content)
-            except errors.StoplistError as exc:
-                sent.error = exc
-            return sent
-        sent.parsing = pool.submit(parse, content)
-        sent.guess = peek_cursor(content)
-        return sent
-
-    def send_ahead(queue: deque[_Sent], fetched: int, seen: set[str]) -> None:
-        """Top ``queue`` up to ``lookahead`` requests beyond its head, on guessed cursors."""
-        expected = fetched + sum(int(s.body.get("limit") or 0) for s in queue)
-        while 0 < len(queue) <= lookahead:
-            last = queue[-1]
-            cursor = last.guess
-            if cursor is None or cursor in seen or any(s.from_id == cursor for s in queue):
-                return  # the end, a stall or no cursor in sight: wait for the parse
-            body = plan(cursor, expected)
-            if body is None:
-                return
-            expected += int(body.get("limit") or 0)
-            queue.append(send(cursor, body))
-
-    queue: deque[_Sent] = deque()
-    seen: set[str] = set()
+    plan = partial(_plan, params, max_rows)
+    seen: set[str] = set()  # every cursor moved to: coming back to one is a stall
     fetched = 0
+    ahead = _Ahead(post, parse, lookahead=lookahead, plan=plan, seen=seen)
     try:
-        body = plan(from_id, fetched)
-        while body is not None:
-            if not queue:
-                queue.append(send(from_id, body))
-            send_ahead(queue, fetched, seen)
-            head = queue.popleft()
+        while (body := plan(from_id, fetched)) is not None:
             try:
-                reply = head.result()
+                reply, content = ahead.get(from_id, body, fetched=fetched)
             except errors.StoplistError as exc:
                 exc.resume_from = from_id or ""
                 raise
@@ -215,10 +142,10 @@ def walk(
                 return
             raw_next = reply.envelope.get("next_from_id")
             next_id = as_cursor(raw_next)
-            page = Page(data, from_id, next_id, reply.envelope, head.content)
+            page = Page(data, from_id, next_id, reply.envelope, content)
             fetched += len(data)
             done = max_rows is not None and fetched >= max_rows
-            if next_id is None and (done or len(data) < head.body.get("limit", len(data) + 1)):
+            if next_id is None and (done or len(data) < body.get("limit", len(data) + 1)):
                 yield page
                 return  # a short page without a cursor can only be the last one
             if next_id is None or next_id == from_id or next_id in seen:
@@ -233,19 +160,109 @@ def walk(
             yield page
             seen.add(next_id)
             from_id = next_id
-            body = plan(from_id, fetched)
-            if queue and (queue[0].from_id != from_id or queue[0].body != body):
-                _drop(queue)  # a wrong guess: those replies answer other questions
     finally:
-        _drop(queue)
+        ahead.close()
+
+
+def _plan(
+    params: Mapping[str, Any], max_rows: int | None, cursor: str | None, fetched: int
+) -> dict[str, Any] | None:
+    """The body of the request for ``cursor``, ``fetched`` rows in; ``None`` when done."""
+    if max_rows is not None and fetched >= max_rows:
+        return None
+    body = dict(params)
+    if cursor:
+        body["from_id"] = cursor
+    limit = params.get("limit")
+    if max_rows is not None and (limit is None or max_rows - fetched < limit):
+        body["limit"] = max_rows - fetched
+    return body
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """A request sent ahead: what it asked, and its reply being parsed (or its error)."""
+
+    from_id: str | None
+    body: dict[str, Any]
+    content: bytes
+    reply: Future[Reply] | errors.StoplistError
+    guess: str | None  # the next cursor, read from ``content`` before the parse
+
+
+class _Ahead:
+    """Replies to the requests of plain paging, with up to ``lookahead`` more sent ahead.
+
+    ``get`` returns the reply to exactly the request it is given: one sent ahead
+    is used only if it asked the same thing (cursor and whole body), otherwise
+    all those sent ahead are dropped. With ``lookahead=0`` nothing is sent
+    ahead and replies are parsed in the caller's thread.
+    """
+
+    def __init__(
+        self,
+        post: Callable[[dict[str, Any]], bytes],
+        parse: Callable[[bytes], Reply],
+        *,
+        lookahead: int,
+        plan: Callable[[str | None, int], dict[str, Any] | None],
+        seen: set[str],
+    ) -> None:
+        self._post, self._parse, self._lookahead = post, parse, lookahead
+        self._plan, self._seen = plan, seen  # the walk's rules and the cursors it moved to
+        self._queue: deque[_Sent] = deque()
+        self._pool = None
+        if lookahead > 0:
+            self._pool = ThreadPoolExecutor(parse_threads(lookahead), "stoplist_nb-parse")
+
+    def get(self, cursor: str | None, body: dict[str, Any], *, fetched: int) -> tuple[Reply, bytes]:
+        """The reply to ``body`` (on ``cursor``, ``fetched`` rows in), parsed, and its bytes."""
+        if self._pool is None:
+            content = self._post(body)
+            return self._parse(content), content
+        if self._queue and (self._queue[0].from_id, self._queue[0].body) != (cursor, body):
+            self._drop()  # a wrong guess: those replies answer other questions
+        if not self._queue:
+            self._queue.append(self._send(self._pool, cursor, body))
+        self._send_ahead(self._pool, fetched)
+        head = self._queue.popleft()
+        if isinstance(head.reply, errors.StoplistError):
+            raise head.reply
+        return head.reply.result(), head.content
+
+    def close(self) -> None:
+        """Cancel the parses of what was sent ahead and join the workers."""
+        self._drop()
         # Joined, not left to finish: a notebook keeps the last exception (and
-        # with it this frame) alive, and nothing may run behind the user's back.
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        # with it the walk's frame) alive, and nothing may run behind the user's back.
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
+    def _send_ahead(self, pool: ThreadPoolExecutor, fetched: int) -> None:
+        """Top the queue up to ``lookahead`` requests beyond its head, on guessed cursors."""
+        # Rows in once every queued page comes back full: what plain paging plans from.
+        fetched += sum(int(sent.body.get("limit") or 0) for sent in self._queue)
+        while len(self._queue) <= self._lookahead:
+            cursor = self._queue[-1].guess
+            if cursor is None:
+                return  # the end, or no cursor in sight: wait for the parse
+            if cursor in self._seen or any(sent.from_id == cursor for sent in self._queue):
+                return  # plain paging would stop there, on a stalled cursor
+            body = self._plan(cursor, fetched)
+            if body is None:
+                return
+            fetched += int(body.get("limit") or 0)
+            self._queue.append(self._send(pool, cursor, body))
 
-def _drop(queue: deque[_Sent]) -> None:
-    for sent in queue:
-        if sent.parsing is not None:
-            sent.parsing.cancel()
-    queue.clear()
+    def _send(self, pool: ThreadPoolExecutor, cursor: str | None, body: dict[str, Any]) -> _Sent:
+        try:
+            content = self._post(body)
+        except errors.StoplistError as exc:
+            return _Sent(cursor, body, b"", exc, None)  # raised only if its page comes up
+        return _Sent(cursor, body, content, pool.submit(self._parse, content), peek_cursor(content))
+
+    def _drop(self) -> None:
+        for sent in self._queue:
+            if isinstance(sent.reply, Future):
+                sent.reply.cancel()
+        self._queue.clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -129,6 +130,25 @@ def test_a_wrong_guess_is_dropped_and_asked_again(client: sn.Client, demo: DemoS
     assert sent[1:3] == [(p[0]["id"], 7), (p[7]["id"], 7)]
     assert sent[:1] + sent[3:] == plain
     assert plain[1] == (p[6]["id"], 7)
+
+
+@pytest.mark.parametrize("lookahead", [0, 1, 2])
+def test_a_request_ahead_on_the_right_cursor_with_another_limit_is_asked_again(
+    client: sn.Client, demo: DemoService, lookahead: int
+) -> None:
+    # The first reply is short (3 rows of 7) yet carries the right cursor: the request
+    # sent on it ahead counted 7 rows in and asks for the 3 missing of 10, while plain
+    # paging, 3 rows in, asks for 7. Its reply answers another question.
+    short = json.dumps(client.call("profiles/list", db_id=demo.db_id, limit=3))
+    demo.requests.clear()
+    demo.add_fault("profiles/list", "raw", text=short)
+    df = sn.read_profiles(
+        client, demo.db_id, limit=7, max_profiles=10, lookahead=lookahead, progress=False
+    )
+    assert ids(df) == [p["id"] for p in demo.profiles[:10]]
+    cursor = demo.profiles[2]["id"]
+    dropped = [(cursor, 3)] if lookahead else []
+    assert asked(demo) == [(None, 7), *dropped, (cursor, 7)]
 
 
 def test_an_error_on_a_dropped_request_is_not_raised(client: sn.Client, demo: DemoService) -> None:
