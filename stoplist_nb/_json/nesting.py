@@ -20,6 +20,7 @@ the ``data`` list).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,14 +34,13 @@ MAX_DEPTH = 128
 # "{" (0x7B) and "[" (0x5B) differ only in bit 0x20; so do "}" (0x7D) and "]" (0x5D).
 _FOLD = 0xDF
 _OPEN, _CLOSE, _QUOTE, _BACKSLASH = 0x5B, 0x5D, 0x22, 0x5C
-_ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 def depth_bound(content: bytes | bytearray | memoryview) -> int:
     """A number never below the nesting depth of a JSON text, and close to it.
 
-    Brackets inside strings do not count. Within each 64-byte word the depth
-    is taken to reach its start plus every ``{`` and ``[`` of the word.
+    Brackets inside strings do not count. Within each block of 256 bytes the
+    depth is taken to reach its start plus every ``{`` and ``[`` of the block.
 
     >>> depth_bound(b'{"a": [1, {"b": "[[[["}]}')
     3
@@ -48,7 +48,8 @@ def depth_bound(content: bytes | bytearray | memoryview) -> int:
     raw = np.frombuffer(content, np.uint8)
     if not len(raw):
         return 0
-    quote = raw == _QUOTE
+    mask, folded = _scratch(len(raw))
+    quote = np.equal(raw, _QUOTE, out=mask)
     if _has_backslash(content):
         quotes = np.flatnonzero(quote)
         if len(quotes):
@@ -58,14 +59,40 @@ def depth_bound(content: bytes | bytearray | memoryview) -> int:
     inside = _words(quote)
     for shift in (1, 2, 4, 8, 16, 32):
         inside ^= inside << np.uint64(shift)
-    odd = (inside >> np.uint64(63)).astype(np.int64)
-    carried = ((np.cumsum(odd) - odd) & 1).astype(np.uint64) * _ALL_ONES
-    outside = ~(inside ^ carried)
-    folded = raw & _FOLD
-    opens = _popcount(_words(folded == _OPEN) & outside)
-    closes = _popcount(_words(folded == _CLOSE) & outside)
-    net = opens - closes
-    return max(0, int((np.cumsum(net) - net + opens).max()))
+    odd = inside >> np.uint64(63)
+    carried = np.bitwise_xor.accumulate(odd)
+    carried ^= odd
+    inside ^= -carried
+    outside = np.invert(inside, out=inside)
+    np.bitwise_and(raw, _FOLD, out=folded)
+    opens = _words(np.equal(folded, _OPEN, out=mask))
+    opens &= outside
+    closes = _words(np.equal(folded, _CLOSE, out=mask))
+    closes &= outside
+    opened = _per_block(opens)
+    net = opened - _per_block(closes)
+    return max(0, int((np.cumsum(net) - net + opened).max()))
+
+
+_BLOCK_WORDS = 4
+_SCRATCH_BYTES = 1 << 22
+_local = threading.local()
+
+
+def _scratch(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """A bool and a byte array of ``size`` for this thread, reused from call to call.
+
+    Fresh arrays of a reply's size cost more in page faults than the compares
+    that fill them; replies above a few MiB get their own, so that no thread
+    keeps more than that.
+    """
+    if size > _SCRATCH_BYTES:
+        return np.empty(size, np.bool_), np.empty(size, np.uint8)
+    kept = getattr(_local, "arrays", None)
+    if kept is None or len(kept[0]) < size:
+        grown = min(_SCRATCH_BYTES, max(size, 1 << 20))
+        kept = _local.arrays = (np.empty(grown, np.bool_), np.empty(grown, np.uint8))
+    return kept[0][:size], kept[1][:size]
 
 
 def _has_backslash(content: bytes | bytearray | memoryview) -> bool:
@@ -75,20 +102,21 @@ def _has_backslash(content: bytes | bytearray | memoryview) -> bool:
 
 
 def _words(mask: np.ndarray) -> np.ndarray:
+    """``mask`` as 64-bit words, bit i of a word for byte i, padded to whole blocks."""
     bits = np.packbits(mask, bitorder="little")
-    if len(bits) % 8:
-        bits = np.concatenate((bits, np.zeros(8 - len(bits) % 8, np.uint8)))
+    short = -len(bits) % (8 * _BLOCK_WORDS)
+    if short:
+        bits = np.concatenate((bits, np.zeros(short, np.uint8)))
     return bits.view("<u8")
 
 
-def _popcount(words: np.ndarray) -> np.ndarray:
-    """Set bits per word, by the classic shifts and masks (a lookup table is 70x slower)."""
-    words = words - ((words >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    pairs = np.uint64(0x3333333333333333)
-    words = (words & pairs) + ((words >> np.uint64(2)) & pairs)
-    words = (words + (words >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    counts: np.ndarray = ((words * np.uint64(0x0101010101010101)) >> np.uint64(56)).astype(np.int64)
-    return counts
+def _per_block(words: np.ndarray) -> np.ndarray:
+    """Set bits per block of :data:`_BLOCK_WORDS` words."""
+    counts = np.bitwise_count(words).astype(np.int32)
+    blocks: np.ndarray = counts[0::_BLOCK_WORDS].copy()
+    for i in range(1, _BLOCK_WORDS):
+        blocks += counts[i::_BLOCK_WORDS]
+    return blocks
 
 
 def text_depth(content: bytes | bytearray | memoryview) -> int:
