@@ -39,6 +39,11 @@ from stoplist_nb.errors import (
 from stoplist_nb.profiles import iter_profile_pages, read_profiles
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.profiles.normalize import normalize_profiles, split_channels
+from stoplist_nb.profiles.stream import (
+    iter_profile_frames,
+    iter_profile_tables,
+    read_profiles_arrow,
+)
 from stoplist_nb.query import And, Condition, F, Nor, Or, Query, parse_query, validate_query
 from stoplist_nb.suppression.archive import read_hashed_csv
 from stoplist_nb.suppression.export import (
@@ -97,11 +102,14 @@ __all__ = [
     "hash_emails",
     "hash_phone",
     "hash_phones",
+    "iter_profile_frames",
     "iter_profile_pages",
+    "iter_profile_tables",
     "normalize_profiles",
     "parse_query",
     "read_hashed_csv",
     "read_profiles",
+    "read_profiles_arrow",
     "read_suppression_list",
     "split_channels",
     "start_suppression_export",

@@ -201,14 +201,24 @@ def reference_depth(value: Any) -> int:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(value=nested_json(), ascii_only=st.booleans(), pad=st.integers(0, 70))
+@given(value=nested_json(), ascii_only=st.booleans(), pad=st.integers(0, 300))
 def test_text_depth_is_the_depth_of_the_parsed_value(
     value: Any, ascii_only: bool, pad: int
 ) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only).encode()
     assert text_depth(text) == reference_depth(value) == value_depth(value)
-    padded = b" " * pad + text  # words of 64 bytes start anywhere in the text
+    padded = b" " * pad + text  # blocks of 256 bytes start anywhere in the text
     assert depth_bound(padded) >= text_depth(padded) == text_depth(text)
+
+
+def test_depth_bound_reads_each_text_alone_after_a_longer_one() -> None:
+    # The scratch arrays outlive a call: what a longer text left there must not count.
+    long = b"[" * 100 + b'"' + b"[" * 3000 + b'"' + b"]" * 100
+    assert depth_bound(long) >= 100
+    assert depth_bound(b"[[1]]") == 2
+    assert depth_bound(b'"[[[[' + b"[" * 300) >= text_depth(b'"[[[[' + b"[" * 300) == 0
+    huge = b" " * (5 << 20) + b"[" * 200 + b"]" * 200  # past the scratch size
+    assert depth_bound(huge) >= text_depth(huge) == 200
 
 
 # --- data that is not a list -----------------------------------------------------------
@@ -372,9 +382,9 @@ def test_interrupt_leaves_nothing_running(
     client: sn.Client, demo: DemoService, monkeypatch: pytest.MonkeyPatch, stop: type
 ) -> None:
     # Ctrl-C lands in the caller's code between pages; a service fault inside the walk.
-    import stoplist_nb.profiles as profiles
+    import stoplist_nb.profiles.stream as stream
 
-    flatten, calls = profiles.flatten_profiles, []
+    flatten, calls = stream.flatten_profiles, []
 
     def interrupted(data: Any) -> Any:
         calls.append(1)
@@ -382,7 +392,7 @@ def test_interrupt_leaves_nothing_running(
             raise KeyboardInterrupt
         return flatten(data)
 
-    monkeypatch.setattr(profiles, "flatten_profiles", interrupted)
+    monkeypatch.setattr(stream, "flatten_profiles", interrupted)
     if stop is not KeyboardInterrupt:
         demo.add_fault("profiles/list", "malformed", after=2)
     with pytest.raises(stop) as info:

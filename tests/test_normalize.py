@@ -194,7 +194,7 @@ def test_fixed_dtypes() -> None:
     assert str(df["priority"].dtype) == "Int64"
     assert str(df["is_delete"].dtype) == "boolean"
     assert str(df["reg_date"].dtype) == "datetime64[ms, UTC]"
-    assert df["cats"].dtype == pd.ArrowDtype(pa.list_(pa.string()))
+    assert df["cats"].dtype == object  # Python lists: the frame goes through to_parquet
 
 
 def test_profiles_without_subscriptions_appear_once() -> None:

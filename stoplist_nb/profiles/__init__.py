@@ -10,49 +10,19 @@ in :mod:`~stoplist_nb.profiles.normalize` (rows in
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from contextlib import closing
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from stoplist_nb import errors
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 from stoplist_nb.client import Client, Page
-from stoplist_nb.profiles.normalize import FlatPage, flatten_profiles, frame_from_tables
-from stoplist_nb.query import Query, validate_query
+from stoplist_nb.profiles import request
+from stoplist_nb.profiles.normalize import FlatPage, frame_from_tables
+from stoplist_nb.profiles.stream import cast_frame, flat_pages
+from stoplist_nb.query import Query
 
 __all__ = ["iter_profile_pages", "read_profiles"]
-
-METHOD = "profiles/list"
-
-
-def _params(
-    client: Any, db_id: Any, query: Any, fields: Any, limit: Any, from_id: Any
-) -> dict[str, Any]:
-    """Check every argument and build the request body (without cursor and token)."""
-    if not isinstance(client, Client):
-        raise errors.InvalidInput(f"client must be a stoplist_nb.Client, not {type(client)!r}")
-    errors.require_int("db_id", db_id)
-    errors.require_int("limit", limit, minimum=1)
-    if from_id is not None and not isinstance(from_id, str):
-        raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
-    params: dict[str, Any] = {"db_id": db_id, "format": "json", "limit": limit}
-    if isinstance(query, Query):
-        query = query.to_mongo()
-    if query is not None:
-        params["query"] = validate_query(query)
-    if fields is not None:
-        if (
-            isinstance(fields, str)
-            or not isinstance(fields, Sequence)
-            or not all(isinstance(f, str) and f for f in fields)
-        ):
-            raise errors.InvalidInput(
-                f"fields must be a list of field names like ['_fname', '_city'], not {fields!r}"
-            )
-        params["fields"] = list(fields)
-    return params
 
 
 def iter_profile_pages(
@@ -94,16 +64,17 @@ def iter_profile_pages(
         InvalidInput: An argument is wrong (nothing was sent).
         CursorStalled: Rows keep coming but ``next_from_id`` does not move.
 
-    >>> from contextlib import closing
-    >>> with closing(iter_profile_pages(client, 1, limit=500)) as pages:  # doctest: +SKIP
+    >>>     >>> with closing(iter_profile_pages(client, 1, limit=500)) as pages:  # doctest: +SKIP
     ...     for page in pages:
     ...         print(len(page), page.next_from_id)
     """
-    params = _params(client, db_id, query, fields, limit, from_id)
+    params = request.params(client, db_id, query, fields, limit, from_id)
     if max_profiles is not None:
         errors.require_int("max_profiles", max_profiles, minimum=1)
     # Client.pages says max_rows: it walks any cursor endpoint, where a row need not be a profile.
-    return client.pages(METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead)
+    return client.pages(
+        request.METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead
+    )
 
 
 def read_profiles(
@@ -115,6 +86,8 @@ def read_profiles(
     limit: int = 1000,
     from_id: str | None = None,
     max_profiles: int | None = None,
+    dtype_backend: str | None = None,
+    dtypes: Mapping[str, Any] | None = None,
     progress: bool = True,
     lookahead: int = DEFAULT_LOOKAHEAD,
 ) -> pd.DataFrame:
@@ -123,6 +96,9 @@ def read_profiles(
     Pages through ``profiles/list`` until a page comes back empty (or
     ``max_profiles`` are read) and normalizes the profiles: see
     :func:`~stoplist_nb.profiles.normalize.normalize_profiles` for the columns.
+    The whole result is held in memory: for more profiles than fit, see
+    :func:`~stoplist_nb.profiles.stream.iter_profile_frames` and
+    :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
 
     Args:
         client: The API client.
@@ -135,6 +111,12 @@ def read_profiles(
         from_id: Resume from this cursor (``df.attrs["next_from_id"]`` of an
             earlier read, or ``exc.resume_from`` of a failed one).
         max_profiles: Stop after this many profiles.
+        dtype_backend: As in ``pandas.read_parquet``: ``None`` (the default)
+            or ``"numpy_nullable"`` for nullable NumPy-backed dtypes
+            (``Int64``, ``boolean``, ``string[pyarrow]``, lists and objects as
+            Python values); ``"pyarrow"`` for ``pd.ArrowDtype`` columns only.
+        dtypes: ``{column: dtype}`` overrides, as in pandas-gbq; a column
+            named here and absent from the result is added, all NA.
         progress: Show a progress bar counting profiles.
         lookahead: Requests sent while earlier pages are still being parsed,
             so that parsing runs beside the network and on several cores;
@@ -155,43 +137,28 @@ def read_profiles(
     >>> df = read_profiles(client, 1, query={"_city": "Moscow"})  # doctest: +SKIP
     >>> df[["profile_id", "channel", "email"]].head()  # doctest: +SKIP
     """
-    params = _params(client, db_id, query, fields, limit, from_id)
+    params = request.params(client, db_id, query, fields, limit, from_id)
     if max_profiles is not None:
         errors.require_int("max_profiles", max_profiles, minimum=1)
-    # Client.pages checks lookahead now; its requests start with the iteration below.
-    pages = client.pages(
-        METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead
-    )
+    declared = request.check_dtypes(dtypes, dtype_backend)
     tables: list[FlatPage] = []
-    count = 0
-    cursor = from_id or ""
-    with (
-        closing(pages),  # on any way out, Ctrl-C included: no worker left, no request more
-        tqdm(total=max_profiles, unit=" profiles", desc=METHOD, disable=not progress) as bar,
-    ):
-        try:
-            for page in pages:
-                data = page.data
-                if max_profiles is not None and count + len(data) > max_profiles:
-                    data = data.slice(0, max_profiles - count)  # a service that ignored limit
-                if bar.total is None and isinstance(page.envelope.get("total_count"), int):
-                    bar.total = page.envelope["total_count"]
-                try:
-                    tables.append(flatten_profiles(data))
-                except errors.InvalidInput as exc:  # the service's rows, not the caller's input
-                    raise errors.InvalidReply(f"{METHOD}: {exc}") from None
-                count += len(data)
-                cursor = page.next_from_id or cursor
-                bar.update(len(data))
-        except errors.StoplistError as exc:
-            if exc.resume_from is None:
-                exc.resume_from = cursor
-            exc.partial = _frame(tables, db_id, exc.resume_from, count)
-            raise
-    return _frame(tables, db_id, cursor, count)
+    cursor, count = from_id or "", 0
 
+    def frame() -> pd.DataFrame:
+        df = cast_frame(frame_from_tables(tables, dtype_backend=dtype_backend), declared)
+        df.attrs.update(db_id=db_id, next_from_id=cursor, profiles=count)
+        return df
 
-def _frame(tables: list[FlatPage], db_id: int, cursor: str, count: int) -> pd.DataFrame:
-    frame = frame_from_tables(tables)
-    frame.attrs.update(db_id=db_id, next_from_id=cursor, profiles=count)
-    return frame
+    # Client.pages checks lookahead now; its requests start with the iteration below.
+    pages = flat_pages(
+        client, params, from_id=from_id, max_profiles=max_profiles, progress=progress,
+        lookahead=lookahead,
+    )  # fmt: skip
+    try:
+        for flat in pages:
+            tables.append(flat.page)
+            cursor, count = flat.next_from_id, flat.profiles
+    except errors.StoplistError as exc:
+        exc.partial = frame()
+        raise
+    return frame()

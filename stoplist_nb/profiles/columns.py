@@ -14,7 +14,7 @@ is stated once here, away from how pages are flattened
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -212,25 +212,64 @@ def object_values(chunks: Sequence[pa.Array]) -> np.ndarray:
     return np.fromiter(values, dtype=object, count=count)
 
 
-def to_pandas(pieces: Sequence[pa.Array | int], kind: str | None, dtypes: Mapping[str, Any]) -> Any:
-    """One pandas column from a column's pages (an int is a page without it: its length).
+def to_json(array: pa.Array) -> pa.Array:
+    """Every value as its JSON text (a string too: ``"a"`` becomes ``'"a"'``)."""
+    if pa.types.is_null(array.type):
+        return pa.nulls(len(array), TEXT)
+    return pa.array([None if v is None else json_text(v) for v in array.to_pylist()], TEXT)
+
+
+#: The ``dtype_backend`` values the readers take, as in ``pandas.read_parquet``.
+DTYPE_BACKENDS = (None, "numpy_nullable", "pyarrow")
+
+
+def arrow_type(kind: str) -> pa.DataType:
+    """The Arrow type of a column of ``kind`` in Arrow output: objects are JSON text there."""
+    return TEXT if kind == "object" else ARROW_TYPES[kind]
+
+
+def arrow_chunks(kind: str, chunks: Sequence[pa.Array]) -> list[pa.Array]:
+    """Chunks of a column of ``kind`` in their Arrow output type (see :func:`arrow_type`)."""
+    if kind != "object":
+        return list(chunks)
+    return [c if c.type == TEXT else to_json(c) for c in chunks]
+
+
+def kind_dtype(kind: str, backend: str | None) -> Any:
+    """The pandas dtype of a column of ``kind`` under a ``dtype_backend``."""
+    if backend == "pyarrow":
+        return pd.ArrowDtype(arrow_type(kind))
+    return KIND_DTYPES[kind]
+
+
+def settle(pieces: Sequence[pa.Array | int], kind: str | None) -> tuple[str, list[pa.Array]]:
+    """A column's kind and its pages in that kind's Arrow type (an int is a page without it).
 
     Args:
         pieces: The column's Arrow chunks, page by page.
-        kind: The column's kind if it is fixed; None lets ``unify`` choose.
-        dtypes: The pandas dtype of each kind.
+        kind: The column's kind if it is fixed; None lets :func:`unify` choose.
     """
     if kind is None:
-        kind, chunks = unify(pieces)
-    else:
-        convert, type_ = CONVERTERS[kind], ARROW_TYPES[kind]
-        chunks = [pa.nulls(p, type_) if isinstance(p, int) else convert(p) for p in pieces]
-    if kind == "object":
+        return unify(pieces)
+    convert, type_ = CONVERTERS[kind], ARROW_TYPES[kind]
+    return kind, [pa.nulls(p, type_) if isinstance(p, int) else convert(p) for p in pieces]
+
+
+def to_arrow(kind: str, chunks: Sequence[pa.Array]) -> pa.ChunkedArray:
+    """A settled column (see :func:`settle`) in its Arrow output type (:func:`arrow_type`)."""
+    return pa.chunked_array(arrow_chunks(kind, chunks), arrow_type(kind))
+
+
+def to_pandas(kind: str, chunks: Sequence[pa.Array], backend: str | None) -> Any:
+    """A settled column (see :func:`settle`) as a pandas array under a ``dtype_backend``."""
+    if backend == "pyarrow":
+        return pd.arrays.ArrowExtensionArray(to_arrow(kind, chunks))
+    if KIND_DTYPES[kind] is object:
         return object_values(chunks)
     chunked = pa.chunked_array(chunks, type=ARROW_TYPES[kind])
     if kind == "time":
         return chunked.to_pandas().array
-    return dtypes[kind].__from_arrow__(chunked)
+    return KIND_DTYPES[kind].__from_arrow__(chunked)
 
 
 _TEXT_BLOCKS = ["email", "email_md5", "email_domain", "email_domain_group", "phone", "phone_md5"]
@@ -243,14 +282,16 @@ KINDS: dict[str, str] = {
     **dict.fromkeys(["reg_ip", *_TEXT_BLOCKS, "push_provider", "push_subscription_id"], "text"),
     "cats": "list",
 }
-#: The pandas dtype of each kind: fixed columns and dynamic ones alike.
+#: The pandas dtype of each kind under the default ``dtype_backend``: fixed
+#: columns and dynamic ones alike. Lists and objects are Python values, so that
+#: such a frame goes through ``to_parquet`` and back with plain pandas.
 KIND_DTYPES: dict[str, Any] = {
     "text": pd.StringDtype("pyarrow"),
     "int": pd.Int64Dtype(),
     "float": pd.Float64Dtype(),
     "bool": pd.BooleanDtype(),
     "time": pd.DatetimeTZDtype("ms", "UTC"),
-    "list": pd.ArrowDtype(TEXT_LIST),
+    "list": object,
     "object": object,
 }
 #: dtype of each fixed column.

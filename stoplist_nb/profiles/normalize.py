@@ -37,7 +37,7 @@ profile fields              every other profile key,        by value (see below)
 other keys                  other subscription keys,        by value
                             as named
 ``cf.<name>``               ``custom_fields.<name>``        by value
-``cats``                    ``cats``                        ``list<string>[pyarrow]``
+``cats``                    ``cats``                        ``object`` (lists of str)
 ==========================  ==============================  ===========================
 
 The fixed columns (``profile_id``, ``channel`` ... ``push_subscription_id``,
@@ -46,7 +46,9 @@ others appear when some profile has the field (a subscription key only when
 some value of it is not null). Their dtype follows the values: integers
 ``Int64``, decimals ``Float64``, booleans ``boolean``, strings
 ``string[pyarrow]``, objects and lists ``object`` (dicts and lists as
-returned). A field that changes type between pages becomes ``string[pyarrow]``
+returned). With ``dtype_backend="pyarrow"`` every column is a ``pd.ArrowDtype``
+of the same kind (``cats`` a ``list<string>``; objects and lists their JSON
+text). A field that changes type between pages becomes ``string[pyarrow]``
 (the JSON text of each value); one that is null on a page does not count.
 
 Values are coerced where the service may vary: ids, phones and the other text
@@ -72,7 +74,6 @@ from stoplist_nb.profiles import rows as fl
 from stoplist_nb.profiles.columns import (
     COMMON_COLUMNS,
     DTYPES,
-    KIND_DTYPES,
     PROFILE_COLUMNS,
     SUBSCRIPTION_COLUMNS,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "frame_from_tables",
     "normalize_profiles",
     "split_channels",
+    "table_from_tables",
 ]
 
 
@@ -249,14 +251,43 @@ def _subscription_leaves(
     return fixed, dynamic
 
 
-def frame_from_tables(pages: Sequence[FlatPage]) -> pd.DataFrame:
+def frame_from_tables(
+    pages: Sequence[FlatPage], *, dtype_backend: str | None = None
+) -> pd.DataFrame:
     """Combine pages flattened by ``flatten_profiles`` into the final DataFrame.
 
     Pages may disagree on columns and types: a column missing from a page is
     null there, and a dynamic column whose type differs between pages becomes
     text (see the module doc). A table built elsewhere goes in through
     ``FlatPage.from_table``.
+
+    Args:
+        pages: The flattened pages, in order.
+        dtype_backend: ``None`` or ``"numpy_nullable"`` for the dtypes in the
+            module doc; ``"pyarrow"`` for ``pd.ArrowDtype`` columns only
+            (objects and arrays then as their JSON text).
     """
+    columns, rows = _settled(pages)
+    data = {name: cols.to_pandas(kind, chunks, dtype_backend) for name, (kind, chunks) in columns}
+    return pd.DataFrame(data, index=pd.RangeIndex(rows), copy=False)
+
+
+def table_from_tables(pages: Sequence[FlatPage]) -> pa.Table:
+    """Combine flattened pages into one Arrow table, with the frame's columns and kinds.
+
+    The columns are those of :func:`frame_from_tables`, in Arrow types:
+    ``large_string`` for text, ``int64``, ``double``, ``bool``,
+    ``timestamp[ms, UTC]``, ``list<string>`` for ``cats``, and the JSON text of
+    each value for objects and arrays.
+    """
+    columns, _ = _settled(pages)
+    return pa.table({name: cols.to_arrow(kind, chunks) for name, (kind, chunks) in columns})
+
+
+def _settled(
+    pages: Sequence[FlatPage],
+) -> tuple[list[tuple[str, tuple[str, list[pa.Array]]]], int]:
+    """Every column of the pages, in order, with its kind and its chunks; and the rows."""
     for page in pages:
         if not isinstance(page, FlatPage):
             raise InvalidInput(
@@ -283,7 +314,7 @@ def frame_from_tables(pages: Sequence[FlatPage]) -> pd.DataFrame:
     names["id"], names["cats"] = {"profile_id": None}, {cols.CATS: None}
     names["fixed"] = dict.fromkeys(SUBSCRIPTION_COLUMNS)
 
-    data: dict[str, Any] = {}
+    settled = []
     for role in cols.ROLES:
         for name in names[role]:
             pieces: list[pa.Array | int] = []
@@ -292,9 +323,8 @@ def frame_from_tables(pages: Sequence[FlatPage]) -> pd.DataFrame:
                     pieces.extend(columns[name].chunks)
                 else:
                     pieces.append(table.num_rows)
-            data[name] = cols.to_pandas(pieces, cols.KINDS.get(name), KIND_DTYPES)
-    total = sum(t.num_rows for t in tables)
-    return pd.DataFrame(data, index=pd.RangeIndex(total), copy=False)
+            settled.append((name, cols.settle(pieces, cols.KINDS.get(name))))
+    return settled, sum(t.num_rows for t in tables)
 
 
 def split_channels(df: pd.DataFrame) -> dict[str, pd.DataFrame]:

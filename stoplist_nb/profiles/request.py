@@ -1,0 +1,105 @@
+"""The request of ``profiles/list``: every argument checked before anything is sent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from stoplist_nb import errors
+from stoplist_nb.client import Client
+from stoplist_nb.profiles import columns as cols
+from stoplist_nb.query import Query, validate_query
+
+__all__ = ["METHOD", "check_dtypes", "dtype_kind", "pa_dtype", "params"]
+
+METHOD = "profiles/list"
+
+
+def params(
+    client: Any, db_id: Any, query: Any, fields: Any, limit: Any, from_id: Any
+) -> dict[str, Any]:
+    """Check every argument and build the request body (without cursor and token).
+
+    Raises:
+        InvalidInput: An argument is wrong.
+    """
+    if not isinstance(client, Client):
+        raise errors.InvalidInput(f"client must be a stoplist_nb.Client, not {type(client)!r}")
+    errors.require_int("db_id", db_id)
+    errors.require_int("limit", limit, minimum=1)
+    if from_id is not None and not isinstance(from_id, str):
+        raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
+    params: dict[str, Any] = {"db_id": db_id, "format": "json", "limit": limit}
+    if isinstance(query, Query):
+        query = query.to_mongo()
+    if query is not None:
+        params["query"] = validate_query(query)
+    if fields is not None:
+        if (
+            isinstance(fields, str)
+            or not isinstance(fields, Sequence)
+            or not all(isinstance(f, str) and f for f in fields)
+        ):
+            raise errors.InvalidInput(
+                f"fields must be a list of field names like ['_fname', '_city'], not {fields!r}"
+            )
+        params["fields"] = list(fields)
+    return params
+
+
+def check_dtypes(dtypes: Any, dtype_backend: Any) -> dict[str, Any]:
+    """``dtypes`` as ``{column: pandas dtype}``, and ``dtype_backend`` checked.
+
+    Raises:
+        InvalidInput: A column name that is not a string, a dtype pandas does
+            not know, or a backend that is not one of ``DTYPE_BACKENDS``.
+    """
+    if dtype_backend not in cols.DTYPE_BACKENDS:
+        raise errors.InvalidInput(
+            f"dtype_backend must be one of {cols.DTYPE_BACKENDS}, not {dtype_backend!r}"
+        )
+    if dtypes is None:
+        return {}
+    if not isinstance(dtypes, Mapping):
+        raise errors.InvalidInput(f"dtypes must be a dict of column: dtype, not {dtypes!r}")
+    checked = {}
+    for name, dtype in dtypes.items():
+        if not isinstance(name, str) or not name:
+            raise errors.InvalidInput(f"dtypes: a column name must be a string, not {name!r}")
+        try:
+            checked[name] = pa_dtype(dtype)
+        except (TypeError, ValueError):
+            raise errors.InvalidInput(f"dtypes: {dtype!r} for {name!r} is not a dtype") from None
+    return checked
+
+
+def pa_dtype(dtype: Any) -> Any:
+    """A pandas dtype for ``dtype``: a pandas dtype or its name, or a pyarrow type."""
+    if isinstance(dtype, pa.DataType):
+        return pd.ArrowDtype(dtype)
+    return pd.api.types.pandas_dtype(dtype)
+
+
+def dtype_kind(dtype: Any) -> str:
+    """The column kind that holds values of a pandas dtype (text when nothing closer)."""
+    if isinstance(dtype, pd.ArrowDtype):
+        type_ = dtype.pyarrow_dtype
+    else:
+        try:
+            type_ = pa.Schema.from_pandas(pd.DataFrame({"x": pd.Series([], dtype=dtype)}))[0].type
+        except (pa.ArrowException, TypeError, ValueError):
+            return "text"
+    if pa.types.is_integer(type_):
+        return "int"
+    if pa.types.is_floating(type_):
+        return "float"
+    if pa.types.is_boolean(type_):
+        return "bool"
+    if pa.types.is_timestamp(type_) or pa.types.is_date(type_):
+        return "time"
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return "list"
+    return "text"

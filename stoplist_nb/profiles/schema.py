@@ -1,0 +1,215 @@
+"""The columns of profiles read page by page: each settled once, then only added to.
+
+A frame read in one piece (``read_profiles``) can look at every page before it
+picks a column's dtype. Frames and tables handed out page by page
+(``iter_profile_frames``, ``iter_profile_tables``, the Parquet dataset of
+``write_profiles_parquet``) cannot: what went out cannot change. So, for a
+stream of pages:
+
+* The fixed columns (``profile_id``, ``channel`` ... ``cats``) are there from
+  the first page, with the dtypes of the flat frame.
+* Any other column joins on the first page where it holds a value, with the
+  kind of that page's values: ``int``, ``float``, ``bool``, ``text``, or
+  ``object`` (arrays and objects, as their JSON text). Pages before it do not
+  have it; every page after it does, null where a profile lacks the field.
+* A column's kind never changes. A later value converts to it when that keeps
+  it whole (an integer in a float column up to 2**53, integer text such as
+  ``"42"`` in an int column, anything in a text column); a value that does not
+  convert (``"abc"`` or ``2.5`` in an int column) is kept, as text, in a
+  companion column ``<name>__text`` that joins the stream then, and the column
+  itself is null in that row. Nothing is rounded or dropped.
+* ``dtypes=`` declares columns up front: a declared column is there from the
+  first page, with the declared type, and the same rules apply to it.
+
+The state (columns, their kinds and where each comes from) goes to and from a
+plain dict, so that a resumed pull goes on with the schema it had.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from stoplist_nb._json import kinds
+from stoplist_nb.errors import InvalidInput
+from stoplist_nb.profiles import columns as cols
+from stoplist_nb.profiles.normalize import FlatPage
+from stoplist_nb.profiles.rows import unique
+
+__all__ = ["TWIN_SUFFIX", "StreamSchema"]
+
+#: Appended to a column's name to name the column of the values that did not fit it.
+TWIN_SUFFIX = "__text"
+
+_FIXED_ROLES = ("id", "fixed", "cats")
+
+
+@dataclass(frozen=True)
+class _Column:
+    role: str
+    kind: str
+
+
+class StreamSchema:
+    """The columns of a stream of flattened pages, and each page made to fit them.
+
+    Args:
+        declared: Kinds of columns declared up front (``{"age": "int"}``):
+            there from the first page, whatever the pages hold.
+
+    >>> from stoplist_nb.profiles.normalize import flatten_profiles
+    >>> from stoplist_nb._json.records import records_to_arrow
+    >>> schema = StreamSchema()
+    >>> page = flatten_profiles(records_to_arrow([{"id": "a", "age": 30}]))
+    >>> schema.conform(page).column("age").to_pylist()
+    [30]
+    >>> page = flatten_profiles(records_to_arrow([{"id": "b", "age": "thirty"}]))
+    >>> schema.conform(page).select(["age", "age__text"]).to_pylist()
+    [{'age': None, 'age__text': 'thirty'}]
+    """
+
+    def __init__(self, declared: Mapping[str, str] | None = None) -> None:
+        self._columns: dict[str, _Column] = {
+            name: _Column(cols.role_of(name), kind) for name, kind in cols.KINDS.items()
+        }
+        self._sources: dict[tuple[str, str], str] = {}
+        self._declared: set[str] = set()
+        for name, kind in (declared or {}).items():
+            if kind not in cols.ARROW_TYPES and kind != "object":
+                raise InvalidInput(f"unknown column kind {kind!r} for {name!r}")
+            if name in cols.KINDS:
+                # A fixed column keeps its kind: a declared dtype only changes its output.
+                continue
+            self._columns[name] = _Column(cols.role_of(name), kind)
+            self._declared.add(name)
+
+    @property
+    def names(self) -> list[str]:
+        """The column names so far, in the order of the flat frame's column roles."""
+        order = {role: i for i, role in enumerate(cols.ROLES)}
+        return sorted(self._columns, key=lambda name: order[self._columns[name].role])
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the tables :meth:`conform` returns now."""
+        return pa.schema([pa.field(n, cols.arrow_type(self._columns[n].kind)) for n in self.names])
+
+    def kind(self, name: str) -> str:
+        """The kind of column ``name``."""
+        return self._columns[name].kind
+
+    def conform(self, page: FlatPage) -> pa.Table:
+        """``page`` with every column so far, in its settled type (new columns join here)."""
+        rows = page.table.num_rows
+        arrays: dict[str, pa.Array] = {}
+        for (column, role, raw), chunked in zip(page.roles, page.table.columns, strict=True):
+            array = chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
+            if role in _FIXED_ROLES:
+                arrays[column] = array.cast(cols.arrow_type(cols.KINDS[column]))
+                continue
+            name = self._name_of(role, raw if role == "profile" else column, array)
+            if name is None:
+                continue  # null so far: it joins on a page where it has a value
+            value, rest = _fit(self._columns[name].kind, array)
+            arrays[name] = value
+            if rest is not None:
+                twin = self._twin(name)
+                arrays[twin] = rest
+        return pa.Table.from_arrays(
+            [
+                arrays[n] if n in arrays else pa.nulls(rows, cols.arrow_type(self.kind(n)))
+                for n in self.names
+            ],
+            schema=self.arrow_schema,
+        )
+
+    def _name_of(self, role: str, source: str, array: pa.Array) -> str | None:
+        key = (role, source)
+        name = self._sources.get(key)
+        if name is not None:
+            return name
+        if source in self._declared:
+            self._declared.discard(source)
+            name = source
+        else:
+            if kinds.arrow_kind(array.type) is None:
+                return None
+            kind, _ = cols.unify([array])
+            name = unique(source, set(self._columns), "profile." if role == "profile" else "")
+            self._columns[name] = _Column(role, kind)
+        self._sources[key] = name
+        return name
+
+    def _twin(self, name: str) -> str:
+        twin = name + TWIN_SUFFIX
+        column = self._columns.get(twin)
+        if column is None:
+            self._columns[twin] = _Column(self._columns[name].role, "text")
+        elif column.kind != "text":
+            raise InvalidInput(f"column {twin!r} is not text: it cannot hold what {name!r} refused")
+        return twin
+
+    def to_dict(self) -> dict[str, Any]:
+        """The state as plain JSON values (see :meth:`from_dict`)."""
+        return {
+            "columns": [[n, c.role, c.kind] for n, c in self._columns.items()],
+            "sources": [[role, source, name] for (role, source), name in self._sources.items()],
+            "declared": sorted(self._declared),
+        }
+
+    @classmethod
+    def from_dict(cls, state: Mapping[str, Any]) -> StreamSchema:
+        """The schema :meth:`to_dict` described.
+
+        Raises:
+            InvalidInput: ``state`` is not such a description.
+        """
+        schema = cls()
+        try:
+            schema._columns = {str(n): _Column(str(r), str(k)) for n, r, k in state["columns"]}
+            schema._sources = {(str(r), str(s)): str(n) for r, s, n in state["sources"]}
+            schema._declared = {str(n) for n in state["declared"]}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput(f"not a schema description: {exc}") from None
+        for name, column in schema._columns.items():
+            if column.role not in cols.ROLES or (
+                column.kind not in cols.ARROW_TYPES and column.kind != "object"
+            ):
+                raise InvalidInput(f"not a schema description: column {name!r}")
+        if any(name not in schema._columns for name in cols.KINDS):
+            raise InvalidInput("not a schema description: a fixed column is missing")
+        return schema
+
+
+def _fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
+    """``array`` in the Arrow type of ``kind``, and the text of what did not fit (or None)."""
+    type_ = cols.arrow_type(kind)
+    value_kind = kinds.arrow_kind(array.type)
+    if value_kind is None:
+        return pa.nulls(len(array), type_), None
+    if kind == "text":
+        return cols.to_text(array), None
+    if kind == "object":
+        fits = value_kind in (kinds.ARRAY, kinds.OBJECT)
+        value = cols.to_json(array) if fits else pa.nulls(len(array), type_)
+    elif kind == "float":
+        value = pa.nulls(len(array), type_)
+        if value_kind in (kinds.INT, kinds.FLOAT):
+            value = array.cast(type_)
+            if value_kind == kinds.INT:
+                # Past 2**53 a double holds a neighbour of the integer, not the integer.
+                whole = pc.equal(value.cast(pa.int64(), safe=False), array.cast(pa.int64()))
+                value = pc.if_else(whole, value, pa.scalar(None, type_))
+    elif kind == "bool":
+        fits = value_kind in (kinds.BOOLEAN, kinds.STRING)
+        value = cols.to_bool(array) if fits else pa.nulls(len(array), type_)
+    else:
+        value = cols.CONVERTERS[kind](array)
+    lost = pc.and_(array.is_valid(), value.is_null())
+    if not pc.any(lost).as_py():
+        return value, None
+    return value, pc.if_else(lost, cols.to_text(array), pa.scalar(None, cols.TEXT))
