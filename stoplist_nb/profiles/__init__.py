@@ -68,9 +68,7 @@ def iter_profile_pages(
     ...     for page in pages:
     ...         print(len(page), page.next_from_id)
     """
-    params = request.params(client, db_id, query, fields, limit, from_id)
-    if max_profiles is not None:
-        errors.require_int("max_profiles", max_profiles, minimum=1)
+    params = request.params(client, db_id, query, fields, limit, from_id, max_profiles)
     # Client.pages says max_rows: it walks any cursor endpoint, where a row need not be a profile.
     return client.pages(
         request.METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead
@@ -137,9 +135,7 @@ def read_profiles(
     >>> df = read_profiles(client, 1, query={"_city": "Moscow"})  # doctest: +SKIP
     >>> df[["profile_id", "channel", "email"]].head()  # doctest: +SKIP
     """
-    params = request.params(client, db_id, query, fields, limit, from_id)
-    if max_profiles is not None:
-        errors.require_int("max_profiles", max_profiles, minimum=1)
+    params = request.params(client, db_id, query, fields, limit, from_id, max_profiles)
     declared = request.check_dtypes(dtypes, dtype_backend)
     tables: list[FlatPage] = []
     cursor, count = from_id or "", 0

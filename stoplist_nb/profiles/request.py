@@ -19,7 +19,13 @@ METHOD = "profiles/list"
 
 
 def params(
-    client: Any, db_id: Any, query: Any, fields: Any, limit: Any, from_id: Any
+    client: Any,
+    db_id: Any,
+    query: Any,
+    fields: Any,
+    limit: Any,
+    from_id: Any,
+    max_profiles: Any = None,
 ) -> dict[str, Any]:
     """Check every argument and build the request body (without cursor and token).
 
@@ -30,6 +36,8 @@ def params(
         raise errors.InvalidInput(f"client must be a stoplist_nb.Client, not {type(client)!r}")
     errors.require_int("db_id", db_id)
     errors.require_int("limit", limit, minimum=1)
+    if max_profiles is not None:
+        errors.require_int("max_profiles", max_profiles, minimum=1)
     if from_id is not None and not isinstance(from_id, str):
         raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
     params: dict[str, Any] = {"db_id": db_id, "format": "json", "limit": limit}

@@ -153,9 +153,7 @@ def iter_profile_tables(
     >>> for table in iter_profile_tables(client, 1, limit=500):  # doctest: +SKIP
     ...     print(table.num_rows, table.schema.metadata[b"next_from_id"])
     """
-    params = request.params(client, db_id, query, fields, limit, from_id)
-    if max_profiles is not None:
-        errors.require_int("max_profiles", max_profiles, minimum=1)
+    params = request.params(client, db_id, query, fields, limit, from_id, max_profiles)
     declared = request.check_dtypes(dtypes, None)
     if schema is None:
         schema = StreamSchema({name: request.dtype_kind(d) for name, d in declared.items()})
@@ -307,9 +305,7 @@ def read_profiles_arrow(
     >>> table = read_profiles_arrow(client, 1, fields=["_fname"])  # doctest: +SKIP
     >>> table.group_by("channel").aggregate([("profile_id", "count")])  # doctest: +SKIP
     """
-    params = request.params(client, db_id, query, fields, limit, from_id)
-    if max_profiles is not None:
-        errors.require_int("max_profiles", max_profiles, minimum=1)
+    params = request.params(client, db_id, query, fields, limit, from_id, max_profiles)
     declared = request.check_dtypes(dtypes, None)
     pages: list[FlatPage] = []
     cursor, count = from_id or "", 0
