@@ -39,6 +39,9 @@ What :func:`flag_suppressed` matches:
   hashes, every kind is matched against every row.
 * ``suppressed_by`` names the kind that matched, the most specific first:
   ``"email"``, then ``"phone"``, then ``"domain"``.
+
+Contacts in a Dask DataFrame are flagged partition by partition
+(:mod:`~stoplist_nb.suppression.partitions`), by the same code.
 """
 
 from __future__ import annotations
@@ -48,9 +51,10 @@ import functools
 import hashlib
 import importlib
 import re
+import sys
 import warnings
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeGuard, cast, overload
 
 import idna
 import numpy as np
@@ -67,6 +71,9 @@ from stoplist_nb.suppression.matching import (
     suppressed_text,
 )
 from stoplist_nb.suppression.text import arrow_text, as_text
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 __all__ = [
     "canonical_domain",
@@ -326,6 +333,13 @@ def _present(values: Any) -> np.ndarray:
     return np.asarray(pc.is_valid(_strip_lower(values)), dtype=bool)
 
 
+def _is_dask_frame(obj: Any) -> TypeGuard[dd.DataFrame]:
+    # A Dask frame can exist only once dask.dataframe is imported: no import needed to tell.
+    module = sys.modules.get("dask.dataframe")
+    return module is not None and isinstance(obj, module.DataFrame)
+
+
+@overload
 def flag_suppressed(
     contacts: pd.DataFrame,
     suppressed: Any,
@@ -337,7 +351,36 @@ def flag_suppressed(
     email_canonical: Canonical | None = None,
     phone_canonical: Canonical | None = None,
     hashed: bool = False,
-) -> pd.DataFrame:
+) -> pd.DataFrame: ...
+
+
+@overload
+def flag_suppressed(
+    contacts: dd.DataFrame,
+    suppressed: Any,
+    *,
+    email: str | None = None,
+    phone: str | None = None,
+    domain: str | None = None,
+    domains: bool = True,
+    email_canonical: Canonical | None = None,
+    phone_canonical: Canonical | None = None,
+    hashed: bool = False,
+) -> dd.DataFrame: ...
+
+
+def flag_suppressed(
+    contacts: pd.DataFrame | dd.DataFrame,
+    suppressed: Any,
+    *,
+    email: str | None = None,
+    phone: str | None = None,
+    domain: str | None = None,
+    domains: bool = True,
+    email_canonical: Canonical | None = None,
+    phone_canonical: Canonical | None = None,
+    hashed: bool = False,
+) -> pd.DataFrame | dd.DataFrame:
     """Return a copy of ``contacts`` flagging the rows found in a suppression list.
 
     The named columns are hashed (see the canonical forms and the matching
@@ -348,8 +391,13 @@ def flag_suppressed(
     without digits) is neither suppressed nor safe: its ``suppressed`` is
     ``<NA>``.
 
+    ``contacts`` may be a Dask DataFrame (``pip install 'stoplist_nb[dask]'``):
+    the list is then decoded once, here, and the result is a lazy Dask
+    DataFrame of the same columns and dtypes, each partition flagged on its
+    own by the same code (see :func:`~stoplist_nb.suppression.partitions.flag_partitions`).
+
     Args:
-        contacts: The contacts, one per row.
+        contacts: The contacts, one per row: a pandas or a Dask DataFrame.
         suppressed: A DataFrame from :func:`~stoplist_nb.suppression.archive.read_hashed_csv`
             (its ``md5`` column, and its ``type`` or ``kind`` column if any), a
             Series or any collection of MD5 hex strings.
@@ -370,7 +418,8 @@ def flag_suppressed(
         ``suppressed_by`` (``string[pyarrow]``: the kind that matched,
         ``"email"``, ``"phone"`` or ``"domain"`` in that precedence, else
         ``<NA>``), replacing any columns of those names. ``attrs["checked"]``
-        lists the kinds checked, in that order.
+        lists the kinds checked, in that order. For a Dask DataFrame, the
+        same as a lazy Dask DataFrame.
 
     Raises:
         InvalidInput: No column named, a name that is not one column, a canonical
@@ -379,7 +428,9 @@ def flag_suppressed(
 
     Warns:
         UserWarning: List values (or, with ``hashed=True``, column values) that
-            are not MD5 hex strings, as they can never match.
+            are not MD5 hex strings, as they can never match. For a Dask
+            DataFrame, the list's are reported here and the columns' where each
+            partition is flagged.
 
     >>> import pandas as pd
     >>> emails = ["a@x.org", " B@x.org", "c@Spam.example", None]
@@ -394,11 +445,57 @@ def flag_suppressed(
     r4        <NA>          <NA>
     >>> out.attrs["checked"]
     ['email', 'domain']
+
+    The same contacts in a Dask DataFrame of two partitions:
+
+    >>> import dask.dataframe as dd
+    >>> lazy = flag_suppressed(dd.from_pandas(contacts, npartitions=2), listed, email="email")
+    >>> lazy.npartitions, lazy["suppressed"].dtype
+    (2, BooleanDtype)
+    >>> lazy.compute()["suppressed_by"].tolist()
+    [<NA>, 'email', 'domain', <NA>]
     """
     columns = {"email": email, "phone": phone, "domain": domain}
     rules = {"email": email_canonical, "phone": phone_canonical}
+    if _is_dask_frame(contacts):
+        from stoplist_nb.suppression.partitions import flag_partitions
+
+        return flag_partitions(contacts, suppressed, columns, rules, domains=domains, hashed=hashed)
     check_args(contacts, columns, rules, hashed, domains)
+    frame = cast(pd.DataFrame, contacts)  # check_args lets only a pandas DataFrame through
     text, words = suppressed_text(suppressed)
+    return flag_frame(frame, text, words, columns, rules, domains=domains, hashed=hashed)
+
+
+def flag_frame(
+    contacts: pd.DataFrame,
+    text: Any,
+    words: Any,
+    columns: Mapping[str, str | None],
+    rules: Mapping[str, Canonical | None],
+    *,
+    domains: bool,
+    hashed: bool,
+    stacklevel: int = 3,
+) -> pd.DataFrame:
+    """:func:`flag_suppressed` on one pandas frame whose arguments were checked.
+
+    Args:
+        contacts: The contacts (one frame, or one partition of a Dask frame).
+        text: The list as :func:`~stoplist_nb.suppression.matching.match_kinds`
+            takes it: its MD5 strings, or a
+            :class:`~stoplist_nb.suppression.matching.HashedList`.
+        words: The list's kind words, or ``None``.
+        columns: The column named for each kind (``email``, ``phone``,
+            ``domain``), or ``None``.
+        rules: The canonical rule for ``email`` and ``phone``, or ``None``.
+        domains: Also check the domain of every e-mail.
+        hashed: The named columns already hold MD5 hex values.
+        stacklevel: Where the warning about values not MD5 points.
+
+    Returns:
+        The flagged copy, as :func:`flag_suppressed` describes it.
+    """
     n = len(contacts)
     checks: list[tuple[str, np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
     notes, sources = [], []
@@ -442,6 +539,16 @@ def flag_suppressed(
     out["suppressed"] = pd.arrays.BooleanArray(chosen >= 0, ~checkable)
     out["suppressed_by"] = pd.arrays.ArrowStringArray(pa.chunked_array([by], pa.large_string()))
     out.attrs["checked"] = checked
-    if message := " and ".join(note for note in notes if note):
-        warnings.warn(f"{message} are not 32-hex MD5 values and can never match", stacklevel=2)
+    warn_not_md5(notes, stacklevel=stacklevel + 1)
     return out
+
+
+def warn_not_md5(notes: list[str], *, stacklevel: int) -> None:
+    """Warn that the values counted in ``notes`` (blank ones left out) can never match.
+
+    ``stacklevel`` counts from this function, as :func:`warnings.warn`'s does.
+    """
+    if message := " and ".join(note for note in notes if note):
+        warnings.warn(
+            f"{message} are not 32-hex MD5 values and can never match", stacklevel=stacklevel
+        )

@@ -4,12 +4,14 @@ Hex MD5 strings are decoded to 16-byte digests (held as two uint64), the list
 is thinned to the buckets the queries occupy, and ``pc.is_in`` does the rest.
 When the list names the kind of each row, the thinned rows are split by kind
 and each kind of query is looked up only among its own rows and the rows of no
-known kind. The kind words and the checks on ``flag_suppressed``'s arguments
-live here too.
+known kind. A list matched against many frames (the partitions of a Dask
+frame) is decoded once into a :class:`HashedList` and looked up the same way.
+The kind words and the checks on ``flag_suppressed``'s arguments live here too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -101,10 +103,50 @@ def md5_digests(text: Any) -> tuple[np.ndarray, np.ndarray]:
     return digests, valid
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class HashedList:
+    """A suppression list decoded once, to be matched against many frames.
+
+    Attributes:
+        digests: The list's MD5 values as ``(n, 2)`` uint64, the valid ones only.
+        codes: Their kinds (an index in :data:`KINDS`, or :data:`ANY_KIND`), or
+            ``None`` when the list has no kind column.
+        invalid: How many of the list's values were not MD5 (never matched).
+    """
+
+    digests: np.ndarray
+    codes: np.ndarray | None
+    invalid: int
+
+
+def hashed_list(suppressed: Any) -> HashedList:
+    """Decode a list, as :func:`suppressed_text` takes it, into a :class:`HashedList`."""
+    text, words = suppressed_text(suppressed)
+    digests, valid = md5_digests(text)
+    codes = None if words is None else kind_codes(words)[valid]
+    return HashedList(digests[valid], codes, len(valid) - int(valid.sum()) - text.null_count)
+
+
+def _decoded(listed: Any) -> Iterator[tuple[int, np.ndarray, np.ndarray | None, int]]:
+    """Per chunk of a list: its length, valid digests, mask or ``None``, values not MD5."""
+    if isinstance(listed, HashedList):
+        # Its values not MD5 were counted once, when it was decoded.
+        yield len(listed.digests), listed.digests, None, 0
+        return
+    for chunk, (digests, mask) in zip(listed.chunks, _md5_chunks(listed), strict=True):
+        bad = 0 if mask is None else len(mask) - int(mask.sum()) - chunk.null_count
+        yield len(chunk), digests, mask, bad
+
+
 def lookup(text: Any, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """The list's digests that may be among ``queries``, their rows, and how many were not MD5."""
+    """The list's digests that may be among ``queries``, their rows, and how many were not MD5.
+
+    ``text`` is the list's MD5 strings, or a :class:`HashedList` (its rows are
+    then positions in ``text.digests``).
+    """
     occupied, shift = None, np.uint64(0)
-    if len(text) > len(queries):
+    size = len(text.digests) if isinstance(text, HashedList) else len(text)
+    if size > len(queries):
         # Building is_in's hash table is the cost, so keep only the entries whose first
         # bits fall in a bucket some query occupies (MD5 bits are uniform): the table then
         # holds about len(queries) entries, and the whole list is never held decoded.
@@ -114,8 +156,8 @@ def lookup(text: Any, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]
         occupied[queries[:, 0] >> shift] = True
     parts, rows = [np.zeros((0, 2), dtype=np.uint64)], [np.zeros(0, dtype=np.int64)]
     invalid, start = 0, 0
-    for chunk, (digests, mask) in zip(text.chunks, _md5_chunks(text), strict=True):
-        invalid += 0 if mask is None else len(mask) - int(mask.sum()) - chunk.null_count
+    for length, digests, mask, bad in _decoded(text):
+        invalid += bad
         if occupied is None:
             parts.append(digests)
             kept = np.arange(len(digests))
@@ -124,7 +166,7 @@ def lookup(text: Any, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]
             parts.append(digests[hit])
             kept = np.flatnonzero(hit)
         rows.append(start + (kept if mask is None else np.flatnonzero(mask)[kept]))
-        start += len(chunk)
+        start += length
     return np.concatenate(parts), np.concatenate(rows), invalid
 
 
@@ -146,16 +188,23 @@ def match_kinds(
 ) -> tuple[list[np.ndarray], int]:
     """Which digests of each ``(kind, digests)`` group the list holds, and its values not MD5.
 
-    ``words`` are the list's kind words (or ``None``): a group is then looked up
-    only among the rows of its kind and those of no known kind.
+    ``text`` is the list's MD5 strings and ``words`` its kind words (or
+    ``None``): a group is then looked up only among the rows of its kind and
+    those of no known kind. For a :class:`HashedList`, ``words`` is ``None``
+    and its own kinds are used.
     """
     # All groups in one lookup, so the list is decoded and thinned once.
     everyone = np.concatenate([np.zeros((0, 2), dtype=np.uint64), *(d for _, d in groups)])
     listed, rows, bad = lookup(text, everyone)
-    if words is None:
+    if isinstance(text, HashedList):
+        codes = None if text.codes is None else text.codes[rows]
+    elif words is not None:
+        codes = kind_codes(words.take(pa.array(rows))) if len(rows) else np.zeros(0, np.int8)
+    else:
+        codes = None
+    if codes is None:
         found = match(everyone, listed)
         return np.split(found, np.cumsum([len(d) for _, d in groups])[:-1]), bad
-    codes = kind_codes(words.take(pa.array(rows))) if len(rows) else np.zeros(0, np.int8)
     tables: dict[int, np.ndarray] = {}
     out = []
     for kind, digests in groups:
