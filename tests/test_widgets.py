@@ -1,13 +1,17 @@
 """QueryBuilder driven through its child widgets, as a browser would, without one.
 
 While a row is invalid the builder keeps the last valid query: ``.query``
-does not change and ``.error`` / ``.message`` say what is wrong.
+does not change, ``.error`` says what is wrong, and once the row was edited
+(or Preview pressed) the row, ``.message`` and the Preview button show it.
+A browser's edits arrive as comm messages; :func:`typed` sends one the same
+way, so the Enter path of the tag boxes is the one JupyterLab takes.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 import subprocess
 import sys
 from datetime import date
@@ -20,7 +24,9 @@ import pytest
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService
 from stoplist_nb.widgets import QueryBuilder
+from stoplist_nb.widgets.kinds import CHANNELS, STATUSES
 from stoplist_nb.widgets.rows import OPERATORS, ConditionRow
+from stoplist_nb.widgets.tags import TagEntry
 
 FIELDS = {
     "_city": "string",
@@ -50,9 +56,28 @@ def new_row(qb: QueryBuilder) -> ConditionRow:
     return qb.root_group.rows[-1]
 
 
+def json_text(qb: QueryBuilder) -> str:
+    found = re.search(r"<pre[^>]*>(.*)</pre>", qb.json_view.value, re.DOTALL)
+    assert found is not None, qb.json_view.value
+    return html.unescape(found[1])
+
+
 def shown_json(qb: QueryBuilder) -> Any:
-    text = qb.json_view.value.removeprefix("<pre>").removesuffix("</pre>")
-    return json.loads(html.unescape(text))
+    return json.loads(json_text(qb))
+
+
+def typed(widget: w.Widget, value: Any) -> None:
+    """Send ``value`` as the browser does: a comm update (for a Text, on Enter or blur)."""
+    state = {"method": "update", "state": {"value": value}, "buffer_paths": []}
+    widget._handle_msg({"content": {"data": state}, "buffers": []})
+
+
+def classes(widget: w.Widget) -> set[str]:
+    return set(widget._dom_classes)
+
+
+def shown_errors(qb: QueryBuilder) -> list[str]:
+    return [html.unescape(m) for m in re.findall(r"<li>(.*?)</li>", qb.message.value)]
 
 
 def output_text(qb: QueryBuilder) -> str:
@@ -90,17 +115,18 @@ CASES = [
     ("_city", "startswith", "Mo", {"$regex": "^Mo"}),
     ("_city", "$regex", "^K.*n$", {"$regex": "^K.*n$"}),
     ("_city", "$exists", False, {"$exists": False}),
-    ("loyalty_level", "$eq", 3, 3),
-    ("loyalty_level", "$ne", 3, {"$ne": 3}),
-    ("loyalty_level", "$lt", 3, {"$lt": 3}),
-    ("loyalty_level", "$lte", 3, {"$lte": 3}),
-    ("loyalty_level", "$gt", 3, {"$gt": 3}),
-    ("loyalty_level", "$gte", 3, {"$gte": 3}),
+    ("loyalty_level", "$eq", "3", 3),
+    ("loyalty_level", "$ne", "3", {"$ne": 3}),
+    ("loyalty_level", "$lt", "3", {"$lt": 3}),
+    ("loyalty_level", "$lte", "3", {"$lte": 3}),
+    ("loyalty_level", "$gt", "3", {"$gt": 3}),
+    ("loyalty_level", "$gte", "3", {"$gte": 3}),
     ("loyalty_level", "$in", ["1", "2"], {"$in": [1, 2]}),
     ("loyalty_level", "$nin", ["0"], {"$nin": [0]}),
     ("loyalty_level", "$exists", True, {"$exists": True}),
-    ("score", "$gte", 2.5, {"$gte": 2.5}),
-    ("score", "$lt", 50.0, {"$lt": 50}),
+    ("score", "$gte", "2.5", {"$gte": 2.5}),
+    ("score", "$lt", "50.0", {"$lt": 50}),
+    ("score", "$lt", " -1e3 ", {"$lt": -1000}),
     ("score", "$in", ["1", "2.5"], {"$in": [1, 2.5]}),
     ("vip", "$eq", True, True),
     ("vip", "$eq", False, False),
@@ -130,19 +156,27 @@ def test_each_operator_gives_its_mongo_condition(
     assert qb.query == {field: expected}
     assert shown_json(qb) == qb.query
     assert qb.message.value == ""
+    assert "sn-json-stale" not in classes(qb.json_view)
 
 
 def test_value_widgets_follow_field_and_operator() -> None:
     row = new_row(builder())
-    kinds = []
+    kinds, hooks = [], []
     for field, op in [
         ("_city", "$eq"), ("_city", "$in"), ("loyalty_level", "$eq"), ("score", "$gt"),
         ("vip", "$eq"), ("vip", "$exists"), ("_bdate", "$lt"),
     ]:  # fmt: skip
         fill(row, field, op)
         kinds.append(type(row.value))
+        hooks.append(sorted(c for c in classes(row.value) if c.startswith("sn-value-")))
+    # Numbers are typed into a Text: an IntText or FloatText would drop letters and
+    # fractions in the browser without a word.
     assert kinds == [
-        w.Text, w.TagsInput, w.IntText, w.FloatText, w.Checkbox, w.Checkbox, w.DatePicker,
+        w.Combobox, TagEntry, w.Text, w.Text, w.Checkbox, w.Checkbox, w.DatePicker,
+    ]  # fmt: skip
+    assert [h[0] for h in hooks] == [
+        "sn-value-text", "sn-value-tags", "sn-value-number", "sn-value-number",
+        "sn-value-bool", "sn-value-bool", "sn-value-date",
     ]  # fmt: skip
 
 
@@ -165,6 +199,8 @@ def test_empty_date_picker_is_an_incomplete_row() -> None:
     assert row.value.value is None
     assert qb.error is not None
     assert "_bdate: value must be a date" in qb.error
+    assert qb.message.value == ""  # not shown before the picker was touched
+    qb.preview_button.click()  # ... or Preview was pressed
     assert "value must be a date" in html.unescape(qb.message.value)
     assert qb.query == {"vip": True}
     row.value.value = date(2000, 2, 29)
@@ -175,16 +211,16 @@ def test_empty_date_picker_is_an_incomplete_row() -> None:
 def test_ignore_case_only_for_regex_operators() -> None:
     qb = builder()
     row = fill(new_row(qb), "_city", "contains", "mos")
-    assert row.case in row.children
+    assert row.case in row.slot.children
     row.case.value = True
     assert qb.query == {"_city": {"$regex": "mos", "$options": "i"}}
     row.op.value = "$eq"
-    assert row.case not in row.children
+    assert row.case not in row.slot.children
 
 
 def test_and_of_rows_and_a_negated_or_group() -> None:
     qb = builder()
-    fill(new_row(qb), "loyalty_level", "$gte", 3)
+    fill(new_row(qb), "loyalty_level", "$gte", "3")
     qb.add_group_button.click()
     group = qb.root_group.groups[0]
     assert qb.query == {"loyalty_level": {"$gte": 3}}  # an empty group adds nothing
@@ -230,7 +266,7 @@ def test_remove_row_and_group() -> None:
     assert qb.query == {"_city": "Omsk"}
     assert len(qb.root_group.rows) == 1
     group = qb.root_group.add_group()
-    fill(group.add_row(), "score", "$gt", 1.5)
+    fill(group.add_row(), "score", "$gt", "1.5")
     assert qb.query == {"_city": "Omsk", "score": {"$gt": 1.5}}
     group.remove.click()
     assert qb.root_group.groups == []
@@ -243,7 +279,7 @@ def test_remove_row_and_group() -> None:
 def test_fields_limit_and_params() -> None:
     qb = builder()
     assert qb.params == {"query": {}, "limit": 1000}
-    assert qb.fields_input.allowed_tags == sorted(FIELDS)
+    assert set(qb.fields_input.allowed_tags) == {*FIELDS, "_id", "subscriptions"}
     assert qb.fields_input.allow_duplicates is False
     qb.fields_input.value = ["_city", "vip"]
     qb.limit_input.value = 50
@@ -261,9 +297,9 @@ def test_field_list_as_names_or_frame() -> None:
     assert names.query == {"loyalty_level": "x"}
     assert row.field.options == ("_city", "loyalty_level")
     frame = pd.DataFrame({"name": ["n"], "type": ["int"]})
-    typed = QueryBuilder(fields=frame)
-    fill(new_row(typed), "n", "$gt", 2)
-    assert typed.query == {"n": {"$gt": 2}}
+    by_type = QueryBuilder(fields=frame)
+    fill(new_row(by_type), "n", "$gt", "2")
+    assert by_type.query == {"n": {"$gt": 2}}
     with pytest.raises(sn.InvalidInput, match="fields must be"):
         QueryBuilder(fields=3)
 
@@ -304,16 +340,23 @@ def test_empty_field_is_reported_and_fixing_it_clears_the_message() -> None:
     fill(row, "vip", "$eq", True)
     assert qb.error is None
     assert qb.message.value == ""
+    row.field.value = ""  # cleared by the user: now it is said
+    assert shown_errors(qb) == ["Row 1: a condition needs a field"]
 
 
-def test_blank_tag_is_refused_by_the_widget_itself() -> None:
+def test_empty_isin_is_an_error_and_blank_tags_are_refused() -> None:
     qb = builder()
-    row = fill(new_row(qb), "_city", "$in", [])
-    assert qb.query == {"_city": {"$in": []}}
+    row = fill(new_row(qb), "_city", "$in", ["Omsk"])
+    row.value.value = []  # the last tag removed
+    assert qb.error == "_city: no values yet: type one and press Enter"
+    assert qb.query == {"_city": {"$in": ["Omsk"]}}  # the last valid one, marked as such
+    assert "sn-json-stale" in classes(qb.json_view)
     # TagsInput refuses blank tags with a TraitError at the assignment, not later.
     with pytest.raises(Exception, match="blank"):
         row.value.value = [""]
-    assert qb.query == {"_city": {"$in": []}}
+    typed(row.value.entry, "   ")  # Enter on blanks adds nothing and says nothing
+    assert row.value.value == []
+    assert row.value.note.value == ""
 
 
 ROUND_TRIPS = [
@@ -334,6 +377,7 @@ ROUND_TRIPS = [
     },
     {"_bdate": {"$lt": "1990-01-01"}, "_city": {"$regex": "^K.*n$"}},
     {"unknown": {"$in": [1, 2]}, "other": False, "third": {"$nin": ["a"]}},
+    {"score": {"$in": [1.0, 2.5]}},
 ]  # fmt: skip
 
 
@@ -353,7 +397,7 @@ def test_load_of_what_the_builder_made() -> None:
     group = qb.root_group.add_group()
     group.mode.value, group.negate.value = "or", True
     fill(group.add_row(), "_city", "contains", "x")
-    fill(group.add_row(), "score", "$gte", 7.25)
+    fill(group.add_row(), "score", "$gte", "7.25")
     inner = group.add_group()
     fill(inner.add_row(), "vip", "$ne", True)
     fill(inner.add_row(), "_bdate", "$exists", False)
@@ -379,7 +423,9 @@ def test_load_of_a_date_shows_it_in_the_date_picker() -> None:
     assert other.query == query
 
 
-@pytest.mark.parametrize("stamp", ["2023-07-14T09:26:53.512Z", "2023-07-14 09:26", "2023-02-30"])
+@pytest.mark.parametrize(
+    "stamp", ["2023-07-14T09:26:53.512Z", "2023-07-14 09:26", "2023-07-14T09:26:53+03:00"]
+)
 def test_load_of_a_date_time_keeps_the_exact_string_in_a_text(stamp: str) -> None:
     qb = builder()
     query = {"subscriptions.reg_info.date": {"$lt": stamp}}
@@ -394,7 +440,7 @@ def test_load_of_a_date_time_keeps_the_exact_string_in_a_text(stamp: str) -> Non
     assert qb.query == {"subscriptions.reg_info.date": {"$gte": stamp}}
     row.value.value = "1990"
     assert qb.error is not None
-    assert "value must be a date like 2024-01-31, not '1990'" in qb.error
+    assert "value must be a date like 2024-01-31 or 2024-01-31T09:30, not '1990'" in qb.error
     assert qb.query == {"subscriptions.reg_info.date": {"$gte": stamp}}
     row.field.value = "_bdate"  # another field: the picker again
     assert isinstance(row.value, w.DatePicker)
@@ -412,7 +458,8 @@ def test_load_shows_the_structure() -> None:
 def test_load_guesses_types_of_unknown_fields() -> None:
     qb = QueryBuilder()
     qb.load({"level": {"$gte": 3}, "flag": True})
-    assert [type(r.value) for r in qb.root_group.rows] == [w.IntText, w.Checkbox]
+    assert [type(r.value) for r in qb.root_group.rows] == [w.Text, w.Checkbox]
+    assert "sn-value-number" in classes(qb.root_group.rows[0].value)
 
 
 def test_load_of_an_int_into_a_float_field_and_back() -> None:
@@ -434,6 +481,10 @@ def test_load_of_an_int_into_a_float_field_and_back() -> None:
         ({"_city": None}, "query\\['_city'\\]: the builder cannot show"),
         ({"_city": {"$in": [""]}}, "cannot show the value"),
         ({"_bdate": "yesterday"}, "must be a date"),
+        ({"_bdate": {"$lt": "2023-02-30"}}, "must be a date"),
+        ({"loyalty_level": 2.5}, "must be a whole number"),
+        ({"loyalty_level": True}, "cannot show the value True"),
+        ({"_city": ""}, "value is empty"),
         ({"$comment": "x"}, "cannot be held"),
         ({"_city": {"$inn": []}}, "unknown operator"),
     ],
@@ -474,7 +525,10 @@ def test_preview_shows_the_runner_frame() -> None:
     assert out["data"]["text/plain"].startswith("30 rows; the first 20:")
     assert "p19" in out["data"]["text/plain"]
     assert "p20" not in out["data"]["text/plain"]
-    assert "<table" in out["data"]["text/html"]
+    page = out["data"]["text/html"]
+    assert "<table" in page
+    # JupyterLab shows the HTML, so the count must be there too.
+    assert re.search(r'class="sn-preview-count".*30 rows \(30 profiles\); the first 20', page)
     assert qb.result is not None
     assert len(qb.result) == 30
 
@@ -520,12 +574,14 @@ def test_default_runner_against_the_demo(client: sn.Client, demo: DemoService) -
     assert {"loyalty_level", "vip", "_city", "subscriptions.channel"} <= set(
         qb.fields_input.allowed_tags
     )
-    assert [r.method for r in demo.requests] == ["databases/fields_get"]
+    # the field list, then one sample page for the suggested values
+    assert [r.method for r in demo.requests] == ["databases/fields_get", "profiles/list"]
+    assert demo.requests[1].params["limit"] == 100
     profiles = demo.profiles
     cities = sorted({p["_city"] for p in profiles if p.get("_city")})[:2]
 
     city = fill(new_row(qb), "_city", "$in", cities)
-    assert type(city.value) is w.TagsInput
+    assert type(city.value) is TagEntry
     assert ids(qb) == {p["id"] for p in profiles if p.get("_city") in cities}
 
     city.remove.click()
@@ -535,8 +591,8 @@ def test_default_runner_against_the_demo(client: sn.Client, demo: DemoService) -
     assert ids(qb) == want_vip
     assert want_vip
 
-    loyal = fill(new_row(qb), "loyalty_level", "$gte", 3)
-    assert type(loyal.value) is w.IntText
+    loyal = fill(new_row(qb), "loyalty_level", "$gte", "3")
+    assert type(loyal.value) is w.Text
     assert ids(qb) == {p["id"] for p in profiles if p["vip"] is True and p["loyalty_level"] >= 3}
 
     qb.root_group.mode.value = "or"
@@ -568,3 +624,439 @@ def test_importing_the_package_does_not_import_ipywidgets() -> None:
     code = "import sys, stoplist_nb; sys.exit('ipywidgets' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], check=False)
     assert result.returncode == 0
+
+
+# -- errors on their rows, Preview held back, the JSON marked -------------------------
+
+
+def test_a_fraction_in_a_whole_number_field_is_refused_on_its_row() -> None:
+    calls: list[dict[str, Any]] = []
+    qb = builder(runner=lambda p: calls.append(p) or pd.DataFrame({"profile_id": ["a"]}))
+    fill(new_row(qb), "vip", "$eq", True)
+    row = fill(new_row(qb), "loyalty_level", "$gte", "2")
+    assert qb.query == {"vip": True, "loyalty_level": {"$gte": 2}}
+
+    row.value.value = "2.5"
+    assert "sn-row-error" in classes(row)
+    assert row.layout.border_left.endswith("#d32f2f")
+    assert "value must be a whole number, not &#x27;2.5&#x27;" in row.message.value
+    assert shown_errors(qb) == [
+        "Row 2: loyalty_level: value must be a whole number, not '2.5' (it is not rounded)"
+    ]
+    assert qb.preview_button.disabled
+    assert "fix the error listed above" in qb.preview_button.tooltip
+    assert "Preview is off" in qb.preview_note.value
+    assert qb.query == {"vip": True, "loyalty_level": {"$gte": 2}}  # never 2 for 2.5
+    assert "sn-json-stale" in classes(qb.json_view)
+    assert 'title="last valid query"' in qb.json_view.value
+    assert "not sendable" in qb.json_view.value
+    qb.preview_button.click()  # a click that still arrives runs nothing
+    assert calls == []
+
+    row.value.value = "3"
+    assert "sn-row-error" not in classes(row)
+    assert row.layout.border_left.endswith("transparent")
+    assert row.message.value == ""
+    assert qb.message.value == ""
+    assert not qb.preview_button.disabled
+    assert qb.preview_note.value == ""
+    assert "sn-json-stale" not in classes(qb.json_view)
+    assert shown_json(qb) == {"vip": True, "loyalty_level": {"$gte": 3}}
+    qb.preview_button.click()
+    assert calls == [{"query": {"vip": True, "loyalty_level": {"$gte": 3}}, "limit": 1000}]
+
+
+@pytest.mark.parametrize(
+    ("field", "op", "text", "message"),
+    [
+        ("score", "$gt", "12abc", "score: value must be a number, not '12abc'"),
+        ("loyalty_level", "$eq", "three", "loyalty_level: value must be a number, not 'three'"),
+        ("loyalty_level", "$eq", "", "loyalty_level: value is empty: type a whole number"),
+        ("score", "$eq", "  ", "score: value is empty"),
+        ("score", "$eq", "nan", "query['score']['$eq']: nan is not a JSON number"),
+        ("loyalty_level", "$eq", "9" * 20, "integers must fit in 64 bits"),
+        ("_city", "$eq", "", "_city: value is empty"),
+        ("_city", "contains", "", "_city: value is empty"),
+        ("phones", "$eq", "", "phones: value is empty"),
+        ("subscriptions.reg_info.date", "$gte", "31.01.2024", "value must be a date like"),
+    ],
+)
+def test_values_are_checked_for_what_they_mean(
+    field: str, op: str, text: str, message: str
+) -> None:
+    qb = builder()
+    if field.endswith("date"):  # a date-time field shows a Text after loading one
+        qb.load({field: {op: "2024-01-31T09:30"}})
+        row = qb.root_group.rows[0]
+        row.value.value = text
+    else:
+        row = fill(new_row(qb), field, op, "x" if text == "" else text)
+        row.value.value = text  # typed, then deleted: an empty box is an error too
+    assert qb.error is not None
+    assert message in qb.error
+    assert message in html.unescape(row.message.value)
+    assert qb.preview_button.disabled
+
+
+def test_every_error_is_listed_and_points_at_its_row() -> None:
+    qb = builder()
+    fill(new_row(qb), "score", "$gt", "x")
+    fill(new_row(qb), "vip", "$eq", True)
+    group = qb.root_group.add_group()
+    inner = fill(group.add_row(), "loyalty_level", "$in", ["1.5"])
+    assert shown_errors(qb) == [
+        "Row 1: score: value must be a number, not 'x'",
+        "Row 3: loyalty_level: value must be a whole number, not '1.5' (it is not rounded)",
+    ]
+    assert "2 errors to fix" in qb.message.value
+    assert [("sn-row-error" in classes(r)) for r in qb.root_group.all_rows()] == [
+        True, False, True,
+    ]  # fmt: skip
+    assert qb.errors == [e.split(": ", 1)[1] for e in shown_errors(qb)]
+    inner.remove.click()
+    assert shown_errors(qb) == ["Row 1: score: value must be a number, not 'x'"]
+    assert "1 error to fix" in qb.message.value
+
+
+def test_a_new_row_shows_no_error_until_touched_or_previewed() -> None:
+    calls: list[dict[str, Any]] = []
+    qb = builder(runner=lambda p: calls.append(p) or pd.DataFrame())
+    fill(new_row(qb), "vip", "$eq", True)
+    row = new_row(qb)
+    assert qb.error == "a condition needs a field"
+    assert "sn-row-error" not in classes(row)
+    assert qb.message.value == ""
+    assert not qb.preview_button.disabled
+    assert qb.query == {"vip": True}
+    row.field.value = "loyalty_level"  # a field, its number box still untouched
+    assert qb.error == "loyalty_level: value is empty: type a whole number"
+    assert qb.message.value == ""
+
+    qb.preview_button.click()
+    assert calls == []
+    assert "sn-row-error" in classes(row)
+    assert shown_errors(qb) == ["Row 2: loyalty_level: value is empty: type a whole number"]
+    assert qb.preview_button.disabled
+    assert "fix the query first: loyalty_level: value is empty" in output_text(qb)
+
+    row.value.value = "4"
+    assert qb.error is None
+    new_row(qb)  # once the query was valid again, a new row waits again
+    assert qb.message.value == ""
+    assert not qb.preview_button.disabled
+
+
+def test_a_change_marks_an_old_result_out_of_date_and_clears_an_old_error() -> None:
+    fail = [False]
+
+    def runner(params: dict[str, Any]) -> pd.DataFrame:
+        if fail[0]:
+            raise RuntimeError("service down")
+        return pd.DataFrame({"profile_id": ["a", "b"], "vip": [True, True]})
+
+    qb = builder(runner=runner)
+    row = fill(new_row(qb), "vip", "$eq", True)
+    qb.preview_button.click()
+    (out,) = qb.output.outputs
+    assert "Out of date" not in out["data"]["text/html"]
+
+    row.value.value = False
+    (out,) = qb.output.outputs
+    assert 'class="sn-preview-stale"' in out["data"]["text/html"]
+    assert "Out of date" in out["data"]["text/plain"]
+    assert "2 rows" in out["data"]["text/html"]  # still there, dimmed
+    row.value.value = True  # back to the query that ran: the result is current again
+    assert "Out of date" not in qb.output.outputs[0]["data"]["text/html"]
+    fill(new_row(qb), "score", "$gt", "x")  # an invalid query is out of date too
+    assert "Out of date" in qb.output.outputs[0]["data"]["text/html"]
+
+    qb.root_group.rows[1].remove.click()
+    fail[0] = True
+    qb.preview_button.click()
+    assert "Preview failed: RuntimeError: service down" in output_text(qb)
+    qb.limit_input.value = 5
+    assert qb.output.outputs == ()
+
+
+def test_clear_goes_back_to_one_empty_row_without_asking() -> None:
+    qb = builder()
+    fill(new_row(qb), "vip", "$eq", True)
+    group = qb.root_group.add_group()
+    fill(group.add_row(), "score", "$gt", "x")
+    qb.root_group.negate.value = True
+    qb.root_group.mode.value = "or"
+    qb.fields_input.value = ["_city"]
+    assert "sn-clear" in classes(qb.clear_button)
+    qb.clear_button.click()
+    assert len(qb.root_group.rows) == 1
+    assert qb.root_group.groups == []
+    assert qb.root_group.rows[0].field.value == ""
+    assert (qb.root_group.negate.value, qb.root_group.mode.value) == (False, "and")
+    assert qb.query == {}
+    assert qb.message.value == ""  # the empty row waits for the user
+    assert not qb.preview_button.disabled
+    assert qb.fields == ["_city"]  # what to return is not part of the query
+
+
+# -- tags by Enter, refused with a reason -------------------------------------------
+
+
+def test_enter_adds_a_field_to_return_and_a_refusal_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    qb = builder()
+    box = qb.fields_box
+    assert box.entry.continuous_update is False  # the value arrives on Enter (or blur)
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(box.entry, "_send", lambda msg, buffers=None: sent.append(msg))
+    typed(box.entry, "_city")
+    assert qb.fields == ["_city"]
+    assert box.entry.value == ""
+    # the box is emptied in the browser too, ready for the next field
+    assert [m["state"]["value"] for m in sent if m["method"] == "update"] == [""]
+    typed(box.entry, "_city")
+    assert qb.fields == ["_city"]
+    assert "&#x27;_city&#x27; is already in the list" in box.note.value
+    typed(box.entry, "nope")
+    assert qb.fields == ["_city"]
+    assert "unknown field &#x27;nope&#x27;: pick one from the list" in box.note.value
+    assert box.entry.value == "nope"  # left to be corrected
+    typed(box.entry, "vip")
+    assert qb.fields == ["_city", "vip"]
+    assert box.note.value == ""
+    assert qb.params["fields"] == ["_city", "vip"]
+
+
+def test_the_add_button_adds_the_typed_tag() -> None:
+    qb = builder()
+    row = fill(new_row(qb), "loyalty_level", "$in")
+    entry = row.value
+    assert {"sn-tag-input"} <= classes(entry.entry)
+    assert {"sn-tag-add"} <= classes(entry.add_button)
+    entry.entry.value = "2"  # as if typed, Add clicked before Enter
+    entry.add_button.click()
+    entry.entry.value = "2.5"
+    entry.add_button.click()
+    assert row.value.value == ["2"]
+    assert "value must be a whole number, not &#x27;2.5&#x27;" in entry.note.value
+    entry.entry.value = "3"
+    entry.add_button.click()
+    entry.add_button.click()  # the box is empty: nothing more, no complaint
+    assert entry.note.value == ""
+    assert qb.query == {"loyalty_level": {"$in": [2, 3]}}
+
+
+def test_enter_adds_an_isin_value_of_the_field_type() -> None:
+    qb = builder()
+    row = fill(new_row(qb), "score", "$nin")
+    typed(row.value.entry, "1.5")
+    typed(row.value.entry, "ten")
+    assert row.value.value == ["1.5"]
+    assert "value must be a number, not &#x27;ten&#x27;" in row.value.note.value
+    assert qb.query == {"score": {"$nin": [1.5]}}
+
+
+# -- fields: titles, categories, _id and subscriptions ------------------------------
+
+
+def test_fields_shown_by_title_and_category_and_picked_by_label(
+    client: sn.Client, demo: DemoService
+) -> None:
+    qb = QueryBuilder(client, demo.db_id, sample=0)
+    row = new_row(qb)
+    labels = list(row.field.options)
+    assert "City (_city) · system" in labels
+    assert "Loyalty level (loyalty_level) · custom" in labels
+    assert "Subscription channel (subscriptions.channel) · subscription" in labels
+    categories = [label.rsplit(" · ", 1)[1] for label in labels]
+    assert categories == sorted(categories, key=["system", "custom", "subscription"].index)
+    row.field.value = "Loyalty level (loyalty_level) · custom"
+    assert row.path == "loyalty_level"
+    assert row.kind == "int"
+    row.value.value = "2"
+    assert qb.query == {"loyalty_level": 2}
+    row.field.value = "vip"  # a raw name is taken as well
+    assert row.kind == "boolean"
+    qb.load({"_city": "Kazan"})
+    assert qb.root_group.rows[0].field.value == "City (_city) · system"
+    typed(qb.fields_box.entry, "City (_city) · system")
+    assert qb.fields == ["_city"]
+    assert "Profile id (_id) · system" in qb.fields_box.entry.options
+
+
+def test_id_and_subscriptions_are_offered_with_an_inferred_field_list(
+    client: sn.Client, demo: DemoService
+) -> None:
+    demo.add_fault("databases/fields_get", "api_error", code=404, text="unknown method")
+    with pytest.warns(UserWarning, match="inferred from") as caught:
+        qb = QueryBuilder(client, demo.db_id, sample=0)
+    # the warning points at the line that made the builder, not at the package
+    assert [r.filename for r in caught] == [__file__]
+    assert {"_id", "subscriptions"} <= set(qb.fields_input.allowed_tags)
+    typed(qb.fields_box.entry, "_id")
+    typed(qb.fields_box.entry, "subscriptions")
+    assert qb.fields == ["_id", "subscriptions"]
+    assert qb.fields_box.note.value == ""
+    qb.preview_button.click()
+    assert qb.result is not None, output_text(qb)
+    assert {"profile_id", "channel"} <= set(qb.result.columns)
+
+
+# -- suggestions: documented words and a sample page --------------------------------
+
+
+def test_channels_statuses_and_sampled_values_are_suggested_not_enforced(
+    client: sn.Client, demo: DemoService
+) -> None:
+    qb = QueryBuilder(client, demo.db_id, sample=40)
+    row = fill(new_row(qb), "subscriptions.channel", "$eq")
+    assert row.value.options[: len(CHANNELS)] == CHANNELS
+    row.field.value = "subscriptions.status"
+    assert row.value.options[: len(STATUSES)] == STATUSES
+    row.op.value = "$in"  # the tag box suggests the same words
+    assert row.value.entry.options[: len(STATUSES)] == STATUSES
+
+    row.field.value = "_city"
+    row.op.value = "$eq"
+    first40 = demo.profiles[:40]
+    seen = {p["_city"] for p in first40 if p.get("_city")}
+    assert set(row.value.options) == seen
+    assert 0 < len(row.value.options) <= 50
+    row.value.value = "Atlantis"  # not among them: still a value
+    assert qb.query == {"_city": "Atlantis"}
+    assert row.value.ensure_option is False
+
+
+# -- layout ------------------------------------------------------------------------
+
+
+def test_headings_join_labels_not_and_remove_icons() -> None:
+    qb = builder()
+    root = qb.root_group
+    assert root.headings.layout.display == "none"
+    a, b = new_row(qb), new_row(qb)
+    group = root.add_group()
+    c = group.add_row()
+    assert root.headings.layout.display == ""
+    assert "Field" in root.headings.children[1].value
+    assert root.items[0].join.value == ""
+    assert all(">AND<" in i.join.value for i in root.items[1:])
+    root.mode.value = "or"
+    assert [">OR<" in i.join.value for i in root.items] == [False, True, True]
+    assert c.join.value == ""  # first of its own group
+    assert {r.remove.layout.width for r in (a, b, c)} == {"2.4em"}
+    assert {r.remove.icon for r in (a, b, c)} == {"times"}
+    assert isinstance(root.negate, w.ToggleButton)
+    assert root.negate.description == "NOT"
+    assert root.negate not in root.mode.options
+    assert [label for label, _ in root.mode.options] == ["AND", "OR"]
+    root.negate.value = True
+    assert root.negate.button_style == "danger"
+    hooks = {
+        "sn-row": a, "sn-field": a.field, "sn-operator": a.op, "sn-value": a.value,
+        "sn-remove": a.remove, "sn-join": a.join, "sn-not": root.negate,
+        "sn-join-mode": root.mode, "sn-json": qb.json_view, "sn-json-toggle": qb.json_toggle,
+        "sn-clear": qb.clear_button, "sn-preview": qb.preview_button, "sn-errors": qb.message,
+        "sn-preview-note": qb.preview_note, "sn-group-remove": group.remove,
+        "sn-tag-input": qb.fields_box.entry, "sn-tag-add": qb.fields_box.add_button,
+        "sn-tag-error": qb.fields_box.note, "sn-add-row": qb.add_button,
+        "sn-add-group": qb.add_group_button, "sn-query-builder": qb,
+    }  # fmt: skip
+    assert [name for name, widget in hooks.items() if name not in classes(widget)] == []
+
+
+def test_json_is_one_compact_line_pretty_on_demand_and_collapsible() -> None:
+    qb = builder()
+    fill(new_row(qb), "_city", "$in", ["Kazan", "Omsk"])
+    fill(new_row(qb), "vip", "$eq", True)
+    assert json_text(qb) == '{"_city":{"$in":["Kazan","Omsk"]},"vip":true}'
+    qb.json_pretty.value = True
+    assert json_text(qb) == json.dumps(qb.query, indent=2)
+    assert qb.json_view.layout.display == ""
+    qb.json_toggle.value = False
+    assert qb.json_view.layout.display == "none"
+    qb.json_toggle.value = True
+    assert qb.json_view.layout.display == ""
+
+
+# -- Preview against the demo: count in the HTML, table within the width -----------
+
+
+def test_preview_counts_in_html_and_shows_the_chosen_fields_only(
+    client: sn.Client, demo: DemoService
+) -> None:
+    qb = QueryBuilder(client, demo.db_id)
+    fill(new_row(qb), "vip", "$eq", True)
+    qb.limit_input.value = 10
+    qb.preview_button.click()
+    assert qb.result is not None, output_text(qb)
+    page = qb.output.outputs[0]["data"]["text/html"]
+    profiles = qb.result["profile_id"].nunique()
+    assert f"{len(qb.result)} rows ({profiles} profiles)" in page
+    assert 'style="max-width:100%;overflow-x:auto"' in page
+    assert len(re.findall(r"<th[ >]", page)) == len(qb.result.columns)  # all, in a scroller
+
+    typed(qb.fields_box.entry, "_city")
+    typed(qb.fields_box.entry, "email")
+    qb.preview_button.click()
+    page = qb.output.outputs[0]["data"]["text/html"]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", page)
+    # no subscriptions asked for: no (empty) channel column
+    assert heads == ["profile_id", "_city", "profile.email"]
+    assert "columns of the chosen fields (3 of" in page
+    typed(qb.fields_box.entry, "subscriptions")
+    qb.preview_button.click()
+    page = qb.output.outputs[0]["data"]["text/html"]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", page)
+    assert heads == ["profile_id", "channel", "_city", "profile.email", "status"]
+
+
+def test_the_query_models_own_refusals_land_on_their_row() -> None:
+    qb = builder()
+    fill(new_row(qb), "vip", "$eq", True)
+    row = fill(new_row(qb), "a..b", "$eq", "x")  # a path MongoDB cannot take
+    assert shown_errors(qb) == ["Row 2: query['a..b']: a field path cannot have empty parts"]
+    assert "sn-row-error" in classes(row)
+    assert qb.query == {"vip": True}
+
+
+def test_groups_nested_deeper_than_mongodb_takes_are_an_error_not_a_crash() -> None:
+    qb = builder()
+    group = qb.root_group
+    for level in range(60):  # AND in OR in AND ...: two levels each, {"$or": [...]}
+        group.mode.value = "or" if level % 2 else "and"
+        fill(group.add_row(), "vip", "$eq", True)
+        fill(group.add_row(), "vip", "$exists", True)
+        group = group.add_group()
+    fill(group.add_row(), "vip", "$eq", True)
+    assert qb.error is not None
+    assert "nests deeper than 100 levels" in qb.error
+    assert "Query: InvalidQuery" in shown_errors(qb)[0]
+    assert qb.preview_button.disabled
+
+
+def test_preview_pressed_again_while_it_runs_runs_once() -> None:
+    calls: list[dict[str, Any]] = []
+
+    def runner(params: dict[str, Any]) -> pd.DataFrame:
+        calls.append(params)
+        qb.preview_button.click()  # a second click arriving meanwhile
+        return pd.DataFrame({"profile_id": ["a"]})
+
+    qb = builder(runner=runner)
+    qb.preview_button.click()
+    assert len(calls) == 1
+    assert qb.result is not None
+
+
+def test_suggestions_are_optional_when_the_sample_page_fails(
+    client: sn.Client, demo: DemoService
+) -> None:
+    demo.add_fault("profiles/list", "api_error", code=3, text="busy")
+    qb = QueryBuilder(client, demo.db_id)
+    assert "could not read a sample page for value suggestions: APIError" in output_text(qb)
+    row = fill(new_row(qb), "subscriptions.channel", "$eq", "email")
+    assert row.value.options == CHANNELS  # the documented words are still offered
+    assert qb.query == {"subscriptions.channel": "email"}
+    fixed = QueryBuilder(client, demo.db_id, suggestions={"_city": ["Omsk"]})
+    assert fill(new_row(fixed), "_city", "$eq").value.options == ("Omsk",)

@@ -3,15 +3,30 @@
 Needs ipywidgets (``pip install 'stoplist_nb[widgets]'``); ``import stoplist_nb``
 does not import this package. A condition is a row
 (:mod:`~stoplist_nb.widgets.rows`), rows nest in groups
-(:mod:`~stoplist_nb.widgets.groups`), and what a field's kind allows is in
-:mod:`~stoplist_nb.widgets.kinds`.
+(:mod:`~stoplist_nb.widgets.groups`), what a field's kind allows is in
+:mod:`~stoplist_nb.widgets.kinds`, the field labels and suggested values in
+:mod:`~stoplist_nb.widgets.catalog`, and the tag boxes that Enter fills in
+JupyterLab in :mod:`~stoplist_nb.widgets.tags`. Only stock ipywidgets
+controls are used, so it runs wherever ipywidgets does.
+
+Every widget carries a CSS class for styling and for browser tests; the
+list is under "Styling hooks" in the query builder guide. The main ones:
+``sn-row`` (``sn-row-error`` while it has an error), ``sn-field``,
+``sn-operator``, ``sn-value``, ``sn-remove``, ``sn-join``, ``sn-not``,
+``sn-tag-input`` / ``sn-tag-add`` / ``sn-tag-error``, ``sn-errors``,
+``sn-json`` (``sn-json-stale`` while the rows are not a valid query),
+``sn-json-toggle``, ``sn-clear``, ``sn-preview``, ``sn-preview-note`` and, in
+the Preview's HTML, ``sn-preview-count`` and ``sn-preview-table``.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Mapping, Sequence
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -29,8 +44,10 @@ from stoplist_nb.errors import InvalidInput, InvalidQuery
 from stoplist_nb.profiles import read_profiles
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.query import And, Query, parse_query
-from stoplist_nb.widgets.groups import GroupBox
+from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo, field_infos, sample_values
+from stoplist_nb.widgets.groups import GroupBox, Problem
 from stoplist_nb.widgets.kinds import OPERATORS
+from stoplist_nb.widgets.tags import TagEntry
 
 __all__ = ["OPERATORS", "QueryBuilder"]
 
@@ -38,52 +55,93 @@ __all__ = ["OPERATORS", "QueryBuilder"]
 Runner = Callable[[dict[str, Any]], pd.DataFrame]
 
 _PREVIEW_ROWS = 20
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_RED = "#b00020"
 
 
-def _field_types(fields: Any) -> dict[str, str]:
-    """Name -> type from a ``database_fields`` frame, a list of names or a dict."""
-    if isinstance(fields, pd.DataFrame):
-        types = fields["type"] if "type" in fields else [""] * len(fields)
-        pairs = zip(fields["name"], types, strict=True)
-        return {str(n): t if isinstance(t, str) else "" for n, t in pairs}
-    if isinstance(fields, Mapping):
-        return {str(n): str(t or "") for n, t in fields.items()}
-    if isinstance(fields, Sequence) and not isinstance(fields, str):
-        return {str(n): "" for n in fields}
-    raise InvalidInput(
-        f"fields must be a DataFrame like database_fields returns, a list of names or a "
-        f"dict of name -> type, not {type(fields).__name__}"
-    )
+def _warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn at the first frame outside this package: the user's cell, not our source."""
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    warnings.warn(message, category, stacklevel=level)
+
+
+def _preview_columns(frame: pd.DataFrame, fields: Sequence[str]) -> list[str]:
+    """The chosen ``fields`` as the frame names them, after profile_id and channel (if any).
+
+    With no fields chosen every column is shown (in a scrolling box).
+    """
+    columns = list(frame.columns)
+    if not fields:
+        return columns
+    present = set(columns)
+    if "channel" in present and frame["channel"].isna().all():
+        present.discard("channel")  # no subscriptions were asked for
+    wanted = ["profile_id", "channel"]
+    for name in fields:
+        if name == "_id":
+            continue
+        if name == "subscriptions":
+            wanted += ["channel", "status"]
+        elif f"profile.{name}" in present:  # a profile field named like a subscription's
+            wanted.append(f"profile.{name}")
+        else:
+            wanted.append(name)
+            wanted += [c for c in columns if c.startswith(f"{name}.")]
+    return list(dict.fromkeys(c for c in wanted if c in present))
 
 
 class QueryBuilder(w.VBox):  # type: ignore[misc]
     """Build a ``profiles/list`` query with rows of field / operator / value.
 
-    Rows sit in groups joined by AND or OR (a group can be negated with NOT);
-    a JSON preview and a validation line follow every change. While a row is
-    incomplete or a value does not fit its field, the validation line says so
-    and :attr:`query` keeps the last valid query. Preview runs the query and
-    shows the first rows.
+    Rows sit in groups joined by AND or OR (a group can be negated with NOT).
+    A row whose field or value is wrong gets a red left border and its error
+    beside it; every error is also listed under the rows, and Preview is off
+    (its tooltip and the note beside it say why) until they are fixed. A new
+    row's error waits until the row is edited or Preview is pressed. While the
+    rows are not a valid query, :attr:`query` keeps the last valid one and the
+    JSON shows it greyed, titled "last valid query". After a change, an old
+    Preview result is marked out of date and an old Preview error cleared.
+
+    Fields are offered by title with the raw name and category, e.g.
+    ``"City (_city) · system"``; text fields suggest values (the documented
+    channels and subscription statuses, and the values of a sample page).
+    Tags in the fields box and in ``isin`` values are added with Enter or the
+    Add button; a refused one says why.
 
     Args:
-        client: The API client, for the field list and the default Preview.
+        client: The API client, for the field list, the suggestions and the
+            default Preview.
         db_id: The database id.
         fields: The fields offered, to skip ``database_fields``: its frame,
             a list of names or a dict of name -> type (``int``, ``float``,
             ``string``, ``boolean``, ``array``, ``object``).
         runner: Called with :attr:`params` by Preview and returns a frame;
             by default the first page of :func:`~stoplist_nb.read_profiles`.
+        suggestions: Values to suggest per field name, instead of reading a
+            sample page.
+        sample: How many profiles the sample page for suggestions holds (0: none).
 
     Attributes:
         root_group: The outer group; its ``rows``, ``groups`` and buttons.
         add_button: Adds a condition to the outer group.
         add_group_button: Adds a sub-group to the outer group.
-        fields_input: The fields to return (``TagsInput``).
+        fields_box: The fields to return: a
+            :class:`~stoplist_nb.widgets.tags.TagEntry` (type or pick a field,
+            then Enter or Add).
+        fields_input: Its tags (``TagsInput``).
         limit_input: Profiles per request (``BoundedIntText``, at least 1).
-        json_view: The read-only JSON of :attr:`query`.
-        message: The validation line, empty while the query is valid.
-        preview_button: Runs the query.
-        output: Where Preview's frame and every error go.
+        message: Every error of the rows, listed; empty while there is none.
+        json_view: The query as one line of JSON (or indented with
+            ``json_pretty``); greyed and titled "last valid query" while the rows
+            are not a valid query.
+        json_toggle: Shows or hides the JSON.
+        json_pretty: Indents the JSON.
+        clear_button: Back to one empty condition (nothing asked).
+        preview_button: Runs the query; disabled while there are errors.
+        preview_note: Why Preview is disabled.
+        output: Where Preview's table (with its row count) and every error go.
         result: The frame of the last successful Preview, or ``None``.
 
     >>> qb = QueryBuilder(fields={"_city": "string", "vip": "boolean"})
@@ -102,48 +160,107 @@ class QueryBuilder(w.VBox):  # type: ignore[misc]
         *,
         fields: Any = None,
         runner: Runner | None = None,
+        suggestions: Mapping[str, Sequence[str]] | None = None,
+        sample: int = 100,
     ) -> None:
         self._client, self._db_id, self._runner = client, db_id, runner
         self._model: Query = And()
+        self._problems: list[Problem] = []
         self._error: str | None = None
+        self._reveal = False  # Preview was pressed: show the errors of untouched parts too
         self._hold = 0
+        self._running = False
+        self._last: tuple[str, dict[str, Any], pd.DataFrame | None] | None = None
+        self._stale = False
+        self._shown = 0  # errors on display
         self.result: pd.DataFrame | None = None
-        self.output = w.Output()
-        self._types: dict[str, str] = {}
-        if fields is not None:
-            self._types.update(_field_types(fields))
-        elif client is not None and db_id is not None:
-            try:
-                self._types.update(_field_types(database_fields(client, db_id)))
-            except Exception as exc:  # the builder still works with typed-in names
-                self._show_error("could not read the field list", exc)
-        self.root_group = GroupBox(self._types, self._refresh)
+        self.output = w.Output(layout=w.Layout(max_width="100%")).add_class("sn-output")
+        catalog = self._catalog(fields, suggestions, sample)
+        self.root_group = GroupBox(catalog, self._refresh)
         self.add_button = self.root_group.add_button
         self.add_group_button = self.root_group.add_group_button
-        self.fields_input = w.TagsInput(
-            value=[], allowed_tags=sorted(self._types), allow_duplicates=False,
-            placeholder="fields to return (all when empty)",
-        )  # fmt: skip
+        self.fields_box = TagEntry(
+            check=lambda name: None if name in catalog.returnable else (
+                f"unknown field {name!r}: pick one from the list"
+            ),
+            resolve=catalog.resolve, options=catalog.return_options,
+            allowed=catalog.returnable, placeholder="a field to return, Enter",
+        ).add_class("sn-fields")  # fmt: skip
+        self.fields_box.layout.width = "28em"
+        self.fields_input = self.fields_box.tags
         self.limit_input = w.BoundedIntText(
-            value=1000, min=1, max=2**31 - 1, description="limit", layout=w.Layout(width="14em")
-        )
-        self.json_view = w.HTML()
-        self.message = w.HTML()
-        self.preview_button = w.Button(description="Preview", icon="play", button_style="primary")
+            value=1000, min=1, max=2**31 - 1, description="limit", layout=w.Layout(width="12em")
+        ).add_class("sn-limit")
+        self.message = w.HTML().add_class("sn-errors")
+        self.json_toggle = w.ToggleButton(
+            value=True, description="JSON", icon="code", tooltip="show or hide the query as JSON",
+            layout=w.Layout(width="6em"),
+        ).add_class("sn-json-toggle")  # fmt: skip
+        self.json_pretty = w.Checkbox(value=False, description="pretty", indent=False)
+        self.json_pretty.add_class("sn-json-pretty")
+        self.json_view = w.HTML(layout=w.Layout(max_width="100%")).add_class("sn-json")
+        self.preview_button = w.Button(
+            description="Preview", icon="play", button_style="primary"
+        ).add_class("sn-preview")
+        self.clear_button = w.Button(
+            description="Clear", icon="eraser", tooltip="start again from one empty condition"
+        ).add_class("sn-clear")
+        self.preview_note = w.HTML().add_class("sn-preview-note")
         self.preview_button.on_click(self._preview)
+        self.clear_button.on_click(lambda _: self.clear())
         self.fields_input.observe(self._refresh, "value")
         self.limit_input.observe(self._refresh, "value")
+        self.json_toggle.observe(self._show_json, "value")
+        self.json_pretty.observe(self._show_json, "value")
+        fields_label = w.HTML(
+            '<span style="font-size:12px;font-weight:600;color:#555">Return fields'
+            '<br><span style="font-weight:400">(all when empty)</span></span>',
+            layout=w.Layout(width="8em"),
+        ).add_class("sn-fields-label")
         super().__init__(
             children=(
                 self.root_group,
-                w.HBox((self.fields_input, self.limit_input)),
+                w.HBox((fields_label, self.fields_box, self.limit_input)),
                 self.message,
+                w.HBox((self.json_toggle, self.json_pretty)),
                 self.json_view,
-                self.preview_button,
+                w.HBox((self.preview_button, self.clear_button, self.preview_note)),
                 self.output,
             )
         )
+        self.add_class("sn-query-builder")
         self._refresh()
+
+    def _catalog(
+        self, fields: Any, suggestions: Mapping[str, Sequence[str]] | None, sample: int
+    ) -> FieldCatalog:
+        """The fields offered and their suggestions; problems go to the output."""
+        infos: list[FieldInfo] = []
+        readable = True
+        if fields is not None:
+            infos = field_infos(fields)
+        elif self._client is not None and self._db_id is not None:
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    infos = field_infos(database_fields(self._client, self._db_id))
+            except Exception as exc:  # the builder still works with typed-in names
+                readable = False
+                self._show_error("could not read the field list", exc)
+            else:
+                for warning in caught:  # e.g. "inferred from a sample": said at the user's cell
+                    _warn_at_caller(str(warning.message), warning.category)
+        if suggestions is None and readable and sample > 0 and self._client is not None:
+            catalog = FieldCatalog(infos)
+            try:
+                page = self._client.call("profiles/list", db_id=self._db_id, limit=sample)
+                profiles = page.get("data")
+                suggestions = sample_values(
+                    profiles if isinstance(profiles, list) else [], catalog.string_fields()
+                )
+            except Exception as exc:  # suggestions are a help, not a condition to work
+                self._show_error("could not read a sample page for value suggestions", exc)
+        return FieldCatalog(infos, suggestions)
 
     @property
     def query(self) -> dict[str, Any]:
@@ -157,8 +274,16 @@ class QueryBuilder(w.VBox):  # type: ignore[misc]
 
     @property
     def error(self) -> str | None:
-        """The validation message, ``None`` while the rows make a valid query."""
+        """Every error of the rows joined by ``"; "``, ``None`` while they make a valid query.
+
+        It includes the errors not shown yet (of a new row nobody edited).
+        """
         return self._error
+
+    @property
+    def errors(self) -> list[str]:
+        """Every error of the rows, one per row, shown or not yet."""
+        return [message for _, _, message in self._problems]
 
     @property
     def fields(self) -> list[str]:
@@ -183,6 +308,18 @@ class QueryBuilder(w.VBox):  # type: ignore[misc]
             params["fields"] = self.fields
         params["limit"] = self.limit
         return params
+
+    def clear(self) -> None:
+        """Start again from one empty condition: no groups, AND, no NOT.
+
+        The fields to return and the limit stay. Nothing is asked: the query
+        is one call to :meth:`load` away.
+        """
+        with self._holding():
+            self.root_group.clear()
+            self.root_group.add_row()
+        self._model, self._reveal = And(), False
+        self._refresh()
 
     def load(self, query: Mapping[str, Any], fields: Sequence[str] | None = None) -> None:
         """Show an existing query (and fields) in the builder.
@@ -220,12 +357,13 @@ class QueryBuilder(w.VBox):  # type: ignore[misc]
                 try:
                     self.fields_input.value = list(fields)
                 except TraitError:
-                    unknown = sorted(set(fields) - set(self._types))
+                    unknown = sorted(set(fields) - set(self.fields_input.allowed_tags))
                     raise InvalidInput(f"unknown fields {unknown}") from None
+        self._reveal = False
         self._refresh()
 
     @contextmanager
-    def _holding(self) -> Any:
+    def _holding(self) -> Iterator[None]:
         self._hold += 1
         try:
             yield
@@ -237,20 +375,97 @@ class QueryBuilder(w.VBox):  # type: ignore[misc]
         if self._hold:
             return
         try:
-            model = self.root_group.model()
-            self._model = And() if model is None else model
-            self._error = None
-        except InvalidQuery as exc:
-            self._error = str(exc)
-        except Exception as exc:  # an observer's exception would vanish into the log
-            self._error = f"{type(exc).__name__}: {exc}"
-        text = json.dumps(self.query, indent=2, ensure_ascii=False, default=str)
-        self.json_view.value = f"<pre>{html.escape(text, quote=False)}</pre>"
+            problems = self.root_group.problems()
+            if not problems:
+                model = self.root_group.model()
+                self._model = And() if model is None else model
+        except Exception as exc:  # e.g. groups nested deeper than MongoDB takes
+            problems = [(self.root_group, "group", f"{type(exc).__name__}: {exc}")]
+        self._problems = problems
+        self._error = "; ".join(message for _, _, message in problems) or None
+        if not problems:
+            self._reveal = False
+        rows = self.root_group.all_rows()
+        shown: dict[int, str] = {}
+        listed = []
+        for item, part, message in problems:
+            if not (self._reveal or part == "group" or part in getattr(item, "touched", ())):
+                continue
+            shown[id(item)] = message
+            where = f"Row {rows.index(item) + 1}" if item in rows else "Query"
+            listed.append(f"<li>{html.escape(where)}: {html.escape(message)}</li>")
+        for row in rows:
+            row.show_problem(shown.get(id(row)))
         self.message.value = (
-            ""
-            if self._error is None
-            else f'<span style="color:#b00020">{html.escape(self._error)}</span>'
+            f'<div style="color:{_RED};font-size:13px"><b>{len(listed)} '
+            f"{'error' if len(listed) == 1 else 'errors'} to fix:</b>"
+            f'<ul style="margin:2px 0 4px 0">{"".join(listed)}</ul></div>'
+            if listed
+            else ""
         )
+        self._update_preview_button(len(listed))
+        self._show_json()
+        self._mark_preview()
+
+    def _update_preview_button(self, shown: int | None = None) -> None:
+        if shown is None:
+            shown = self._shown
+        self._shown = shown
+        if self._running:
+            self.preview_button.disabled = True
+            self.preview_button.tooltip = "running"
+            return
+        self.preview_button.disabled = bool(shown)
+        if shown:
+            what = "the error" if shown == 1 else f"the {shown} errors"
+            reason = f"Preview is off: fix {what} listed above first"
+            self.preview_button.tooltip = reason
+            self.preview_note.value = f'<span style="color:{_RED}">{html.escape(reason)}</span>'
+        else:
+            self.preview_button.tooltip = "run the query and show the first rows"
+            self.preview_note.value = ""
+
+    def _show_json(self, _: Any = None) -> None:
+        self.json_view.layout.display = "" if self.json_toggle.value else "none"
+        indent = 2 if self.json_pretty.value else None
+        separators = None if indent else (",", ":")
+        text = html.escape(
+            json.dumps(
+                self.query, indent=indent, separators=separators, ensure_ascii=False, default=str
+            ),
+            quote=False,
+        )
+        style = "margin:0;white-space:pre-wrap;word-break:break-all;font-size:12px"
+        if self._problems:
+            why = (
+                "not sendable: the rows above have errors"
+                if self._shown
+                else "a row above is not complete yet"
+            )
+            self.json_view.add_class("sn-json-stale")
+            self.json_view.value = (
+                f'<div style="font-size:11px;color:#777">last valid query, {why}</div>'
+                f'<pre title="last valid query" style="{style};color:#999">{text}</pre>'
+            )
+        else:
+            self.json_view.remove_class("sn-json-stale")
+            self.json_view.value = (
+                f'<pre title="the query as it will be sent" style="{style}">{text}</pre>'
+            )
+
+    def _mark_preview(self) -> None:
+        """An old Preview error goes; an old result is marked out of date."""
+        if self._last is None:
+            return
+        outcome, params, frame = self._last
+        current = not self._problems and self.params == params
+        if outcome == "failed":
+            if not current:
+                self._last = None
+                self.output.outputs = ()
+        elif frame is not None and self._stale == current:
+            self._stale = not current
+            self._show_result(frame, params, stale=self._stale)
 
     def _run(self, params: dict[str, Any]) -> pd.DataFrame:
         if self._runner is not None:
@@ -262,29 +477,70 @@ class QueryBuilder(w.VBox):  # type: ignore[misc]
         )
 
     def _preview(self, _: Any = None) -> None:
-        self.preview_button.disabled = True
+        if self._running:
+            return
+        if self._problems:
+            self._reveal = True
+            self._refresh()
+            self._last, self.output.outputs = None, ()
+            self._show_error("fix the query first", InvalidQuery(self._error or ""), plain=True)
+            return
+        self._running = True
+        self._update_preview_button()
         self.output.outputs = ()
+        params = self.params
         try:
-            if self._error is not None:
-                raise InvalidQuery(f"fix the query first: {self._error}")
-            frame = self._run(self.params)
+            frame = self._run(params)
             self.result = frame
-            head = frame.head(_PREVIEW_ROWS)
-            summary = f"{len(frame)} rows; the first {len(head)}:\n"
-            self.output.outputs = (
-                {
-                    "output_type": "display_data",
-                    "data": {"text/plain": summary + head.to_string(), "text/html": head.to_html()},
-                    "metadata": {},
-                },
-            )
+            self._last, self._stale = ("ok", params, frame), False
+            self._show_result(frame, params, stale=False)
         except Exception as exc:  # shown to the user rather than lost in a callback
+            self._last = ("failed", params, None)
             self._show_error("Preview failed", exc)
         finally:
-            self.preview_button.disabled = False
+            self._running = False
+            self._update_preview_button()
 
-    def _show_error(self, what: str, exc: BaseException) -> None:
-        text = f"{what}: {type(exc).__name__}: {exc}\n"
+    def _show_result(self, frame: pd.DataFrame, params: dict[str, Any], *, stale: bool) -> None:
+        head = frame.head(_PREVIEW_ROWS)
+        columns = _preview_columns(head, params.get("fields", []))
+        shown = head[columns]
+        count = f"{len(frame)} rows"
+        if "profile_id" in frame.columns:
+            count += f" ({frame['profile_id'].nunique()} profiles)"
+        count += f"; the first {len(head)} shown"
+        if len(columns) < len(head.columns):
+            count += f", columns of the chosen fields ({len(columns)} of {len(head.columns)})"
+        table = shown.to_html(index=False, border=0, classes="sn-preview-table", na_rep="")
+        note = plain_note = ""
+        if stale:
+            note = (
+                '<div class="sn-preview-stale" style="color:#8a6d3b;font-weight:600">Out of'
+                " date: the query changed after this Preview; press Preview to run it again."
+                "</div>"
+            )
+            plain_note = "Out of date: the query changed after this Preview.\n"
+        body = (
+            f'<div class="sn-preview-count" style="margin:4px 0"><b>{html.escape(count)}</b></div>'
+            f'<div style="max-width:100%;overflow-x:auto">{table}</div>'
+        )
+        if stale:
+            body = f'<div style="opacity:0.45">{body}</div>'
+        self.output.outputs = (
+            {
+                "output_type": "display_data",
+                "data": {
+                    "text/plain": plain_note
+                    + f"{len(frame)} rows; the first {len(head)}:\n"
+                    + shown.to_string(),
+                    "text/html": f'<div class="sn-preview-result">{note}{body}</div>',
+                },
+                "metadata": {},
+            },
+        )
+
+    def _show_error(self, what: str, exc: BaseException, *, plain: bool = False) -> None:
+        text = f"{what}: {exc}\n" if plain else f"{what}: {type(exc).__name__}: {exc}\n"
         self.output.outputs = (
             *self.output.outputs,
             {"output_type": "stream", "name": "stderr", "text": text},

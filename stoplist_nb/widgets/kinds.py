@@ -1,14 +1,14 @@
 """Field kinds and value checks of :class:`stoplist_nb.widgets.QueryBuilder` rows.
 
 :data:`OPERATORS` lists the operators per kind of field; :func:`kind_of` maps a
-field's name and type to its kind. The helpers turn typed-in text into values
+field's name and type to its kind. The functions below turn typed-in text into values
 and back without changing what a query means.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from stoplist_nb._json.kinds import BOOLEAN, FLOAT, INT, STRING, json_kind
@@ -34,6 +34,19 @@ OPERATORS: dict[str, tuple[tuple[str, str], ...]] = {
 
 #: Known date fields; any other string field with "date" in its name is one too.
 DATE_FIELDS = frozenset({"_bdate", "_regdate", "subscriptions.reg_info.date"})
+
+#: Subscription channels and status words the platform documents, offered as
+#: suggestions (a value outside them is still allowed: a client must not break
+#: on one it does not know, and statuses are also accepted as numbers).
+CHANNELS = ("email", "sms", "push", "notify", "viber", "whatsapp", "telegram_bot")
+STATUSES = (
+    "subscribed", "unsubscribed", "complained", "hardbounced", "unconfirmed", "suspended",
+    "invalid",
+)  # fmt: skip
+KNOWN_VALUES: dict[str, tuple[str, ...]] = {
+    "subscriptions.channel": CHANNELS,
+    "subscriptions.status": STATUSES,
+}
 
 REGEX_KEYS = frozenset({"contains", "startswith", "$regex"})
 _KINDS = {"int": "int", "float": "float", "boolean": "boolean", "array": "array"}
@@ -61,6 +74,20 @@ def guess_type(value: Any) -> str:
 
 
 def parse_number(text: str, whole: bool) -> int | float:
+    """The number ``text`` spells, refused with the reason rather than changed.
+
+    A whole-number field refuses ``2.5`` instead of sending ``2``, and text
+    that is no number at all is named in the message, never dropped.
+
+    >>> parse_number("2.0", whole=True), parse_number("2.5", whole=False)
+    (2, 2.5)
+    >>> parse_number("2.5", whole=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: value must be a whole number, not '2.5' (it is not rounded)
+    """
+    if not text:
+        raise ValueError("value is empty: type a whole number" if whole else "value is empty")
     try:
         return int(text)
     except ValueError:
@@ -69,9 +96,9 @@ def parse_number(text: str, whole: bool) -> int | float:
         number = float(text)
     except ValueError:
         raise ValueError(f"value must be a number, not {text!r}") from None
-    if whole:
-        raise ValueError(f"value must be a whole number, not {text!r}")
-    return tidy_number(number)
+    if whole and not number.is_integer():
+        raise ValueError(f"value must be a whole number, not {text!r} (it is not rounded)")
+    return int(number) if whole else tidy_number(number)
 
 
 def tidy_number(number: float) -> int | float:
@@ -88,8 +115,68 @@ def is_literal(pattern: str) -> bool:
     return re.escape(unescape(pattern)) == pattern
 
 
+_DATE_TIME = re.compile(
+    r"(\d{4}-\d{2}-\d{2})"
+    r"(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):?(\d{2}))?)?"
+)
+
+
 def valid_date(text: str) -> bool:
-    return bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}([ T][0-9:.+\-Z]*)?", text))
+    """Whether ``text`` is an ISO date, ``YYYY-MM-DD``, optionally with a time.
+
+    The time is ``HH:MM``, seconds and fractions optional, then ``Z`` or an
+    offset; the date must exist (no 30 February) and the time be on the clock.
+
+    >>> valid_date("2024-02-29"), valid_date("2023-07-14T09:26:53.512Z")
+    (True, True)
+    >>> valid_date("2023-02-30"), valid_date("14.07.2023"), valid_date("2024-01-31T25:00")
+    (False, False, False)
+    """
+    match = _DATE_TIME.fullmatch(text)
+    if match is None or iso_date(match[1]) is None:
+        return False
+    hour, minute, second, off_hour, off_minute = (int(g or 0) for g in match.groups()[1:])
+    return hour < 24 and minute < 60 and second < 60 and off_hour < 24 and off_minute < 60
+
+
+def parse_scalar(kind: str, value: Any) -> Any:
+    """One value of a field of ``kind`` as the query holds it, or ``ValueError`` saying why.
+
+    Numbers typed as text become numbers (:func:`parse_number`), a picked
+    ``datetime.date`` becomes ``YYYY-MM-DD``, a typed date must be ISO
+    (:func:`valid_date`), and an empty value is refused for every kind.
+
+    >>> parse_scalar("int", "3"), parse_scalar("date", date(2024, 1, 31))
+    (3, '2024-01-31')
+    >>> parse_scalar("string", "")
+    Traceback (most recent call last):
+    ...
+    ValueError: value is empty
+    """
+    if kind in ("int", "float"):
+        if isinstance(value, str):
+            return parse_number(value.strip(), kind == "int")
+        return tidy_number(value) if isinstance(value, float) else value
+    if kind == "date":
+        if isinstance(value, date):
+            return (value.date() if isinstance(value, datetime) else value).isoformat()
+        if value is None:
+            raise ValueError("value must be a date: pick one")
+        if not valid_date(value):
+            raise ValueError(
+                f"value must be a date like 2024-01-31 or 2024-01-31T09:30, not {value!r}"
+            )
+        return value
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("value is empty")
+    return value
+
+
+def number_text(value: Any) -> str:
+    """The text a number box shows for ``value``; ``ValueError`` for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"not a number: {value!r}")
+    return repr(value)
 
 
 def iso_date(text: str) -> date | None:

@@ -6,12 +6,18 @@ value widget from the field's kind. It is apart from
 :mod:`stoplist_nb.widgets.groups`, which nests rows in AND / OR groups, because
 all the per-field typing (numbers, dates, regexes, what a row can show exactly)
 is here and none of it is in the groups.
+
+The condition itself is checked by the query model
+(:class:`~stoplist_nb.query.Condition`, with the rules of
+:mod:`stoplist_nb.query.values`); the row only reads its widgets, and says
+which part (``"field"`` or ``"value"``) a refusal is about, so that the
+builder can hold back the errors of parts the user has not touched yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import date, datetime
+import html
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
@@ -19,6 +25,7 @@ from traitlets import TraitError
 
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query import Condition, F
+from stoplist_nb.widgets.catalog import FieldCatalog
 from stoplist_nb.widgets.kinds import (
     OPERATORS,
     REGEX_KEYS,
@@ -26,48 +33,82 @@ from stoplist_nb.widgets.kinds import (
     is_literal,
     iso_date,
     kind_of,
-    parse_number,
+    number_text,
+    parse_scalar,
     tidy_number,
     unescape,
-    valid_date,
 )
+from stoplist_nb.widgets.tags import TagEntry
+
+__all__ = ["OPERATORS", "ConditionRow", "kind_of"]
+
+# Column widths, shared with the groups' headings so that the columns line up.
+JOIN_WIDTH, FIELD_WIDTH, OP_WIDTH, VALUE_WIDTH, REMOVE_WIDTH = (
+    "2.6em", "17em", "9em", "21em", "2.4em",
+)  # fmt: skip
+ERROR_BORDER, NO_BORDER = "3px solid #d32f2f", "3px solid transparent"
+
+
+def join_label(mode: str) -> str:
+    """The small AND / OR shown before every item of a group but the first."""
+    return f'<span style="font-size:11px;font-weight:600;color:#555">{mode.upper()}</span>'
 
 
 class ConditionRow(w.HBox):  # type: ignore[misc]
     """One condition: ``field`` (Combobox), ``op`` (Dropdown), ``value``, ``case``, ``remove``.
 
-    ``value`` is replaced when the operator or the field's kind needs another
-    widget (Text, IntText, FloatText, Checkbox, DatePicker or TagsInput), so read
-    it after setting ``field`` and ``op``.
+    ``field`` offers the fields by label (``"City (_city) · system"``) and
+    takes a label or any raw name; :attr:`path` is the raw name. ``value`` is
+    replaced when the operator or the field's kind needs another widget, so
+    read it after setting ``field`` and ``op``: a ``Combobox`` of suggestions
+    for text, a ``Text`` for numbers (so that a refused entry is named, never
+    silently dropped or rounded), a ``Checkbox``, a ``DatePicker``, or a
+    :class:`~stoplist_nb.widgets.tags.TagEntry` for ``isin`` / ``notin``.
 
     A date field compares with a DatePicker, whose ``datetime.date`` becomes the
     string ``YYYY-MM-DD`` (the service stores dates as RFC 3339 strings, so the
     query stays a string comparison). The picker edits dates only: a loaded value
     with a time, e.g. ``2023-07-14T09:26:53.512Z``, stays exact in a Text until
     the field changes.
+
+    ``join`` shows AND / OR before the row (set by its group), ``message``
+    the row's error, and ``touched`` the parts the user changed.
     """
 
     def __init__(
         self,
-        types: Mapping[str, str],
+        catalog: FieldCatalog,
         on_change: Callable[[], None],
         on_remove: Callable[[ConditionRow], None],
     ) -> None:
-        self._types = types
+        self._catalog = catalog
         self._on_change = on_change
         self._guess = ""  # the type a loaded value suggested for an unknown field
         self._date_text = False  # a loaded date-time: a Text instead of the DatePicker
         self._hold = 0
         self._slot: tuple[str, ...] = ()
+        #: The parts the user changed: "field", "op", "value".
+        self.touched: set[str] = set()
+        self.join = w.HTML(layout=w.Layout(width=JOIN_WIDTH)).add_class("sn-join")
         self.field = w.Combobox(
-            options=sorted(types), placeholder="field", ensure_option=False,
-            layout=w.Layout(width="14em"),
-        )  # fmt: skip
-        self.op = w.Dropdown(options=OPERATORS["string"], layout=w.Layout(width="10em"))
-        self.case = w.Checkbox(value=False, description="ignore case", indent=False)
-        self.remove = w.Button(icon="trash", tooltip="remove this condition")
-        self.value: Any = w.Text()
-        super().__init__()
+            options=catalog.options, placeholder="field: type to search", ensure_option=False,
+            layout=w.Layout(width=FIELD_WIDTH),
+        ).add_class("sn-field")  # fmt: skip
+        self.op = w.Dropdown(
+            options=OPERATORS["string"], layout=w.Layout(width=OP_WIDTH)
+        ).add_class("sn-operator")
+        self.case = w.Checkbox(
+            value=False, description="ignore case", indent=False, layout=w.Layout(width="7.5em")
+        ).add_class("sn-case")
+        self.remove = w.Button(
+            icon="times", tooltip="remove this condition",
+            layout=w.Layout(width=REMOVE_WIDTH, padding="0"),
+        ).add_class("sn-remove")  # fmt: skip
+        self.slot = w.HBox(layout=w.Layout(width=VALUE_WIDTH)).add_class("sn-value-slot")
+        self.message = w.HTML(layout=w.Layout(margin="0 0 0 6px")).add_class("sn-row-message")
+        self.value: Any = None
+        super().__init__(layout=w.Layout(border_left=NO_BORDER, align_items="flex-start"))
+        self.add_class("sn-row")
         self.field.observe(self._field_changed, "value")
         self.op.observe(self._op_changed, "value")
         self.case.observe(self._changed, "value")
@@ -75,24 +116,34 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
         self._sync()
 
     @property
+    def path(self) -> str:
+        """The raw name of the chosen field (``field`` may show its label)."""
+        return self._catalog.resolve(self.field.value)
+
+    @property
     def kind(self) -> str:
         """The key of :data:`OPERATORS` for the chosen field."""
-        name = self.field.value.strip()
-        return kind_of(name, self._types.get(name) or self._guess)
+        name = self.path
+        return kind_of(name, self._catalog.types.get(name) or self._guess)
 
     def _changed(self, _: Any = None) -> None:
         if not self._hold:
+            self.touched.add("value")
             self._on_change()
 
     def _field_changed(self, _: Any) -> None:
+        if self._hold:
+            return
+        self.touched.add("field")
         self._guess, self._date_text = "", False
         self._sync()
-        self._changed()
+        self._on_change()
 
     def _op_changed(self, _: Any) -> None:
         if not self._hold:
+            self.touched.add("op")
             self._sync()
-            self._changed()
+            self._on_change()
 
     def _sync(self) -> None:
         """Offer the operators of the field's kind and the value widget of the operator."""
@@ -115,27 +166,65 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
             if slot != self._slot:
                 self._slot = slot
                 self.value = self._new_value(slot)
-                self.value.observe(self._changed, "value")
+                watched = self.value.tags if isinstance(self.value, TagEntry) else self.value
+                watched.observe(self._changed, "value")
+                self.touched.discard("value")  # a fresh box: nothing typed in it yet
+            suggestions = self._catalog.suggestions(self.path) if kind == "string" else ()
+            box = self.value.entry if isinstance(self.value, TagEntry) else self.value
+            if isinstance(box, w.Combobox) and tuple(box.options) != suggestions:
+                box.options = suggestions
             case = (self.case,) if op in REGEX_KEYS else ()
-            self.children = (self.field, self.op, self.value, *case, self.remove)
+            self.slot.children = (self.value, *case)
+            self.children = (self.join, self.field, self.op, self.slot, self.remove, self.message)
         finally:
             self._hold -= 1
 
-    @staticmethod
-    def _new_value(slot: tuple[str, ...]) -> Any:
+    def _new_value(self, slot: tuple[str, ...]) -> Any:
+        fill = w.Layout(width="auto", flex="1 1 auto")
         if slot[0] == "exists":
-            return w.Checkbox(value=True, description="exists", indent=False)
+            made = w.Checkbox(value=True, description="exists", indent=False)
+            return made.add_class("sn-value").add_class("sn-value-bool")
         if slot[0] == "tags":
-            return w.TagsInput(value=[], allow_duplicates=False, placeholder="values")
+            kind = slot[1]
+            made = TagEntry(
+                check=lambda tag: self._tag_problem(kind, tag), placeholder="a value, Enter"
+            )
+            return made.add_class("sn-value").add_class("sn-value-tags")
         if slot[0] == "boolean":
-            return w.Checkbox(value=True, description="true", indent=False)
-        if slot[0] == "int":
-            return w.IntText(value=0, layout=w.Layout(width="12em"))
-        if slot[0] == "float":
-            return w.FloatText(value=0.0, layout=w.Layout(width="12em"))
+            made = w.Checkbox(value=True, description="true", indent=False)
+            return made.add_class("sn-value").add_class("sn-value-bool")
+        if slot[0] in ("int", "float"):
+            hint = "a whole number" if slot[0] == "int" else "a number"
+            made = w.Text(placeholder=hint, layout=fill)
+            return made.add_class("sn-value").add_class("sn-value-number")
         if slot == ("date",):
-            return w.DatePicker(value=None, layout=w.Layout(width="12em"))
-        return w.Text(placeholder="YYYY-MM-DD" if slot[0] == "date" else "value")
+            made = w.DatePicker(value=None, layout=fill)
+            return made.add_class("sn-value").add_class("sn-value-date")
+        if slot[0] == "date":
+            made = w.Text(placeholder="YYYY-MM-DD or YYYY-MM-DDTHH:MM", layout=fill)
+            return made.add_class("sn-value").add_class("sn-value-date")
+        made = w.Combobox(options=(), ensure_option=False, placeholder="value", layout=fill)
+        return made.add_class("sn-value").add_class("sn-value-text")
+
+    @staticmethod
+    def _tag_problem(kind: str, tag: str) -> str | None:
+        try:
+            parse_scalar(kind, tag)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def problem(self) -> tuple[str, str] | None:
+        """What keeps the row from being a condition: ``(part, message)``, or ``None``.
+
+        ``part`` is ``"field"`` or ``"value"``; the message is the query
+        model's own when it refuses the condition.
+        """
+        try:
+            self.condition()
+        except _RowError as exc:
+            return exc.part, str(exc)
+        return None
 
     def condition(self) -> Condition:
         """Return the row's condition.
@@ -143,39 +232,49 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
         Raises:
             InvalidQuery: The field is empty or the value does not fit it.
         """
-        path, op, kind, value = self.field.value.strip(), self.op.value, self.kind, self.value.value
+        path, op, kind, value = self.path, self.op.value, self.kind, self.value.value
         if not path:
-            raise InvalidQuery("a condition needs a field")
-        where = f"{path}:"
+            raise _RowError("field", "a condition needs a field")
+        try:
+            field = F(path)
+        except InvalidQuery as exc:
+            raise _RowError("field", str(exc)) from None
         try:
             if op in ("$in", "$nin"):
-                value = [self._scalar(kind, tag) for tag in value]
+                if not value:
+                    raise ValueError("no values yet: type one and press Enter")
+                value = [parse_scalar(kind, tag) for tag in value]
             elif op not in ("$exists", *REGEX_KEYS):
-                value = self._scalar(kind, value)
+                value = parse_scalar(kind, value)
+            elif op != "$exists":
+                value = parse_scalar("string", value)
         except ValueError as exc:
-            raise InvalidQuery(f"{where} {exc}") from None
+            raise _RowError("value", f"{path}: {exc}") from None
         flags = "i" if self.case.value else ""
-        if op == "contains":
-            return F(path).contains(value, case=not flags)
-        if op == "startswith":
-            return F(path).startswith(value, case=not flags)
-        if op == "$regex":
-            return F(path).regex(value, flags)
-        return Condition(path, op, value)
+        try:
+            if op == "contains":
+                return field.contains(value, case=not flags)
+            if op == "startswith":
+                return field.startswith(value, case=not flags)
+            if op == "$regex":
+                return field.regex(value, flags)
+            return Condition(path, op, value)
+        except InvalidQuery as exc:  # the query model's checks, e.g. an int beyond 64 bits
+            raise _RowError("value", str(exc)) from None
 
-    @staticmethod
-    def _scalar(kind: str, value: Any) -> Any:
-        if kind in ("int", "float"):
-            if isinstance(value, str):
-                return parse_number(value.strip(), kind == "int")
-            return tidy_number(value) if isinstance(value, float) else value
-        if kind == "date" and isinstance(value, date):
-            return (value.date() if isinstance(value, datetime) else value).isoformat()
-        if kind == "date" and value is None:
-            raise ValueError("value must be a date: pick one")
-        if kind == "date" and not valid_date(value):
-            raise ValueError(f"value must be a date like 2024-01-31, not {value!r}")
-        return value
+    def show_problem(self, message: str | None) -> None:
+        """Mark the row as wrong, with ``message`` beside it, or as fine (``None``)."""
+        if message is None:
+            self.remove_class("sn-row-error")
+            self.layout.border_left = NO_BORDER
+            self.message.value = ""
+            return
+        self.add_class("sn-row-error")
+        self.layout.border_left = ERROR_BORDER
+        text = html.escape(message)
+        self.message.value = (
+            f'<span style="color:#b00020;font-size:12px" title="{text}">&#9888; {text}</span>'
+        )
 
     def show(self, cond: Condition) -> None:
         """Fill the row from ``cond``.
@@ -196,8 +295,8 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
                 op, value = "contains", unescape(value)
         self._hold += 1
         try:
-            self.field.value = cond.path
-            if cond.path not in self._types:
+            self.field.value = self._catalog.label(cond.path)
+            if cond.path not in self._catalog.types:
                 self._guess = guess_type(value)
             self._sync()
             if op not in dict(OPERATORS[self.kind]).values():
@@ -210,25 +309,37 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
             self._date_text = self.kind == "date" and compares and day is None
             self._sync()
             self.case.value = cond.options == "i"
+            number = self.kind in ("int", "float")
             try:
                 if op in ("$in", "$nin"):
-                    self.value.value = [str(v) for v in value]
+                    self.value.value = [number_text(v) if number else str(v) for v in value]
                 elif isinstance(self.value, w.DatePicker):
                     self.value.value = day
+                elif number and op != "$exists":
+                    self.value.value = number_text(value)
                 else:
                     self.value.value = value
-            except TraitError:
+            except (TraitError, ValueError):
                 raise InvalidQuery(
                     f"{where}: the builder cannot show the value {value!r}"
                 ) from None
         finally:
             self._hold -= 1
+        self.touched.update(("field", "op", "value"))
         try:
             shown = self.condition()
         except InvalidQuery as exc:
             raise InvalidQuery(f"{where}: the builder cannot show this value ({exc})") from None
         if shown != cond and shown != _tidied(cond):
             raise InvalidQuery(f"{where}: the builder cannot show {cond!r} exactly")
+
+
+class _RowError(InvalidQuery):
+    """A row's refusal, with the part it is about."""
+
+    def __init__(self, part: str, message: str) -> None:
+        super().__init__(message)
+        self.part = part
 
 
 def _tidied(cond: Condition) -> Condition:
