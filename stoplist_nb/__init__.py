@@ -22,6 +22,7 @@ from stoplist_nb.errors import (
     BadRequest,
     ConnectError,
     CursorStalled,
+    DatasetMismatch,
     IncompleteDownload,
     InvalidInput,
     InvalidQuery,
@@ -37,6 +38,7 @@ from stoplist_nb.errors import (
     UnsafePath,
 )
 from stoplist_nb.profiles import iter_profile_pages, read_profiles
+from stoplist_nb.profiles.dataset import DatasetSummary, write_profiles_parquet
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.profiles.normalize import normalize_profiles, split_channels
 from stoplist_nb.profiles.stream import (
@@ -47,12 +49,14 @@ from stoplist_nb.profiles.stream import (
 from stoplist_nb.query import And, Condition, F, Nor, Or, Query, parse_query, validate_query
 from stoplist_nb.suppression.archive import read_hashed_csv
 from stoplist_nb.suppression.export import (
+    SuppressionSummary,
     TaskStatus,
     download_export,
     get_task,
     read_suppression_list,
     start_suppression_export,
     wait_for_task,
+    write_suppression_parquet,
 )
 from stoplist_nb.suppression.hashing import (
     flag_suppressed,
@@ -73,6 +77,8 @@ __all__ = [
     "Condition",
     "ConnectError",
     "CursorStalled",
+    "DatasetMismatch",
+    "DatasetSummary",
     "F",
     "IncompleteDownload",
     "InvalidInput",
@@ -86,6 +92,7 @@ __all__ = [
     "RequestTimeout",
     "ServerError",
     "StoplistError",
+    "SuppressionSummary",
     "TariffLimit",
     "TaskFailed",
     "TaskStatus",
@@ -115,5 +122,7 @@ __all__ = [
     "start_suppression_export",
     "validate_query",
     "wait_for_task",
+    "write_profiles_parquet",
+    "write_suppression_parquet",
 ]
 __version__ = "0.1.0"

@@ -16,7 +16,8 @@
     │   └── IncompleteDownload    a download ended before its last byte
     ├── InvalidInput              bad arguments, caught before anything is sent
     │   ├── InvalidQuery          a MongoDB query the service would not accept
-    │   └── UnsafePath            a download path that leaves the service's base URL
+    │   ├── UnsafePath            a download path that leaves the service's base URL
+    │   └── DatasetMismatch       a dataset directory that holds another pull, or other files
     ├── CursorStalled             paging: the cursor stopped advancing
     ├── TaskFailed                an export task ended in failure
     ├── TaskTimeout               an export task was still running at the deadline
@@ -48,6 +49,7 @@ __all__ = [
     "BadRequest",
     "ConnectError",
     "CursorStalled",
+    "DatasetMismatch",
     "IncompleteDownload",
     "InvalidInput",
     "InvalidQuery",
@@ -170,6 +172,16 @@ class InvalidQuery(InvalidInput):
 
 class UnsafePath(InvalidInput):
     """Raised for a download path that is not a plain path under ``/api/download/``."""
+
+
+class DatasetMismatch(InvalidInput):
+    """Raised when a directory cannot take the Parquet dataset asked for; nothing is changed.
+
+    It holds the checkpoint of another pull (another ``db_id``, ``query``,
+    ``fields`` or ``dtypes``), which is never carried on; or a dataset while
+    neither resuming nor overwriting was asked; or files that are not the
+    dataset's. See :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
+    """
 
 
 class CursorStalled(StoplistError, RuntimeError):

@@ -388,7 +388,7 @@ def test_export_by_task_id_goes_through_read_suppression_list(
     monkeypatch.setattr("stoplist_nb.cli.commands.read_suppression_list", spy)
     with env.client() as client:
         task_id = sn.start_suppression_export(client, env.suppress_id, type="emails")
-    out = tmp_path / "e.parquet"
+    out = tmp_path / "e.csv"  # a .parquet output streams instead (test_suppression_parquet.py)
     code, stdout, stderr = run(
         "export", "--task-id", task_id, "--out", str(out), "--poll-interval", "0.01",
         "--task-timeout", "30",
@@ -396,7 +396,7 @@ def test_export_by_task_id_goes_through_read_suppression_list(
     assert code == 0, stderr
     assert calls[0]["task_id"] == task_id
     assert calls[0]["task_timeout"] == 30
-    assert len(pd.read_parquet(out)) == len(env.suppressed["emails"])
+    assert len(pd.read_csv(out)) == len(env.suppressed["emails"])
     assert f"of task {task_id} to" in stdout
 
 

@@ -342,6 +342,164 @@ def test_profiles_max_profiles_then_from_id(
     assert later == [p["id"] for p in env.profiles[7:]]
 
 
+@pytest.fixture
+def late_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoService]:
+    """A service whose profiles gain a field from the 36th on, named by the environment."""
+    profiles = generate_profiles(60, seed=2)
+    for i, profile in enumerate(profiles[35:], 35):
+        profile["late_score"] = i
+    with serve(profiles=profiles) as service:
+        monkeypatch.setenv("STOPLIST_NB_URL", service.base_url)
+        monkeypatch.setenv("STOPLIST_NB_TOKEN", service.token)
+        yield service
+
+
+def test_profiles_streamed_files_hold_a_column_that_joins_late(
+    run: Run, late_env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    from stoplist_nb.cli.output import write_frame
+
+    with late_env.client() as client:
+        frame = stoplist_nb.read_profiles(client, 1, progress=False)
+    assert frame["late_score"].notna().sum() > 0
+    expected = tmp_path / "expected.csv"
+    write_frame(frame, expected)
+    for name in ("p.csv", "p.parquet"):
+        code, stdout, stderr = run(
+            "profiles", "--db-id", "1", "--limit", "10", "--out", str(tmp_path / name)
+        )
+        assert code == 0, stderr
+        assert f"wrote {len(frame)} rows (60 profiles, {len(frame.columns)} columns)" in stdout
+    # Pages went to the file one by one; the header still names the column of page four.
+    assert (tmp_path / "p.csv").read_bytes() == expected.read_bytes()
+    back = pd.read_parquet(tmp_path / "p.parquet")
+    assert back["phones"].dropna().map(json.loads).tolist() == frame["phones"].dropna().tolist()
+    rest = [c for c in frame.columns if c != "phones"]
+    pd.testing.assert_frame_equal(back[rest], frame[rest])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["expected.csv", "p.csv", "p.parquet"]
+
+
+def test_profiles_streamed_file_of_no_profile_has_the_columns(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    for name in ("none.csv", "none.parquet"):
+        out = tmp_path / name
+        code, stdout, _ = run(
+            "profiles", "--db-id", "1", "--query", '{"_city": "Atlantis"}', "--out", str(out)
+        )
+        assert code == 0
+        assert "wrote 0 rows (0 profiles" in stdout
+        back = pd.read_csv(out) if name.endswith(".csv") else pd.read_parquet(out)
+        assert len(back) == 0
+        assert {"profile_id", "channel", "email", "cats"} <= set(back.columns)
+
+
+def test_profiles_out_dir_writes_a_dataset(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    out = tmp_path / "ds"
+    code, stdout, stderr = run(
+        "profiles", "--db-id", "1", "--limit", "25", "--out", f"{out}{os.sep}"
+    )
+    assert code == 0, stderr
+    assert f"{out}/ holds " in stdout
+    assert "(120 profiles, 1 part files) of database 1; it is complete" in stdout
+    with env.client() as client:
+        frame = stoplist_nb.read_profiles(client, 1, progress=False)
+    back = pd.read_parquet(out)
+    assert back["profile_id"].tolist() == frame["profile_id"].tolist()
+    assert sorted(p.name for p in out.iterdir()) == [
+        "_checkpoint.json",
+        "_common_metadata",
+        "part-00000.parquet",
+    ]
+    # The directory exists now: --out names it without the slash too, and it is refused.
+    env.requests.clear()
+    code, _, stderr = run("profiles", "--db-id", "1", "--out", str(out))
+    assert code == EXIT_USAGE
+    assert "holds a dataset already" in stderr
+    assert "hint: pass --resume to carry on from its checkpoint, or --overwrite to start" in stderr
+    assert "=True" not in stderr
+    assert env.requests == []
+    code, stdout, _ = run("profiles", "--db-id", "1", "--out", str(out), "--resume")
+    assert code == 0
+    assert "(120 profiles, 1 part files)" in stdout
+    assert env.requests == []  # complete: nothing to read
+    code, _, _ = run("profiles", "--db-id", "1", "--out", str(out), "--overwrite", "--limit", "50")
+    assert code == 0
+    assert [r.params["limit"] for r in env.requests] == [50, 50, 50, 50]
+    code, _, stderr = run(
+        "profiles", "--db-id", "1", "--query", '{"_city": "Kazan"}', "--out", str(out), "--resume"
+    )
+    assert code == EXIT_USAGE
+    assert "checkpoint of another pull (query: None there" in stderr
+
+
+@pytest.mark.usefixtures("fast_retry")
+def test_profiles_out_dir_resumes_after_a_failure(
+    run: Run, late_env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    reference, out = tmp_path / "reference", tmp_path / "ds"
+    with late_env.client() as client:
+        stoplist_nb.write_profiles_parquet(client, 1, reference, limit=10, progress=False)
+    late_env.add_fault("profiles/list", "status", status=502, times=None, after=4)
+    code, _, stderr = run("profiles", "--db-id", "1", "--limit", "10", "--out", f"{out}/")
+    assert code == EXIT_NETWORK
+    assert "stoplist-nb: error: profiles/list: error 502" in stderr
+    # Part 0 closed when late_score joined on page 4; part 1, being written, was dropped.
+    assert "hint: 30 profiles are saved; the same command with --resume carries on" in stderr
+    assert "resume=True" not in stderr
+    assert ".partial" not in stderr
+    late_env.clear_faults()
+    late_env.requests.clear()
+    code, _, stderr = run("profiles", "--db-id", "1", "--limit", "10", "--out", f"{out}/")
+    assert code == EXIT_USAGE
+    assert "--resume" in stderr
+    code, _, stderr = run(
+        "profiles", "--db-id", "1", "--limit", "10", "--out", f"{out}/", "--resume"
+    )
+    assert code == 0, stderr
+    pd.testing.assert_frame_equal(pd.read_parquet(out), pd.read_parquet(reference))
+    saved = json.loads((out / "_checkpoint.json").read_text())
+    assert saved == json.loads((reference / "_checkpoint.json").read_text())
+    assert saved["profiles"] == 60
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--out", "{tmp}/p.csv", "--resume"], "--resume and --overwrite go with a dataset"),
+        (["--out", "{tmp}/ds/", "--from-id", "x"], "--from-id and --max-profiles go with a file"),
+        (["--out", "{tmp}/ds/", "--max-profiles", "3"], "a dataset directory carries on"),
+    ],
+)
+def test_profiles_options_of_the_other_output_exit_2(
+    run: Run, env: DemoService, tmp_path: pathlib.Path, argv: list[str], message: str
+) -> None:
+    code, _, stderr = run(
+        "profiles", "--db-id", "1", *[a.replace("{tmp}", str(tmp_path)) for a in argv]
+    )
+    assert code == EXIT_USAGE
+    assert message in stderr
+    assert env.requests == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_profiles_out_dir_interrupted_says_how_to_resume(
+    run: Run, env: DemoService, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("stoplist_nb.cli.commands.write_profiles_parquet", interrupted)
+    code, _, stderr = run("profiles", "--db-id", "1", "--out", f"{tmp_path}/ds/")
+    assert code == 130
+    assert stderr == (
+        f"stoplist-nb: the same command with --resume carries on from the last part in "
+        f"{tmp_path}/ds/\nstoplist-nb: interrupted\n"
+    )
+
+
 # --- export ----------------------------------------------------------------------
 
 
@@ -655,7 +813,7 @@ def test_interrupt_exits_130(
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("stoplist_nb.cli.commands.read_profiles", interrupted)
+    monkeypatch.setattr("stoplist_nb.cli.commands.iter_profile_tables", interrupted)
     code, _, stderr = run("profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv"))
     assert (code, stderr) == (130, "stoplist-nb: interrupted\n")
 

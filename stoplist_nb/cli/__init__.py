@@ -4,6 +4,7 @@ Commands::
 
     stoplist-nb demo [--out DIR]            the whole job on the embedded demo service
     stoplist-nb profiles --db-id N --out FILE.parquet|FILE.csv [--query JSON|@FILE] ...
+    stoplist-nb profiles --db-id N --out DIR/ [--resume|--overwrite] ...   a Parquet dataset
     stoplist-nb export (--list-id N | --task-id ID) --out FILE.zip|FILE.csv|FILE.parquet
 
 ``profiles`` and ``export`` read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``

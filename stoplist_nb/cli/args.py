@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from stoplist_nb import errors
 from stoplist_nb.query import MAX_DEPTH, validate_query
 
-__all__ = ["count", "fields", "out_file", "positive_int", "query", "seconds"]
+__all__ = [
+    "Out",
+    "count",
+    "fields",
+    "out_file",
+    "out_file_or_dir",
+    "positive_int",
+    "query",
+    "seconds",
+]
 
 
 def _whole_number(text: str, minimum: int) -> int:
@@ -104,5 +115,42 @@ def out_file(*suffixes: str) -> Callable[[str], pathlib.Path]:
         if not path.parent.is_dir():
             raise argparse.ArgumentTypeError(f"{text!r}: no directory {str(path.parent)!r}")
         return path
+
+    return check
+
+
+@dataclass(frozen=True)
+class Out:
+    """Where ``profiles --out`` writes.
+
+    Attributes:
+        path: The file, or the dataset's directory.
+        dataset: Whether it is a directory (a Parquet dataset).
+    """
+
+    path: pathlib.Path
+    dataset: bool
+
+
+def out_file_or_dir(*suffixes: str) -> Callable[[str], Out]:
+    """``profiles --out``: a file as :func:`out_file` takes it, or the directory of a dataset.
+
+    A path that ends in ``/``, or a directory that exists, names a dataset's
+    directory (created if missing).
+    """
+    file = out_file(*suffixes)
+
+    def check(text: str) -> Out:
+        path = pathlib.Path(text)
+        if text.endswith(("/", os.sep)) or path.is_dir():
+            if path.exists() and not path.is_dir():
+                raise argparse.ArgumentTypeError(f"{text!r} is a file, not a directory")
+            return Out(path, dataset=True)
+        if path.suffix.lower() not in suffixes:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: the file name must end in {' or '.join(suffixes)} "
+                "(or end the path in / for a directory of Parquet files)"
+            )
+        return Out(file(text), dataset=False)
 
     return check

@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import pathlib
+import re
 import shlex
-from collections.abc import Iterator
+import sys
+from collections.abc import Generator, Iterator
+
+import pyarrow as pa
 
 from stoplist_nb import errors
-from stoplist_nb.cli.output import CliError, Ui, write_frame
+from stoplist_nb.cli.output import EXIT_USAGE, CliError, Ui, write_frame, write_profile_tables
 from stoplist_nb.client import Client
 from stoplist_nb.profiles import read_profiles
+from stoplist_nb.profiles.dataset import DatasetSummary, write_profiles_parquet
+from stoplist_nb.profiles.schema import StreamSchema
+from stoplist_nb.profiles.stream import META_NEXT, META_PROFILES, iter_profile_tables
 from stoplist_nb.suppression.export import (
+    _write_task_parquet,
     download_export,
     read_suppression_list,
     start_suppression_export,
@@ -44,26 +53,58 @@ def client_from_env(args: argparse.Namespace) -> Client:
 
 
 def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
-    """``stoplist-nb profiles``: read a database's profiles into a Parquet or CSV file."""
-    with client_from_env(args) as client:
-        frame = read_profiles(
-            client,
-            args.db_id,
-            query=args.query,
-            fields=args.fields,
-            limit=args.limit,
-            from_id=args.from_id,
-            max_profiles=args.max_profiles,
-            progress=ui.progress,
+    """``stoplist-nb profiles``: read a database's profiles into a file, or a Parquet dataset.
+
+    Page by page: a file goes through :func:`~stoplist_nb.cli.output.write_profile_tables`,
+    a directory through :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
+    """
+    if args.out.dataset:
+        if args.from_id is not None or args.max_profiles is not None:
+            raise CliError(
+                "--from-id and --max-profiles go with a file; a dataset directory "
+                "carries on by itself (--resume)",
+                code=EXIT_USAGE,
+            )
+        return _profiles_dataset(args, ui)
+    if args.resume or args.overwrite:
+        raise CliError(
+            "--resume and --overwrite go with a dataset directory (--out DIR/)", code=EXIT_USAGE
         )
-        count = frame.attrs.get("profiles", 0)
-        cursor: str = frame.attrs.get("next_from_id") or ""
+    schema = StreamSchema()
+    last: dict[bytes, bytes] = {}
+
+    def pages(tables: Generator[pa.Table, None, None]) -> Iterator[pa.Table]:
+        with contextlib.closing(tables):
+            for table in tables:
+                last.update(table.schema.metadata)
+                yield table
+
+    with client_from_env(args) as client:
+        tables = iter_profile_tables(
+            client, args.db_id, query=args.query, fields=args.fields, limit=args.limit,
+            from_id=args.from_id, max_profiles=args.max_profiles, progress=ui.progress,
+            schema=schema,
+        )  # fmt: skip
+        try:
+            rows, columns = write_profile_tables(pages(tables), schema, args.out.path)
+        except errors.StoplistError as exc:
+            read = int(last.get(META_PROFILES, 0))
+            cursor = exc.resume_from
+            if cursor and read:  # with nothing read, the same command is the way on
+                again = (
+                    f"{read} profiles were read before the failure (nothing was written); "
+                    f"to read only the ones after them, add --from-id {shlex.quote(cursor)}"
+                )
+                exc.hint = f"{exc.hint}; {again}" if exc.hint else again
+            exc.partial = None
+            raise
+        count = int(last.get(META_PROFILES, 0))
+        cursor = last.get(META_NEXT, b"").decode()
         stopped = args.max_profiles is not None and count >= args.max_profiles and bool(cursor)
         more = stopped and _more_after(client, args, cursor)
-    write_frame(frame, args.out)
     ui.say(
-        f"wrote {len(frame)} rows ({count} profiles, {len(frame.columns)} columns) "
-        f"of database {args.db_id} to {args.out}"
+        f"wrote {rows} rows ({count} profiles, {columns} columns) "
+        f"of database {args.db_id} to {args.out.path}"
     )
     if more:
         ui.say(
@@ -72,6 +113,37 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         )
     elif stopped:
         ui.say(f"the read is complete: no profile follows the {count} read")
+    return 0
+
+
+def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
+    """``profiles --out DIR/``: a Parquet dataset, resumed with ``--resume``."""
+    where = args.out.path
+    again = f"the same command with --resume carries on from the last part in {where}/"
+    with client_from_env(args) as client:
+        try:
+            summary = write_profiles_parquet(
+                client, args.db_id, where, query=args.query, fields=args.fields,
+                limit=args.limit, resume=args.resume, overwrite=args.overwrite,
+                progress=ui.progress,
+            )  # fmt: skip
+        except errors.DatasetMismatch as exc:
+            if exc.hint:  # the library's advice, in the words of the command line
+                words = {"resume=True": "--resume", "overwrite=True": "--overwrite"}
+                exc.hint = re.sub("|".join(words), lambda m: words[m.group()], exc.hint)
+            raise
+        except errors.StoplistError as exc:
+            if isinstance(exc.partial, DatasetSummary):
+                exc.hint = f"{exc.partial.profiles} profiles are saved; {again}"
+                exc.partial = None  # what it holds is said; the message keeps to the command
+            raise
+        except KeyboardInterrupt:
+            print(f"stoplist-nb: {again}", file=sys.stderr)
+            raise
+    ui.say(
+        f"{where}/ holds {summary.rows} rows ({summary.profiles} profiles, "
+        f"{summary.parts} part files) of database {args.db_id}; it is complete"
+    )
     return 0
 
 
@@ -108,7 +180,9 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
 
     The export is started here (or picked up with ``--task-id``) and its id
     printed first, so that an interrupted or timed-out wait can be resumed;
-    a CSV or Parquet output then goes through
+    a Parquet output is then streamed in as
+    :func:`~stoplist_nb.suppression.export.write_suppression_parquet` does, a
+    CSV output goes through
     :func:`~stoplist_nb.suppression.export.read_suppression_list`, a ZIP output
     is only waited for and downloaded, unread.
     """
@@ -119,6 +193,15 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
         with _resumable(args, task_id), resume_said_as(_resume_hint):
             if args.out.suffix.lower() == ".zip":
                 return _export_zip(client, args, ui, task_id, what)
+            if args.out.suffix.lower() == ".parquet":
+                # In bounded memory: the list is never held whole, whatever its size.
+                done = _write_task_parquet(
+                    client, task_id, args.out, list_id=args.list_id,
+                    type=args.type if args.task_id is None else None, progress=ui.progress,
+                    poll_interval=args.poll_interval, task_timeout=args.task_timeout,
+                )  # fmt: skip
+                _say_written(ui, done.rows, what, args.out, done.kinds)
+                return 0
             frame = read_suppression_list(
                 client,
                 args.list_id,
@@ -131,11 +214,16 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
     if args.task_id is None:
         frame.attrs["type"] = args.type
     write_frame(frame, args.out)
-    ui.say(f"wrote {len(frame)} hashes of {what} to {args.out}")
-    kinds = frame.attrs.get("kinds")
+    _say_written(ui, len(frame), what, args.out, frame.attrs.get("kinds"))
+    return 0
+
+
+def _say_written(
+    ui: Ui, rows: int, what: str, out: pathlib.Path, kinds: dict[str, int] | None
+) -> None:
+    ui.say(f"wrote {rows} hashes of {what} to {out}")
     if kinds:  # only a file with a kind column says what each row is
         ui.say("rows per kind: " + ", ".join(f"{n} {kind}" for kind, n in _by_kind(kinds)))
-    return 0
 
 
 def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, what: str) -> int:

@@ -137,16 +137,22 @@ def build_parser() -> argparse.ArgumentParser:
         "profiles",
         parents=[common],
         formatter_class=fmt,
-        help="read a database's profiles into a Parquet or CSV file",
+        help="read a database's profiles into a Parquet or CSV file, or a Parquet dataset",
         description=_wrap(
             "Read a database's profiles (profiles/list, every page) into a file, "
-            "one row per subscription. The format follows the suffix of --out."
+            "one row per subscription, holding about one page in memory. The format "
+            "follows the suffix of --out; --out DIR/ writes a Parquet dataset (part files "
+            "and a checkpoint) that --resume carries on after a failure."
         ),
         epilog="Parquet keeps list columns (cats) as lists; CSV holds them as JSON text,\n"
-        'e.g. ["promo", "news"] (json.loads reads them back). CSV is UTF-8, no index.\n\n'
-        "example:\n"
+        'e.g. ["promo", "news"] (json.loads reads them back). CSV is UTF-8, no index.\n'
+        "A column that first holds a value on a later page is empty in the rows before.\n\n"
+        "examples:\n"
         '  stoplist-nb profiles --db-id 1 --query \'{"_city": {"$in": ["Moscow"]}}\' \\\n'
-        "      --fields _id,_fname,_city,subscriptions --out moscow.parquet\n\n" + _EPILOG,
+        "      --fields _id,_fname,_city,subscriptions --out moscow.parquet\n"
+        "  stoplist-nb profiles --db-id 1 --out profiles/            # a dataset\n"
+        "  stoplist-nb profiles --db-id 1 --out profiles/ --resume   # after a failure\n\n"
+        + _EPILOG,
     )
     profiles.add_argument("--db-id", type=int, required=True, metavar="N", help="database id")
     profiles.add_argument(
@@ -177,10 +183,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     profiles.add_argument(
         "--out",
-        type=arg.out_file(*FRAME_SUFFIXES),
+        type=arg.out_file_or_dir(*FRAME_SUFFIXES),
         required=True,
-        metavar="FILE",
-        help="FILE.parquet or FILE.csv",
+        metavar="FILE|DIR/",
+        help="FILE.parquet, FILE.csv, or DIR/ (ending in /, or a directory) for a Parquet "
+        "dataset, created if missing",
+    )
+    again = profiles.add_mutually_exclusive_group()
+    again.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --out DIR/: carry on the unfinished dataset there (same --db-id, "
+        "--query, --fields), or leave a complete one as it is",
+    )
+    again.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --out DIR/: remove the dataset there and start again",
     )
     _connection(profiles)
     profiles.set_defaults(run=run_profiles)
@@ -193,7 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=_wrap(
             "Export a suppression list: start the export task, wait for it, "
             "download its file. FILE.zip keeps the service's archive as it is; FILE.csv and "
-            "FILE.parquet hold its hashes (md5, then any other columns of the file)."
+            "FILE.parquet hold its hashes (md5, then any other columns of the file). "
+            "FILE.parquet is written block by block as the archive is read, in bounded "
+            "memory whatever the size of the list."
         ),
         epilog=_EPILOG,
     )

@@ -29,7 +29,8 @@ detected. When a column is named ``type`` or ``kind`` (any case),
 as ``"domain"`` (any case; these first, in that order), other words as they are
 written, and empty fields under ``""``. Members are streamed from the archive
 into pyarrow's CSV reader, never written to disk, and never read beyond their
-declared size.
+declared size; :class:`HashedBatches` gives the rows block by block (what
+:func:`read_hashed_csv` stacks, and the Parquet writer writes as they come).
 
 Against zip bombs (see :mod:`stoplist_nb.suppression.zipmembers`): an archive listing
 more than 10,000 members is refused before its directory is parsed; the
@@ -47,7 +48,7 @@ import os
 import warnings
 import zipfile
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from typing import IO, Any, Union
 
 import pandas as pd
@@ -58,7 +59,7 @@ import pyarrow.csv as pcsv
 from stoplist_nb.errors import BadArchive, InvalidInput
 from stoplist_nb.suppression.csvlayout import SAMPLE, Layout, detect
 from stoplist_nb.suppression.hexdigits import hex_bytes, lower_hex
-from stoplist_nb.suppression.matching import kind_column, kind_counts
+from stoplist_nb.suppression.matching import add_counts, kind_column, kind_counts
 from stoplist_nb.suppression.zipmembers import (
     Budget,
     Capped,
@@ -74,26 +75,45 @@ Opener = Callable[[], AbstractContextManager[Any]]
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 
 _STR = pd.StringDtype("pyarrow")
+_STRINGS = {pa.string(): _STR, pa.large_string(): _STR}
+
+#: Bytes of CSV parsed at once, one batch (and, in a frame, one chunk) each.
+BLOCK_SIZE = 4 << 20
 
 
-def _parse(opener: Opener, layout: Layout, label: str, skipped: list[str]) -> Any:
+def check_limits(max_size: Any, max_ratio: Any) -> None:
+    """Refuse zip-bomb limits that are not positive numbers (``InvalidInput``)."""
+    if isinstance(max_size, bool) or not (isinstance(max_size, int) and max_size > 0):
+        raise InvalidInput(f"max_size must be a positive number of bytes, not {max_size!r}")
+    if isinstance(max_ratio, bool) or not (isinstance(max_ratio, (int, float)) and max_ratio > 0):
+        raise InvalidInput(f"max_ratio must be a positive number, not {max_ratio!r}")
+
+
+def _member_batches(
+    opener: Opener, layout: Layout, label: str, skipped: list[str], block_size: int
+) -> Iterator[Any]:
+    """The record batches of one member, as pyarrow's streaming CSV reader parses them."""
+
     def on_bad_row(row: Any) -> str:
         skipped.append(str(row.text)[:60])
         return "skip"
 
+    given = 0
     # First without a row handler: pyarrow calls it with the row decoded as UTF-8,
     # which fails (unraisably) on a non-UTF-8 row; it is only needed when a row
-    # has the wrong number of fields, and then the member is parsed again.
+    # has the wrong number of fields, and then the member is parsed again. The
+    # rows given out before are well formed, so they come back first, unchanged:
+    # the second pass passes over that many.
     for handler in (None, on_bad_row):
         try:
             with opener() as stream:
                 native = stream if isinstance(stream, pa.NativeFile) else pa.PythonFile(stream, "r")
-                return pcsv.read_csv(
+                reader = pcsv.open_csv(
                     native,
                     read_options=pcsv.ReadOptions(
                         column_names=list(layout.names),
                         skip_rows=layout.skip_rows,
-                        block_size=4 << 20,
+                        block_size=block_size,
                     ),
                     parse_options=pcsv.ParseOptions(
                         delimiter=layout.delimiter or "\x1f", invalid_row_handler=handler
@@ -104,6 +124,15 @@ def _parse(opener: Opener, layout: Layout, label: str, skipped: list[str]) -> An
                         null_values=[""],
                     ),
                 )
+                again = given
+                for batch in reader:
+                    if again:
+                        cut = min(again, batch.num_rows)
+                        batch, again = batch.slice(cut), again - cut
+                    if batch.num_rows:
+                        given += batch.num_rows
+                        yield batch
+            return
         except pa.ArrowInvalid as exc:
             # Arrow's message may quote a line of the file: keep it out.
             if handler is None and "columns, got" in str(exc):
@@ -111,13 +140,6 @@ def _parse(opener: Opener, layout: Layout, label: str, skipped: list[str]) -> An
             what = "it is not UTF-8 text" if "utf8" in str(exc).lower() else "malformed CSV"
             raise BadArchive(f"{label}: cannot be read as CSV ({what})") from None
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _read_member(label: str, opener: Opener, skipped: list[str]) -> list[tuple[str, Layout, Any]]:
-    with opener() as stream:
-        sample = stream.read(SAMPLE + 1)
-    layout = detect(sample[:SAMPLE], len(sample) <= SAMPLE, label)
-    return [] if layout is None else [(label, layout, _parse(opener, layout, label, skipped))]
 
 
 def _as_input(source: Any) -> bytes | bytearray | memoryview | IO[bytes]:
@@ -174,54 +196,191 @@ def hashed_csv_members(source: Source) -> list[str]:
             data.close()
 
 
-def _read_tables(
-    data: Any, max_size: int, max_ratio: float, skipped: list[str]
-) -> tuple[list[str], list[tuple[str, Layout, Any]]]:
-    opened = _open_zip(data)
-    if opened is None and isinstance(data, (bytes, bytearray, memoryview)):
-        return [], _read_member("the CSV", lambda: nullcontext(pa.BufferReader(data)), skipped)
-    if opened is None:
-        start = data.tell()
+def _clean_md5(chunk: Any, room: int) -> tuple[Any, int, list[str]]:
+    """Lowercase a chunk of the md5 column; count (and show ``room`` of) the values not MD5."""
+    if hex_bytes(chunk) is not None:
+        return lower_hex(chunk), 0, []
+    lowered = pc.utf8_lower(pc.utf8_trim_whitespace(chunk))
+    lowered = pc.if_else(pc.equal(lowered, ""), pa.scalar(None, lowered.type), lowered)
+    wrong = pc.invert(pc.fill_null(pc.match_substring_regex(lowered, "^[0-9a-f]{32}$"), False))
+    examples = pc.filter(lowered, wrong).slice(0, room).to_pylist()
+    return lowered, pc.sum(wrong).as_py() or 0, [repr(e or "")[:50] for e in examples]
+
+
+def _schema(names: list[str]) -> pa.Schema:
+    return pa.schema([(name, pa.large_string()) for name in names])
+
+
+class HashedBatches:
+    """The rows of a hashed CSV export, read member by member and batch by batch.
+
+    The one reader behind :func:`read_hashed_csv` (which stacks the batches)
+    and the Parquet writer of :mod:`stoplist_nb.suppression.parquet` (which
+    writes each as it comes): the members, their layout, the limits and the
+    cleaning are those of the module's docstring. Each batch is one block of
+    ``block_size`` bytes of CSV, ``md5`` first, every column ``large_string``.
+    What is known of the file grows as the batches go: :attr:`schema`,
+    :attr:`attrs` and :meth:`warn` are complete once they are all read.
+
+    >>> with HashedBatches(b"md5\\n0cc175b9c0f1b6a831c399e269772661\\n") as reader:
+    ...     rows = sum(batch.num_rows for batch in reader)
+    >>> rows, reader.schema.names
+    (1, ['md5'])
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        max_size: int = 4 * 2**30,
+        max_ratio: float = 200,
+        block_size: int = BLOCK_SIZE,
+    ) -> None:
+        check_limits(max_size, max_ratio)
+        self._source, self._max_size, self._max_ratio = source, max_size, max_ratio
+        self._block_size = block_size
+        self._stack = ExitStack()
+        self._archive: zipfile.ZipFile | None = None
+        self._openers: list[tuple[str, Opener]] = []
+        #: The names of the members read (empty for a bare CSV).
+        self.members: list[str] = []
+        #: The layout of the first member with lines; ``None`` before, or without one.
+        self.layout: Layout | None = None
+        #: Rows given out so far.
+        self.rows = 0
+        self._first = ""
+        self._names: tuple[str, ...] = ("md5",)
+        self._md5_at = 0
+        self._schema = _schema(["md5"])
+        self._bad, self._examples, self._skipped = 0, list[str](), list[str]()
+        self._kinds: dict[str, int] | None = None
+
+    def __enter__(self) -> HashedBatches:
+        try:
+            self._open()
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _open(self) -> None:
+        data: Any = _as_input(self._source)
+        if data is not self._source and hasattr(data, "close"):
+            self._stack.callback(data.close)
+        opened = _open_zip(data)
+        if opened is None and isinstance(data, (bytes, bytearray, memoryview)):
+            self._openers = [("the CSV", lambda: nullcontext(pa.BufferReader(data)))]
+            return
+        if opened is None:
+            start = data.tell()
+
+            @contextmanager
+            def rewound() -> Iterator[Capped]:
+                data.seek(start)
+                yield Capped(data, None, "the CSV")
+
+            self._openers = [("the CSV", rewound)]
+            return
+        archive, size = opened
+        self._archive = self._stack.enter_context(archive)
+        # What every member yields counts against max_size together, whatever they declare.
+        budget = Budget(self._max_size)
 
         @contextmanager
-        def rewound() -> Iterator[Capped]:
-            data.seek(start)
-            yield Capped(data, None, "the CSV")
+        def member(info: zipfile.ZipInfo) -> Iterator[Capped]:
+            with archive.open(info) as raw:
+                yield Capped(raw, info.file_size, info.filename, budget, key=info)
 
-        return [], _read_member("the CSV", rewound, skipped)
+        with zip_faults():
+            infos = csv_members(archive)
+            check_bomb(infos, size, self._max_size, self._max_ratio)
+        self.members = [info.filename for info in infos]
+        self._openers = [(info.filename, functools.partial(member, info)) for info in infos]
 
-    archive, size = opened
-    # What every member yields counts against max_size together, whatever they declare.
-    budget = Budget(max_size)
+    def __iter__(self) -> Iterator[Any]:
+        with zip_faults() if self._archive is not None else nullcontext():
+            for label, opener in self._openers:
+                with opener() as stream:
+                    sample = stream.read(SAMPLE + 1)
+                layout = detect(sample[:SAMPLE], len(sample) <= SAMPLE, label)
+                if layout is None:
+                    continue
+                if self.layout is None:
+                    self.layout, self._first, self._names = layout, label, layout.names
+                    self._md5_at = layout.md5_index
+                    others = [name for name in layout.names if name != "md5"]
+                    self._schema = _schema(["md5", *others])
+                elif (len(layout.names), layout.md5_index) != (len(self._names), self._md5_at):
+                    raise BadArchive(f"{label!r} has other columns than {self._first!r}")
+                batches = _member_batches(opener, layout, label, self._skipped, self._block_size)
+                for batch in batches:
+                    yield self._cleaned(batch)
 
-    @contextmanager
-    def member(info: zipfile.ZipInfo) -> Iterator[Capped]:
-        with archive.open(info) as raw:
-            yield Capped(raw, info.file_size, info.filename, budget, key=info)
+    def _cleaned(self, batch: Any) -> Any:
+        # By the first member's names, as a later member's are not kept.
+        names = self.schema.names
+        at = self._names.index("md5")
+        md5, bad, examples = _clean_md5(batch.column(at), 3 - len(self._examples))
+        self._bad += bad
+        self._examples += examples
+        others = [batch.column(i) for i in range(batch.num_columns) if i != at]
+        out = pa.RecordBatch.from_arrays([md5, *others], schema=self.schema)
+        kind = kind_column(names[1:])
+        if kind is not None:
+            self._kinds = add_counts([self._kinds or {}, kind_counts(out.column(kind))])
+        self.rows += out.num_rows
+        return out
 
-    with zip_faults(), archive:
-        infos = csv_members(archive)
-        check_bomb(infos, size, max_size, max_ratio)
-        tables = []
-        for info in infos:
-            tables += _read_member(info.filename, functools.partial(member, info), skipped)
-        return [info.filename for info in infos], tables
+    @property
+    def schema(self) -> pa.Schema:
+        """``md5`` then the other columns of the layout (only ``md5`` without one)."""
+        return self._schema
 
+    @property
+    def kinds(self) -> dict[str, int] | None:
+        """Rows per kind word, with a kind column (see the module); else ``None``."""
+        if self.layout is None or kind_column(self.schema.names[1:]) is None:
+            return None
+        return self._kinds or {}
 
-def _clean_md5(column: Any) -> tuple[Any, int, list[str]]:
-    """Lowercase the md5 column; count (and show a few of) the values that are not MD5."""
-    chunks, bad, examples = [], 0, list[Any]()
-    for chunk in column.chunks:
-        if hex_bytes(chunk) is not None:
-            chunks.append(lower_hex(chunk))
-            continue
-        lowered = pc.utf8_lower(pc.utf8_trim_whitespace(chunk))
-        lowered = pc.if_else(pc.equal(lowered, ""), pa.scalar(None, lowered.type), lowered)
-        wrong = pc.invert(pc.fill_null(pc.match_substring_regex(lowered, "^[0-9a-f]{32}$"), False))
-        bad += pc.sum(wrong).as_py() or 0
-        examples += pc.filter(lowered, wrong).slice(0, 3 - len(examples)).to_pylist()
-        chunks.append(lowered)
-    return pa.chunked_array(chunks, column.type), bad, [repr(e or "")[:50] for e in examples]
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """``members``, ``layout`` and, with a kind column, ``kinds``: a frame's ``attrs``."""
+        layout = self.layout
+        attrs: dict[str, Any] = {
+            "members": list(self.members),
+            "layout": None
+            if layout is None
+            else {
+                "delimiter": layout.delimiter,
+                "header": layout.header,
+                "md5_column": layout.md5_index,
+            },
+        }
+        if self.kinds is not None:
+            attrs["kinds"] = self.kinds
+        return attrs
+
+    def warn(self, stacklevel: int = 1) -> None:
+        """Warn once of the rows without a valid MD5 and the rows skipped, if any."""
+        notes = (
+            [
+                f"{self._bad:,} of {self.rows:,} rows have no valid MD5 (32 hex digits): kept, "
+                f"lowercased, empty ones as <NA>; e.g. {', '.join(self._examples)}"
+            ]
+            if self._bad
+            else []
+        )
+        if self._skipped:
+            shown = ", ".join(repr(text) for text in self._skipped[:3])
+            notes.append(
+                f"{len(self._skipped):,} rows with the wrong number of fields skipped, e.g. {shown}"
+            )
+        if notes:
+            warnings.warn("; ".join(notes), stacklevel=stacklevel + 1)
 
 
 def read_hashed_csv(
@@ -264,53 +423,10 @@ def read_hashed_csv(
     >>> df.attrs["kinds"]
     {'email': 1}
     """
-    if isinstance(max_size, bool) or not (isinstance(max_size, int) and max_size > 0):
-        raise InvalidInput(f"max_size must be a positive number of bytes, not {max_size!r}")
-    if isinstance(max_ratio, bool) or not (isinstance(max_ratio, (int, float)) and max_ratio > 0):
-        raise InvalidInput(f"max_ratio must be a positive number, not {max_ratio!r}")
-    skipped: list[str] = []
-    data = _as_input(source)
-    try:
-        members, tables = _read_tables(data, max_size, max_ratio, skipped)
-    finally:
-        if data is not source and hasattr(data, "close"):
-            data.close()
-    if not tables:
-        empty = pd.DataFrame({"md5": pd.array([], dtype=_STR)})
-        empty.attrs.update(members=members, layout=None)
-        return empty
-    label, layout, _ = tables[0]
-    for other, shape, _ in tables[1:]:
-        if (len(shape.names), shape.md5_index) != (len(layout.names), layout.md5_index):
-            raise BadArchive(f"{other!r} has other columns than {label!r}")
-    table = pa.concat_tables(t.rename_columns(list(layout.names)) for _, _, t in tables)
-    md5, bad, examples = _clean_md5(table.column("md5"))
-    others = [name for name in layout.names if name != "md5"]
-    frame: pd.DataFrame = pa.table(
-        [md5, *(table.column(name) for name in others)], names=["md5", *others]
-    ).to_pandas(types_mapper={pa.string(): _STR, pa.large_string(): _STR}.get)
-    frame.attrs.update(
-        members=members,
-        layout={
-            "delimiter": layout.delimiter,
-            "header": layout.header,
-            "md5_column": layout.md5_index,
-        },
-    )
-    kind = kind_column(others)
-    if kind is not None:
-        frame.attrs["kinds"] = kind_counts(table.column(kind))
-    notes = (
-        [
-            f"{bad:,} of {len(frame):,} rows have no valid MD5 (32 hex digits): kept, "
-            f"lowercased, empty ones as <NA>; e.g. {', '.join(examples)}"
-        ]
-        if bad
-        else []
-    )
-    if skipped:
-        shown = ", ".join(repr(text) for text in skipped[:3])
-        notes.append(f"{len(skipped):,} rows with the wrong number of fields skipped, e.g. {shown}")
-    if notes:
-        warnings.warn("; ".join(notes), stacklevel=2)
+    with HashedBatches(source, max_size=max_size, max_ratio=max_ratio) as reader:
+        batches = list(reader)
+    table = pa.Table.from_batches(batches, schema=reader.schema)
+    frame: pd.DataFrame = table.to_pandas(types_mapper=_STRINGS.get)
+    frame.attrs.update(reader.attrs)
+    reader.warn(stacklevel=2)
     return frame

@@ -1,0 +1,212 @@
+"""Hashed CSV exports streamed into one Parquet file, in bounded memory, whole or not at all.
+
+Behind :func:`~stoplist_nb.suppression.export.write_suppression_parquet`. Each
+archive is read by :class:`~stoplist_nb.suppression.archive.HashedBatches`, the
+reader of :func:`~stoplist_nb.suppression.archive.read_hashed_csv`, with the same
+columns, cleaning, limits and warnings; each batch (one :data:`BLOCK_SIZE`
+block of CSV) is written as a row group as soon as it is read, so the memory
+held does not grow with the list. The file carries pandas' metadata, so
+``pd.read_parquet`` gives back the frame ``read_hashed_csv`` would have built
+(``string[pyarrow]`` columns, a RangeIndex, ``attrs``).
+
+It is written under a temporary name beside its destination, then renamed
+into place (:func:`os.replace`) once closed: an error or an interruption
+leaves no new file at the destination, and no temporary one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import secrets
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stoplist_nb.errors import BadArchive, InvalidInput
+from stoplist_nb.suppression.archive import HashedBatches, Source
+from stoplist_nb.suppression.matching import add_counts
+
+__all__ = ["BLOCK_SIZE", "HashedParquet", "check_out_path"]
+
+#: Bytes of CSV read at once, and written as one row group (about 27,000 rows
+#: of ``md5;type``, 32,000 of bare hashes): what sets the memory a list takes
+#: while it is written (about 10 MiB of Arrow memory at its peak).
+BLOCK_SIZE = 1 << 20
+
+_STR = pd.StringDtype("pyarrow")
+
+
+def check_out_path(path: Any) -> pathlib.Path:
+    """The output path as a :class:`~pathlib.Path`; ``InvalidInput`` for one that cannot be written.
+
+    Checked before anything is sent: a path that is not a ``str`` or
+    ``os.PathLike``, names a directory, or lies in a directory that does not exist.
+    """
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
+        raise InvalidInput(f"path must be a file name (str or os.PathLike), not {path!r}")
+    out = pathlib.Path(path)
+    if out.is_dir() or not out.name:
+        raise InvalidInput(f"path {str(path)!r} names a directory, not a file")
+    if not out.parent.is_dir():
+        raise InvalidInput(f"path {str(path)!r}: no directory {str(out.parent)!r}")
+    return out
+
+
+def _pandas_metadata(names: list[str], attrs: dict[str, Any]) -> dict[bytes, bytes]:
+    """The schema metadata ``DataFrame.to_parquet`` writes for the frame of these columns."""
+    empty = pd.DataFrame({name: pd.array([], dtype=_STR) for name in names})
+    empty.attrs.update(attrs)
+    metadata = dict(pa.Schema.from_pandas(empty, preserve_index=False).metadata or {})
+    # What pandas itself adds, and reads back into attrs first.
+    metadata[b"PANDAS_ATTRS"] = json.dumps(attrs).encode()
+    return metadata
+
+
+class HashedParquet:
+    """One Parquet file of the hashes of one or more archives, added in turn.
+
+    Use it as a context manager: :meth:`add` streams an archive in,
+    :meth:`finish` puts the file in place; leaving the block before
+    :meth:`finish`, by an error or not, removes what was written.
+
+    >>> import io, pathlib, tempfile, zipfile
+    >>> buf = io.BytesIO()
+    >>> with zipfile.ZipFile(buf, "w") as zf:
+    ...     zf.writestr("a.csv", "md5;type\\n0CC175B9C0F1B6A831C399E269772661;email\\n")
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = pathlib.Path(tmp) / "stop.parquet"
+    ...     with HashedParquet(out) as sink:
+    ...         sink.add(buf.getvalue())
+    ...         sink.finish({"list_id": 7})
+    ...     pd.read_parquet(out)
+                                    md5   type
+    0  0cc175b9c0f1b6a831c399e269772661  email
+    >>> sink.rows, sink.kinds
+    (1, {'email': 1})
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = pathlib.Path(path)
+        #: Rows written so far.
+        self.rows = 0
+        #: Rows per kind word over the archives that have a kind column, else ``None``.
+        self.kinds: dict[str, int] | None = None
+        self._names: list[str] | None = None
+        self._first = ""
+        self._writer: Any = None
+        self._part: pathlib.Path | None = None
+        self._done = False
+
+    def __enter__(self) -> HashedParquet:
+        # A name of our own, created here (not by mkstemp, whose file would keep mode 0600).
+        part = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.part")
+        os.close(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        self._part = part
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._done:
+            self._discard()
+
+    def _discard(self) -> None:
+        writer, self._writer = self._writer, None
+        try:
+            # The file goes anyway; the error that got here is the one to tell.
+            with contextlib.suppress(Exception):
+                if writer is not None:
+                    writer.close()
+        finally:
+            if self._part is not None:
+                self._part.unlink(missing_ok=True)
+
+    def _open(self, names: list[str]) -> None:
+        assert self._part is not None, "use HashedParquet in a with block"
+        schema = pa.schema(
+            [(name, pa.large_string()) for name in names], metadata=_pandas_metadata(names, {})
+        )
+        self._writer = pq.ParquetWriter(
+            self._part,
+            schema,
+            # Metadata added at the end (the attrs) is read back only from a file without
+            # the Arrow schema, whose own metadata would win; pandas' metadata gives the
+            # dtypes.
+            store_schema=False,
+            # MD5 values are all distinct: a dictionary of them is work for nothing.
+            use_dictionary=[name for name in names if name != "md5"] or False,
+        )
+
+    def _columns(self, reader: HashedBatches, label: str) -> None:
+        names = reader.schema.names
+        if self._names is None:
+            self._names, self._first = names, label
+            self._open(names)
+        elif names != self._names:
+            raise BadArchive(
+                f"{label} has other columns ({', '.join(names)}) than {self._first} "
+                f"({', '.join(self._names)}): they cannot go in one Parquet file"
+            )
+
+    def add(
+        self,
+        source: Source,
+        *,
+        max_size: int = 4 * 2**30,
+        max_ratio: float = 200,
+        label: str = "the archive",
+        stacklevel: int = 1,
+    ) -> None:
+        """Stream the hashes of one archive (as :func:`read_hashed_csv` takes it) into the file.
+
+        ``label`` names the archive in an error; ``stacklevel`` counts from the
+        caller of this method (1) to the frame a warning is shown at.
+
+        Raises:
+            BadArchive: As ``read_hashed_csv``, or an archive whose columns differ
+                from those of the first one added.
+            ArchiveTooLarge: As ``read_hashed_csv``.
+
+        Warns:
+            UserWarning: As ``read_hashed_csv``, once per archive.
+        """
+        with HashedBatches(
+            source, max_size=max_size, max_ratio=max_ratio, block_size=BLOCK_SIZE
+        ) as reader:
+            checked = False
+            for batch in reader:
+                if not checked:  # the layout is known from the first batch on
+                    self._columns(reader, label)
+                    checked = True
+                self._writer.write_batch(batch)
+                self.rows += batch.num_rows
+        if not checked and reader.layout is not None:  # a header alone names columns too
+            self._columns(reader, label)
+        if reader.kinds is not None:
+            self.kinds = add_counts([self.kinds or {}, reader.kinds])
+        reader.warn(stacklevel=stacklevel + 1)
+
+    def finish(self, attrs: dict[str, Any] | None = None) -> None:
+        """Close the file, with ``attrs`` (and ``kinds``) as its frame's attrs, and put it in place.
+
+        ``attrs`` must be JSON (pandas keeps them so).
+        """
+        attrs = dict(attrs or {})
+        if self.kinds is not None:
+            attrs["kinds"] = self.kinds
+        try:
+            if self._writer is None:
+                self._open(self._names or ["md5"])
+            names = self._names or ["md5"]
+            self._writer.add_key_value_metadata(_pandas_metadata(names, attrs))
+            writer, self._writer = self._writer, None
+            writer.close()
+            assert self._part is not None
+            os.replace(self._part, self.path)
+        except BaseException:
+            self._discard()
+            raise
+        self._done = True

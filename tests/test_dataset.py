@@ -1,0 +1,520 @@
+"""``write_profiles_parquet``: a Parquet dataset written page by page, resumed exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pyarrow.dataset as pds
+import pyarrow.parquet as pq
+import pytest
+
+import stoplist_nb as sn
+from stoplist_nb.demo import DemoService, serve
+from stoplist_nb.demo._data import generate_profiles
+from stoplist_nb.profiles import dataset
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PAGE, PER_PART = 10, 30
+LATE = 105  # the first profile with "late_score": its column joins on the eleventh page
+
+
+def _profiles() -> list[dict[str, Any]]:
+    profiles = generate_profiles(150, seed=11)
+    for i, profile in enumerate(profiles):
+        if i >= LATE:
+            profile["late_score"] = i
+    return profiles
+
+
+@pytest.fixture(scope="module")
+def svc() -> Iterator[DemoService]:
+    """The demo service of this module: 150 profiles, a custom field from profile 105 on."""
+    with serve(profiles=_profiles()) as service:
+        yield service
+
+
+def pull(client: sn.Client, path: pathlib.Path, **options: Any) -> sn.DatasetSummary:
+    options = {"limit": PAGE, "profiles_per_part": PER_PART, "progress": False, **options}
+    db_id = options.pop("db_id", 1)
+    return sn.write_profiles_parquet(client, db_id, path, **options)
+
+
+@pytest.fixture(scope="module")
+def reference(svc: DemoService, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The dataset of a pull that nothing interrupted."""
+    path = tmp_path_factory.mktemp("reference") / "profiles"
+    with svc.client() as client:
+        summary = pull(client, path)
+    assert summary.complete
+    return path
+
+
+def checkpoint(path: pathlib.Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((path / dataset.CHECKPOINT).read_text(encoding="utf-8"))
+    return data
+
+
+def listing(path: pathlib.Path) -> list[str]:
+    return sorted(p.name for p in path.iterdir())
+
+
+def assert_same_dataset(path: pathlib.Path, reference: pathlib.Path) -> None:
+    """Same files, same rows in the same order, same checkpoint as the uninterrupted pull."""
+    assert listing(path) == listing(reference)
+    pd.testing.assert_frame_equal(pd.read_parquet(path), pd.read_parquet(reference))
+    for name in listing(reference):
+        if name.endswith(".parquet"):
+            assert pq.read_table(path / name).equals(pq.read_table(reference / name), True)
+    assert checkpoint(path) == checkpoint(reference)
+
+
+def pages_from(demo: DemoService) -> list[str | None]:
+    return [r.params.get("from_id") for r in demo.requests if r.method == "profiles/list"]
+
+
+# --- the dataset -----------------------------------------------------------------
+
+
+def test_the_dataset_holds_every_profile_in_parts(
+    reference: pathlib.Path, client: sn.Client, svc: DemoService
+) -> None:
+    frame = sn.read_profiles(client, 1, progress=False)
+    back = pd.read_parquet(reference)
+    assert list(back.columns) == list(frame.columns)
+    # pandas' metadata in every file gives read_profiles' dtypes; objects are their JSON text.
+    assert back["phones"].dropna().map(json.loads).tolist() == frame["phones"].dropna().tolist()
+    rest = [c for c in frame.columns if c != "phones"]
+    pd.testing.assert_frame_equal(back[rest], frame[rest])
+    state = checkpoint(reference)
+    assert state["complete"] is True
+    assert state["profiles"] == len(svc.profiles) == sum(p["profiles"] for p in state["parts"])
+    assert state["rows"] == len(frame) == sum(p["rows"] for p in state["parts"])
+    assert state["next_from_id"] == svc.profiles[-1]["id"]
+    assert state["query"] is None
+    assert state["fields"] is None
+    # Parts of 30 profiles, but the one open when late_score joined closes early.
+    assert [p["profiles"] for p in state["parts"]] == [30, 30, 30, 10, 30, 20]
+    names = [p["name"] for p in state["parts"]]
+    assert names == [f"part-{i:05d}.parquet" for i in range(6)]
+    assert listing(reference) == sorted([*names, "_checkpoint.json", "_common_metadata"])
+    # One page, one row group.
+    groups = [pq.ParquetFile(reference / n).metadata.num_row_groups for n in names]
+    assert groups == [3, 3, 3, 1, 3, 2]
+
+
+def test_a_column_that_joins_late_is_in_every_part(reference: pathlib.Path) -> None:
+    final = pq.read_schema(reference / "_common_metadata")
+    assert "late_score" in final.names
+    for name in listing(reference):
+        if name.endswith(".parquet"):
+            assert pq.read_schema(reference / name).equals(final, check_metadata=True), name
+    table = pds.dataset(reference).to_table()
+    assert table.schema.names == final.names
+    scores = table.column("late_score").to_pylist()
+    ids = table.column("profile_id").to_pylist()
+    assert {i for i, s in zip(ids, scores, strict=True) if s is not None} == {
+        p["id"] for p in _profiles()[LATE:]
+    }
+
+
+@pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.reset_index")
+def test_duckdb_and_dask_read_the_dataset(reference: pathlib.Path, client: sn.Client) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    dd = pytest.importorskip("dask.dataframe")
+    frame = sn.read_profiles(client, 1, progress=False)
+    expected = {
+        (None if pd.isna(c) else c, None if pd.isna(s) else s): n
+        for (c, s), n in frame.groupby(["channel", "status"], dropna=False).size().items()
+    }
+    glob = str(reference / "*.parquet")
+    rows = duckdb.sql(
+        f"SELECT channel, status, count(*) FROM read_parquet('{glob}') GROUP BY channel, status"
+    ).fetchall()
+    assert {(c, s): n for c, s, n in rows} == expected
+    late = duckdb.sql(f"SELECT count(late_score) FROM read_parquet('{glob}')").fetchall()
+    assert late == [(frame["late_score"].notna().sum(),)]
+    lazy = dd.read_parquet(str(reference))
+    assert list(lazy.columns) == list(frame.columns)
+    computed = lazy.compute().reset_index(drop=True)
+    rest = [c for c in frame.columns if c not in ("phones", "cats")]
+    pd.testing.assert_frame_equal(computed[rest], frame[rest], check_dtype=False)
+    assert computed["cats"].map(lambda v: None if v is None else list(v)).tolist() == [
+        None if v is None else list(v) for v in frame["cats"]
+    ]
+
+
+def test_a_complete_dataset_is_returned_without_a_request(
+    reference: pathlib.Path, client: sn.Client, demo: DemoService
+) -> None:
+    before = checkpoint(reference)
+    summary = pull(client, reference)
+    assert demo.requests == []
+    assert summary == sn.DatasetSummary(
+        reference, 6, before["profiles"], before["rows"], True, before["next_from_id"]
+    )
+    assert checkpoint(reference) == before
+
+
+def test_an_empty_result_is_one_empty_part_with_the_fixed_columns(
+    client: sn.Client, tmp_path: pathlib.Path
+) -> None:
+    out = tmp_path / "none"
+    summary = pull(client, out, query={"_city": "Atlantis"}, dtypes={"age": "Int16"})
+    assert (summary.parts, summary.profiles, summary.rows, summary.complete) == (1, 0, 0, True)
+    back = pd.read_parquet(out)
+    assert len(back) == 0
+    assert {"profile_id", "channel", "status", "email", "cats"} <= set(back.columns)
+    assert back["age"].dtype == "Int16"
+    assert listing(out) == ["_checkpoint.json", "_common_metadata", "part-00000.parquet"]
+
+
+# --- resuming --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "options", "error"),
+    [
+        ("status", {"status": 500, "times": None}, sn.ServerError),
+        ("malformed", {}, sn.InvalidReply),
+    ],
+)
+def test_a_pull_failed_by_the_service_resumes_exactly(
+    client: sn.Client,
+    demo: DemoService,
+    reference: pathlib.Path,
+    tmp_path: pathlib.Path,
+    kind: Any,
+    options: dict[str, Any],
+    error: type[Exception],
+) -> None:
+    out = tmp_path / "profiles"
+    demo.add_fault("profiles/list", kind, after=7, **options)
+    with pytest.raises(error) as info:
+        pull(client, out)
+    exc = info.value
+    assert isinstance(exc, sn.StoplistError)
+    # Seven pages read: two parts of 30 committed, the third (one page in) dropped.
+    cursor = demo.profiles[59]["id"]
+    assert exc.partial == sn.DatasetSummary(out, 2, 60, exc.partial.rows, False, cursor)
+    assert exc.resume_from is None  # the checkpoint carries on: no from_id to advise
+    assert "resume=True" in str(exc)
+    assert "from_id" not in str(exc)
+    state = checkpoint(out)
+    assert (state["next_from_id"], state["profiles"], state["complete"]) == (cursor, 60, False)
+    assert listing(out) == ["_checkpoint.json", "part-00000.parquet", "part-00001.parquet"]
+    demo.clear_faults()
+    demo.requests.clear()
+    summary = pull(client, out)
+    assert pages_from(demo)[0] == cursor
+    assert summary.complete
+    assert summary.profiles == len(demo.profiles)
+    assert_same_dataset(out, reference)
+
+
+def test_a_pull_interrupted_by_ctrl_c_resumes_exactly(
+    client: sn.Client,
+    demo: DemoService,
+    reference: pathlib.Path,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = tmp_path / "profiles"
+    write = pq.ParquetWriter.write_table
+    calls = []
+
+    def interrupted(self: pq.ParquetWriter, table: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append(table.num_rows)
+        if len(calls) == 5:  # the second page of the second part
+            raise KeyboardInterrupt
+        write(self, table, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pull(client, out)
+    monkeypatch.undo()
+    assert listing(out) == ["_checkpoint.json", "part-00000.parquet"]  # no temporary file
+    assert checkpoint(out)["next_from_id"] == demo.profiles[29]["id"]
+    demo.requests.clear()
+    pull(client, out)
+    assert pages_from(demo)[0] == demo.profiles[29]["id"]
+    assert_same_dataset(out, reference)
+
+
+def test_a_part_renamed_but_not_checkpointed_is_read_again(
+    client: sn.Client,
+    demo: DemoService,
+    reference: pathlib.Path,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = tmp_path / "profiles"
+    save = dataset._save
+    saves = []
+
+    def crash_before_the_third(directory: pathlib.Path, state: Any) -> None:
+        saves.append(state.profiles)
+        if len(saves) == 3:  # the new checkpoint, after the first, then part 0
+            raise KeyboardInterrupt
+        save(directory, state)
+
+    monkeypatch.setattr(dataset, "_save", crash_before_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        pull(client, out)
+    monkeypatch.undo()
+    # part-00001 is whole on disk, but the checkpoint never moved on to it.
+    assert listing(out) == ["_checkpoint.json", "part-00000.parquet", "part-00001.parquet"]
+    assert [p["name"] for p in checkpoint(out)["parts"]] == ["part-00000.parquet"]
+
+    def no_write(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    # Resumed, the orphan goes before anything is written.
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", no_write)
+    with pytest.raises(KeyboardInterrupt):
+        pull(client, out)
+    monkeypatch.undo()
+    assert listing(out) == ["_checkpoint.json", "part-00000.parquet"]
+    demo.requests.clear()
+    pull(client, out)
+    assert pages_from(demo)[0] == demo.profiles[29]["id"]
+    assert_same_dataset(out, reference)
+
+
+def test_a_pull_interrupted_while_sealing_seals_without_a_request(
+    client: sn.Client,
+    demo: DemoService,
+    reference: pathlib.Path,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = tmp_path / "profiles"
+
+    def interrupted(*args: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dataset, "conform_to", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pull(client, out)
+    monkeypatch.undo()
+    state = checkpoint(out)
+    assert (state["ended"], state["complete"], state["profiles"]) == (True, False, 150)
+    assert "_common_metadata" not in listing(out)
+    assert not [n for n in listing(out) if n.startswith(".")]
+    # Parts before late_score joined do not have it yet.
+    assert "late_score" not in pq.read_schema(out / "part-00000.parquet").names
+    demo.requests.clear()
+    assert pull(client, out).complete
+    assert demo.requests == []
+    assert_same_dataset(out, reference)
+
+
+KILLED = """
+import os, sys, time
+import pyarrow.parquet as pq
+import stoplist_nb as sn
+
+write = pq.ParquetWriter.write_table
+calls = 0
+
+def write_and_wait(self, table, *args, **kwargs):
+    global calls
+    calls += 1
+    write(self, table, *args, **kwargs)
+    if calls == 5:  # the second page of the second part is in its temporary file
+        print("writing", flush=True)
+        time.sleep(120)
+
+pq.ParquetWriter.write_table = write_and_wait
+with sn.Client(os.environ["STOPLIST_NB_URL"], os.environ["STOPLIST_NB_TOKEN"]) as client:
+    sn.write_profiles_parquet(
+        client, 1, sys.argv[1], limit=int(sys.argv[2]), profiles_per_part=int(sys.argv[3]),
+        progress=False,
+    )
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_pull_killed_in_the_middle_of_a_part_resumes_exactly(
+    client: sn.Client, demo: DemoService, reference: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    out = tmp_path / "profiles"
+    env = {**os.environ, "STOPLIST_NB_URL": demo.base_url, "STOPLIST_NB_TOKEN": demo.token}
+    with subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(out), str(PAGE), str(PER_PART)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    ) as child:
+        try:
+            said = child.stdout.readline() if child.stdout else ""
+            assert said == "writing\n", child.stderr.read() if child.stderr else ""
+            os.kill(child.pid, signal.SIGKILL)
+        finally:
+            child.kill()
+            child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+    # Killed with the second part half written: only the first is in the checkpoint.
+    assert listing(out) == [".part-00001.parquet.tmp", "_checkpoint.json", "part-00000.parquet"]
+    assert checkpoint(out)["profiles"] == PER_PART
+    demo.requests.clear()
+    pull(client, out)
+    assert pages_from(demo)[0] == demo.profiles[PER_PART - 1]["id"]
+    assert_same_dataset(out, reference)
+
+
+# --- refusals --------------------------------------------------------------------
+
+
+@pytest.fixture
+def unfinished(client: sn.Client, demo: DemoService, tmp_path: pathlib.Path) -> pathlib.Path:
+    """A pull stopped by the service after two parts."""
+    out = tmp_path / "profiles"
+    demo.add_fault("profiles/list", "status", status=500, times=None, after=7)
+    with pytest.raises(sn.ServerError):
+        pull(client, out)
+    demo.clear_faults()
+    demo.requests.clear()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("other", "named"),
+    [
+        ({"db_id": 2}, "db_id: 1 there, 2 now"),
+        ({"query": {"_city": "Moscow"}}, "query: None there, {'_city': 'Moscow'} now"),
+        ({"fields": ["_fname"]}, "fields: None there, ['_fname'] now"),
+        ({"dtypes": {"late_score": "Float64"}}, "dtypes: {} there"),
+    ],
+)
+def test_the_checkpoint_of_another_pull_is_refused(
+    client: sn.Client,
+    demo: DemoService,
+    unfinished: pathlib.Path,
+    other: dict[str, Any],
+    named: str,
+) -> None:
+    files = {n: (unfinished / n).read_bytes() for n in listing(unfinished)}
+    for overwrite_not_asked in ({}, {"resume": True}):
+        with pytest.raises(sn.DatasetMismatch, match="checkpoint of another pull") as info:
+            pull(client, unfinished, **other, **overwrite_not_asked)
+        assert named in str(info.value)
+        assert isinstance(info.value, ValueError)
+    assert demo.requests == []
+    assert {n: (unfinished / n).read_bytes() for n in listing(unfinished)} == files
+
+
+def test_resume_false_refuses_a_dataset_and_overwrite_starts_again(
+    client: sn.Client,
+    demo: DemoService,
+    unfinished: pathlib.Path,
+    reference: pathlib.Path,
+) -> None:
+    before = listing(unfinished)
+    with pytest.raises(sn.DatasetMismatch, match="holds a dataset already") as info:
+        pull(client, unfinished, resume=False)
+    assert "overwrite=True" in str(info.value)
+    assert listing(unfinished) == before
+    assert demo.requests == []
+    pull(client, unfinished, resume=False, overwrite=True)
+    assert pages_from(demo)[0] is None  # from the start
+    assert_same_dataset(unfinished, reference)
+
+
+def test_files_that_are_not_the_datasets_are_never_removed(
+    client: sn.Client, demo: DemoService, unfinished: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    (unfinished / "notes.txt").write_text("mine")
+    before = listing(unfinished)
+    for options in ({"overwrite": True}, {"resume": True}):
+        with pytest.raises(sn.DatasetMismatch, match=r"not part of a dataset \(notes.txt\)"):
+            pull(client, unfinished, **options)
+    assert listing(unfinished) == before
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "data.csv").write_text("a\n")
+    with pytest.raises(sn.DatasetMismatch, match="a directory of its own"):
+        pull(client, tmp_path / "other")
+    assert demo.requests == []
+
+
+def test_bad_arguments_are_refused_before_anything_is_written(
+    client: sn.Client, demo: DemoService, tmp_path: pathlib.Path
+) -> None:
+    out = tmp_path / "profiles"
+    for options in (
+        {"profiles_per_part": 0},
+        {"resume": "yes"},
+        {"limit": 0},
+        {"query": {"_city": {"$inn": ["x"]}}},
+        {"dtypes": {"age": "no such dtype"}},
+    ):
+        with pytest.raises(sn.InvalidInput):
+            pull(client, out, **options)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(sn.InvalidInput, match="is a file"):
+        pull(client, tmp_path / "file")
+    assert not out.exists()
+    assert demo.requests == []
+
+
+# --- memory ----------------------------------------------------------------------
+
+
+MEASURED = """
+import os, sys
+import pyarrow as pa
+import pyarrow.parquet as pq
+import stoplist_nb as sn
+
+held = []
+if sys.argv[2] == "hold":  # the control: every page kept, as a reader that held them would
+    write = pq.ParquetWriter.write_table
+
+    def write_and_hold(self, table, *args, **kwargs):
+        held.append(table)
+        write(self, table, *args, **kwargs)
+
+    pq.ParquetWriter.write_table = write_and_hold
+with sn.Client(os.environ["STOPLIST_NB_URL"], os.environ["STOPLIST_NB_TOKEN"]) as client:
+    summary = sn.write_profiles_parquet(
+        client, 1, sys.argv[1], limit=250, profiles_per_part=2500, progress=False
+    )
+page = pq.ParquetFile(os.path.join(sys.argv[1], "part-00000.parquet")).read_row_group(0)
+print(pa.default_memory_pool().max_memory(), page.nbytes, summary.profiles)
+"""
+
+
+def test_memory_stays_at_a_few_pages(tmp_path: pathlib.Path) -> None:
+    def peak(mode: str) -> tuple[int, int, int]:
+        result = subprocess.run(
+            [sys.executable, "-c", MEASURED, str(tmp_path / mode), mode],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "STOPLIST_NB_URL": big.base_url, "STOPLIST_NB_TOKEN": big.token},
+            cwd=ROOT,
+            timeout=300,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        most, page, profiles = map(int, result.stdout.split())
+        return most, page, profiles
+
+    with serve(profiles=10_000, seed=3) as big:
+        streamed, page, profiles = peak("write")
+        held, _, _ = peak("hold")
+    assert profiles == 10_000
+    pages = profiles // 250
+    bound = 8 * page  # a few pages: those parsed ahead, the one written, the writer's buffers
+    assert streamed < bound, (streamed, page)
+    assert held > bound, (held, page)  # the bound would catch a writer that kept its pages
+    assert held > pages * page // 2
