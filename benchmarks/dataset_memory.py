@@ -20,7 +20,6 @@ in the same run.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import platform
@@ -33,11 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from profile_pages import make_pages
+from profile_pages import EMPTY, make_pages, replay_client
 
 PAGE = 1000
 TEMPLATES = 20
-EMPTY = b'{"data":[],"error":0,"error_text":"Successful operation","next_from_id":""}'
 
 
 def _rss_kb() -> int:
@@ -49,11 +47,6 @@ def _rss_kb() -> int:
 
 def _replay_client(templates: list[bytes], profiles: int) -> Any:
     """A Client whose ``profiles/list`` is answered from ``templates``, in a cycle."""
-    import requests
-    from requests.adapters import BaseAdapter
-
-    import stoplist_nb as sn
-
     pages = profiles // PAGE
     key = b'"next_from_id":"'
 
@@ -65,21 +58,7 @@ def _replay_client(templates: list[bytes], profiles: int) -> Any:
         at = content.rfind(key) + len(key)
         return content[:at] + f"{k + 1:024x}".encode() + content[at + 24 :]
 
-    class Replay(BaseAdapter):  # type: ignore[misc]
-        def send(self, request: Any, **kwargs: Any) -> requests.Response:
-            response = requests.Response()
-            response.status_code = 200
-            response.headers["Content-Type"] = "application/json"
-            response.raw = io.BytesIO(reply(json.loads(request.body).get("from_id", "")))
-            response.url, response.request = request.url, request
-            return response
-
-        def close(self) -> None:
-            pass
-
-    client = sn.Client("http://replay.invalid", "not-a-token")
-    client.session.mount("http://replay.invalid/api/v1.1/profiles/list", Replay())
-    return client
+    return replay_client(reply)
 
 
 def _child(route: str, profiles: int, templates_path: str, out: str) -> None:

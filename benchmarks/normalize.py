@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from profile_pages import PROFILE_FIELDS, make_pages
+from profile_pages import EMPTY, PROFILE_FIELDS, make_pages, replay_client
 
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, parse_threads
 
@@ -80,9 +80,6 @@ def _floor_threads(pages: list[tuple[str, bytes]]) -> list[Any]:
 
     with ThreadPoolExecutor(PARSE_THREADS) as pool:
         return list(pool.map(_parse, (content for _, content in pages)))
-
-
-EMPTY = b'{"data":[],"error":0,"error_text":"Successful operation","next_from_id":""}'
 
 
 def _ours(pages: list[tuple[str, bytes]], lookahead: int = DEFAULT_LOOKAHEAD) -> Any:
@@ -136,31 +133,8 @@ def _unguarded(route: Any) -> Any:
 
 def _replay_client(pages: list[tuple[str, bytes]]) -> Any:
     """A Client whose ``profiles/list`` requests are answered from ``pages`` in memory."""
-    import io
-
-    import requests
-    from requests.adapters import BaseAdapter
-
-    import stoplist_nb as sn
-
     replies = dict(pages)
-
-    class Replay(BaseAdapter):  # type: ignore[misc]
-        def send(self, request: Any, **kwargs: Any) -> requests.Response:
-            response = requests.Response()
-            response.status_code = 200
-            response.headers["Content-Type"] = "application/json"
-            cursor = json.loads(request.body).get("from_id", "")
-            response.raw = io.BytesIO(replies.get(cursor, EMPTY))
-            response.url, response.request = request.url, request
-            return response
-
-        def close(self) -> None:
-            pass
-
-    client = sn.Client("http://replay.invalid", "not-a-token")
-    client.session.mount("http://replay.invalid/api/v1.1/profiles/list", Replay())
-    return client
+    return replay_client(lambda cursor: replies.get(cursor, EMPTY))
 
 
 def _read_profiles(pages: list[tuple[str, bytes]], lookahead: int = DEFAULT_LOOKAHEAD) -> Any:

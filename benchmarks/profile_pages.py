@@ -9,8 +9,10 @@ millisecond ISO dates, ``custom_fields`` with varying keys, ``cats``.
 
 from __future__ import annotations
 
+import io
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 FIRST = ["Анна", "Иван", "Мария", "Пётр", "Olga", "José", "Zoë", "Łukasz", "Sören", "Ayşe"]
@@ -110,3 +112,35 @@ def make_pages(
         pages.append((cursor, content))
         cursor = body["next_from_id"]
     return pages
+
+
+#: The reply that ends paging: no rows.
+EMPTY = b'{"data":[],"error":0,"error_text":"Successful operation","next_from_id":""}'
+
+
+def replay_client(reply: Callable[[str], bytes]) -> Any:
+    """A Client whose ``profiles/list`` requests get ``reply(from_id)``, from memory.
+
+    No network: a requests transport adapter builds each response, so the
+    figures include building and reading HTTP requests and responses.
+    """
+    import requests
+    from requests.adapters import BaseAdapter
+
+    import stoplist_nb as sn
+
+    class Replay(BaseAdapter):  # type: ignore[misc]
+        def send(self, request: Any, **kwargs: Any) -> requests.Response:
+            response = requests.Response()
+            response.status_code = 200
+            response.headers["Content-Type"] = "application/json"
+            response.raw = io.BytesIO(reply(json.loads(request.body).get("from_id", "")))
+            response.url, response.request = request.url, request
+            return response
+
+        def close(self) -> None:
+            pass
+
+    client = sn.Client("http://replay.invalid", "not-a-token")
+    client.session.mount("http://replay.invalid/api/v1.1/profiles/list", Replay())
+    return client

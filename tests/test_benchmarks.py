@@ -57,3 +57,11 @@ def test_hashes_benchmark_runs(tmp_path: Path) -> None:
     assert "list: 20,000 rows" in out
     for part in ("1. read, with decompression", "2. flag 2,000 contacts", "3. hash_emails"):
         assert part in out
+
+
+def test_dataset_memory_benchmark_runs_both_routes() -> None:
+    out = run("dataset_memory.py", "--sizes", "2000", "5000", "--frame-max", "2000")
+    rows = re.findall(r"^\s+(dataset|frame)\s+([0-9,]+)\s", out, re.MULTILINE)
+    assert rows == [("dataset", "2,000"), ("frame", "2,000"), ("dataset", "5,000")]
+    assert "dataset peak RSS, 5,000 over 2,000 profiles:" in out
+    assert "frame over dataset peak RSS at 2,000:" in out
