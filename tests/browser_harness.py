@@ -332,9 +332,16 @@ class NotebookPage:
         button = self.page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept")
         if not button.count():
             return False
-        button.first.click()
-        button.first.wait_for(state="detached")
-        return True
+        # A click that lands while the dialog is still being set up does nothing
+        # (seen about once in four runs): click again until it goes.
+        clicks = 4
+        for _ in range(clicks):
+            with contextlib.suppress(PlaywrightTimeout):
+                if button.count():
+                    button.first.click(timeout=5_000)
+                button.first.wait_for(state="detached", timeout=5_000)
+                return True
+        raise PlaywrightTimeout(f"a JupyterLab dialog stayed open after {clicks} clicks")
 
     def cell(self, index: int) -> Locator:
         """The ``index``-th cell (from 0)."""

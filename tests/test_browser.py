@@ -245,9 +245,13 @@ def test_enter_adds_the_values_of_an_isin_condition(qb: WidgetArea) -> None:
 def test_a_bad_value_marks_its_row_and_turns_preview_off_until_fixed(qb: WidgetArea) -> None:
     row = _new_row(qb)
     error = re.compile(r"\bsn-row-error\b")
+    columns = ("sn-field", "sn-operator", "sn-value-slot")
+    widths = [_box(row.by_class(name))["width"] for name in columns]
     for bad in ("2.5", "many"):  # a fraction in a whole-number field; not a number at all
         _fill_row(row, "loyalty_level", ">", bad)
         expect(row.root).to_have_class(error)
+        # the error text beside the row wraps; the columns keep their widths
+        assert [_box(row.by_class(name))["width"] for name in columns] == widths
         expect(row.by_class("sn-row-message")).to_contain_text("loyalty_level")
         expect(qb.by_class("sn-errors")).to_contain_text("Row 1")
         expect(qb.by_class("sn-preview")).to_be_disabled()
@@ -294,3 +298,90 @@ def _box(locator: Locator) -> FloatRect:
     box = locator.bounding_box()
     assert box is not None, "not drawn"
     return box
+
+
+def _expect_operator(row: WidgetArea, label: str) -> None:
+    """Wait until the row's operator drop-down shows ``label``."""
+    chosen = row.by_class("sn-operator").locator("select option:checked")
+    expect(chosen).to_have_text(label)
+
+
+def test_retyping_a_field_keeps_its_operator_and_value(qb: WidgetArea) -> None:
+    row = _new_row(qb)
+    _fill_row(row, "score", ">", "5")
+    assert qb.wait_json({"score": {"$gt": 5}}) == {"score": {"$gt": 5}}
+    field = row.by_class("sn-field").locator("input")
+    # Every keystroke reaches the kernel: "s" ... "scor" are text fields, whose
+    # operators lack ">", and their replies come back after the last keystroke.
+    row.type_into(field, "score")
+    row.commit(field)
+    expect(qb.by_class("sn-json")).to_have_text(re.compile(r'\{"score":\{"\$gt":5\}\}'))
+    _expect_operator(row, ">")
+    expect(row.by_class("sn-value-number").locator("input")).to_have_value("5")
+    row.type_into(field, "loyalty_level")  # another kind that holds ">": it stays
+    row.commit(field)
+    expect(row.by_class("sn-field").locator("input")).to_have_value("loyalty_level")
+    _expect_operator(row, ">")
+    expect(row.by_class("sn-value-number").locator("input")).to_have_value("")
+    row.type_into(field, "vip")  # a boolean has no ">": back to "=="
+    row.commit(field)
+    expect(row.by_class("sn-value-bool")).to_be_visible()
+    _expect_operator(row, "==")
+    assert qb.wait_json({"vip": True}) == {"vip": True}
+
+
+def test_missing_values_show_as_empty_cells(qb: WidgetArea) -> None:
+    _fill_row(_new_row(qb), "_city", "==", "Kazan")
+    qb.wait_json({"_city": "Kazan"})
+    for name in ("_bdate", "_sex", "subscriptions"):  # some Kazan rows lack each
+        _add_tag(WidgetArea(qb.by_class("sn-fields")), name)
+    qb.by_class("sn-preview").click()
+    cells = qb.root.locator(".sn-output .sn-preview-table tbody td")
+    expect(cells.first).to_be_visible()
+    texts = [t.strip() for t in cells.all_inner_texts()]
+    assert not {"<NA>", "NaT", "nan", "None"} & set(texts)
+    assert "" in texts  # there were missing values to show
+
+
+def test_an_empty_tag_list_draws_no_box(qb: WidgetArea) -> None:
+    fields = WidgetArea(qb.by_class("sn-fields"))
+    expect(fields.by_class("sn-tags")).to_be_hidden()
+    expect(fields.by_class("sn-tags-empty")).to_have_text("all fields")
+    _add_tag(fields, "_city")
+    expect(fields.by_class("sn-tags")).to_be_visible()
+    expect(fields.by_class("sn-tags-empty")).to_be_hidden()
+    fields.by_class("sn-tags").locator(".jupyter-widget-tag", has_text="_city").locator(
+        "i"
+    ).click()  # the tag's own x
+    expect(fields.by_class("sn-tags")).to_be_hidden()
+    expect(fields.by_class("sn-tags-empty")).to_be_visible()
+    row = _new_row(qb)
+    _fill_row(row, "_city", "isin")
+    expect(row.by_class("sn-value-tags").locator(".sn-tags")).to_be_hidden()
+    qb.shot("empty-tag-lists")
+
+
+def test_each_preview_row_names_its_subscription(qb: WidgetArea, notebook: NotebookPage) -> None:
+    area = notebook.output(BUILDER_CELL).locator(".jp-OutputArea-output").first
+    right = _box(area)["x"] + _box(area)["width"]
+    _fill_row(_new_row(qb), "_city", "==", "Kazan")
+    qb.wait_json({"_city": "Kazan"})
+    qb.by_class("sn-preview").click()
+    table = qb.root.locator(".sn-output .sn-preview-table")
+    expect(table).to_be_visible()
+    heads = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+    assert heads[:4] == ["profile_id", "channel", "status", "contact"], heads
+    assert "_city" in heads, heads
+    assert len(heads) <= 12, heads
+    rows = [tuple(r.locator("td").all_inner_texts()[:4]) for r in table.locator("tbody tr").all()]
+    assert len(set(rows)) == len(rows) > 1  # no two rows look alike
+    assert _box(table.locator("xpath=.."))["x"] + _box(table.locator("xpath=.."))["width"] <= (
+        right + 1
+    )
+    qb.shot("preview-subscription-rows")
+    for name in ("_fname", "subscriptions"):
+        _add_tag(WidgetArea(qb.by_class("sn-fields")), name)
+    qb.by_class("sn-preview").click()
+    expect(qb.root.locator(".sn-output .sn-preview-count")).to_contain_text("chosen fields")
+    heads = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+    assert heads == ["profile_id", "channel", "status", "contact", "_fname"], heads

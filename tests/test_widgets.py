@@ -87,6 +87,14 @@ def output_text(qb: QueryBuilder) -> str:
     return "".join(parts)
 
 
+def table_rows(page: str) -> list[list[str]]:
+    """The cells of each body row of the table in ``page``."""
+    body = re.search(r"<tbody>(.*)</tbody>", page, re.DOTALL)
+    assert body is not None, page
+    rows = re.findall(r"<tr>(.*?)</tr>", body[1], re.DOTALL)
+    return [[html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", r, re.DOTALL)] for r in rows]
+
+
 def test_operators_per_field_type() -> None:
     qb = builder()
     row = new_row(qb)
@@ -178,6 +186,26 @@ def test_value_widgets_follow_field_and_operator() -> None:
         "sn-value-text", "sn-value-tags", "sn-value-number", "sn-value-number",
         "sn-value-bool", "sn-value-bool", "sn-value-date",
     ]  # fmt: skip
+
+
+def test_retyping_a_field_keeps_the_operator_and_value_its_kind_can_hold() -> None:
+    qb = builder()
+    row = fill(new_row(qb), "score", "$gt")
+    typed(row.value, "5")
+    for text in ("s", "sc", "sco", "scor", "score"):  # a keystroke each, as the browser sends
+        typed(row.field, text)
+    assert (row.op.value, row.value.value) == ("$gt", "5")
+    assert qb.query == {"score": {"$gt": 5}}
+    for text in ("l", "loyalty_level"):  # another kind that has ">": a new, empty box
+        typed(row.field, text)
+    assert (row.op.value, row.value.value) == ("$gt", "")
+    assert shown_errors(qb) == []  # nothing typed in the new box yet
+    typed(row.field, "vip")  # a boolean has no ">"
+    assert row.op.value == "$eq"
+    assert qb.query == {"vip": True}
+    typed(row.field, "score")  # the operator chosen last, and the number typed for it
+    assert (row.op.value, row.value.value) == ("$gt", "5")
+    assert qb.query == {"score": {"$gt": 5}}
 
 
 def test_date_field_takes_a_date_picker_except_for_sets_and_exists() -> None:
@@ -856,6 +884,21 @@ def test_enter_adds_an_isin_value_of_the_field_type() -> None:
     assert qb.query == {"score": {"$nin": [1.5]}}
 
 
+def test_an_empty_tag_list_is_hidden_behind_a_quiet_text() -> None:
+    qb = builder()
+    box = qb.fields_box
+    assert (box.tags.layout.display, box.empty.layout.display) == ("none", "")
+    assert "all fields" in box.empty.value
+    typed(box.entry, "_city")
+    assert (box.tags.layout.display, box.empty.layout.display) == ("", "none")
+    typed(box.tags, [])  # the tag's x in the browser
+    assert (box.tags.layout.display, box.empty.layout.display) == ("none", "")
+    values = fill(new_row(qb), "_city", "$in").value
+    assert (values.tags.layout.display, values.empty.layout.display) == ("none", "none")
+    typed(values.entry, "Kazan")
+    assert values.tags.layout.display == ""
+
+
 # -- fields: titles, categories, _id and subscriptions ------------------------------
 
 
@@ -993,8 +1036,12 @@ def test_preview_counts_in_html_and_shows_the_chosen_fields_only(
     page = qb.output.outputs[0]["data"]["text/html"]
     profiles = qb.result["profile_id"].nunique()
     assert f"{len(qb.result)} rows ({profiles} profiles)" in page
-    assert 'style="max-width:100%;overflow-x:auto"' in page
-    assert len(re.findall(r"<th[ >]", page)) == len(qb.result.columns)  # all, in a scroller
+    assert 'style="max-width:100%;overflow-x:auto;white-space:nowrap"' in page
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", page)
+    # what tells a subscription's row apart, then the query's field and the first others
+    assert heads[:5] == ["profile_id", "channel", "status", "contact", "vip"]
+    assert len(heads) == 5 + 5 < len(qb.result.columns)
+    assert f"the first columns (10 of {len(qb.result.columns)})" in page
 
     typed(qb.fields_box.entry, "_city")
     typed(qb.fields_box.entry, "email")
@@ -1008,7 +1055,60 @@ def test_preview_counts_in_html_and_shows_the_chosen_fields_only(
     qb.preview_button.click()
     page = qb.output.outputs[0]["data"]["text/html"]
     heads = re.findall(r"<th[^>]*>([^<]*)</th>", page)
-    assert heads == ["profile_id", "channel", "_city", "profile.email", "status"]
+    assert heads == ["profile_id", "channel", "status", "contact", "_city", "profile.email"]
+
+
+def test_preview_shows_missing_values_as_empty_cells() -> None:
+    frame = pd.DataFrame(
+        {
+            "profile_id": pd.array(["a", "b"], dtype="string[pyarrow]"),
+            "_city": pd.array(["Kazan", None], dtype="string[pyarrow]"),
+            "reg": pd.to_datetime(["2024-01-31", None], utc=True),
+            "n": pd.array([1, None], dtype="Int64"),
+            "ok": pd.array([True, None], dtype="boolean"),
+            "f": [1.5, float("nan")],
+            "tags": [["x"], None],
+        }
+    )
+    qb = builder(runner=lambda params: frame)
+    qb.preview_button.click()
+    (out,) = qb.output.outputs
+    page, plain = out["data"]["text/html"], out["data"]["text/plain"]
+    for missing in ("&lt;NA&gt;", "<NA>", "NaT", "nan", "None"):
+        assert missing not in page, missing
+        assert missing not in plain, missing
+    cells = table_rows(page)
+    assert cells[0] == ["a", "Kazan", "2024-01-31 00:00:00+00:00", "1", "True", "1.5", "[x]"]
+    assert cells[1] == ["b", "", "", "", "", "", ""]
+
+
+def test_preview_rows_start_with_what_tells_their_subscriptions_apart() -> None:
+    token = "t" * 150  # a push subscription's id
+    frame = pd.DataFrame(
+        {
+            "profile_id": ["p1", "p1", "p1", "p2"],
+            "_fname": ["Ann", "Ann", "Ann", "Bob"],
+            "channel": ["email", "sms", "push", None],
+            "status": ["subscribed", "unsubscribed", "subscribed", None],
+            "email": ["ann@example.org", None, None, None],
+            "phone": [None, "+79001234567", None, None],
+            "push_subscription_id": [None, None, token, None],
+        }
+    )
+    qb = builder(runner=lambda params: frame)
+    qb.preview_button.click()
+    page = qb.output.outputs[0]["data"]["text/html"]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", page)
+    assert heads == ["profile_id", "channel", "status", "contact", "_fname"]
+    contacts = [row[3] for row in table_rows(page)]
+    assert contacts == ["ann@example.org", "+79001234567", "t" * 31 + "\u2026", ""]
+    no_subscriptions = frame.assign(channel=None, status=None, email=None, phone=None)
+    no_subscriptions["push_subscription_id"] = None
+    qb = builder(runner=lambda params: no_subscriptions)
+    qb.fields_input.value = ["_city"]
+    qb.preview_button.click()
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", qb.output.outputs[0]["data"]["text/html"])
+    assert heads == ["profile_id"]  # empty subscription columns are left out; no _city here
 
 
 def test_the_query_models_own_refusals_land_on_their_row() -> None:

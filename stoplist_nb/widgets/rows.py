@@ -44,9 +44,11 @@ __all__ = ["OPERATORS", "ConditionRow", "kind_of"]
 
 # Column widths, shared with the groups' headings so that the columns line up.
 JOIN_WIDTH, FIELD_WIDTH, OP_WIDTH, VALUE_WIDTH, REMOVE_WIDTH = (
-    "2.6em", "17em", "9em", "21em", "2.4em",
+    "2.6em", "22em", "9em", "21em", "2.4em",
 )  # fmt: skip
 ERROR_BORDER, NO_BORDER = "3px solid #d32f2f", "3px solid transparent"
+# The columns keep their widths when a row's error text needs room: it wraps instead.
+FIXED = "0 0 auto"
 
 
 def join_label(mode: str) -> str:
@@ -87,24 +89,33 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
         self._date_text = False  # a loaded date-time: a Text instead of the DatePicker
         self._hold = 0
         self._slot: tuple[str, ...] = ()
+        # Each keystroke in the field box reaches the kernel, so retyping a field
+        # passes through other names and kinds ("s" ... "scor" on the way to
+        # "score"): the operator last chosen and a value box per slot are kept,
+        # for the field's final kind to take back.
+        self._chosen_op: str | None = None
+        self._boxes: dict[tuple[str, ...], Any] = {}
+        self._typed: set[tuple[str, ...]] = set()  # slots whose box the user changed
         #: The parts the user changed: "field", "op", "value".
         self.touched: set[str] = set()
-        self.join = w.HTML(layout=w.Layout(width=JOIN_WIDTH)).add_class("sn-join")
+        self.join = w.HTML(layout=w.Layout(width=JOIN_WIDTH, flex=FIXED)).add_class("sn-join")
         self.field = w.Combobox(
             options=catalog.options, placeholder="field: type to search", ensure_option=False,
-            layout=w.Layout(width=FIELD_WIDTH),
+            layout=w.Layout(width=FIELD_WIDTH, flex=FIXED),
         ).add_class("sn-field")  # fmt: skip
         self.op = w.Dropdown(
-            options=OPERATORS["string"], layout=w.Layout(width=OP_WIDTH)
+            options=OPERATORS["string"], layout=w.Layout(width=OP_WIDTH, flex=FIXED)
         ).add_class("sn-operator")
         self.case = w.Checkbox(
             value=False, description="ignore case", indent=False, layout=w.Layout(width="7.5em")
         ).add_class("sn-case")
         self.remove = w.Button(
             icon="times", tooltip="remove this condition",
-            layout=w.Layout(width=REMOVE_WIDTH, padding="0"),
+            layout=w.Layout(width=REMOVE_WIDTH, padding="0", flex=FIXED),
         ).add_class("sn-remove")  # fmt: skip
-        self.slot = w.HBox(layout=w.Layout(width=VALUE_WIDTH)).add_class("sn-value-slot")
+        self.slot = w.HBox(layout=w.Layout(width=VALUE_WIDTH, flex=FIXED)).add_class(
+            "sn-value-slot"
+        )
         self.message = w.HTML(layout=w.Layout(margin="0 0 0 6px")).add_class("sn-row-message")
         self.value: Any = None
         super().__init__(layout=w.Layout(border_left=NO_BORDER, align_items="flex-start"))
@@ -129,6 +140,7 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
     def _changed(self, _: Any = None) -> None:
         if not self._hold:
             self.touched.add("value")
+            self._typed.add(self._slot)
             self._on_change()
 
     def _field_changed(self, _: Any) -> None:
@@ -142,18 +154,26 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
     def _op_changed(self, _: Any) -> None:
         if not self._hold:
             self.touched.add("op")
+            self._chosen_op = self.op.value
             self._sync()
             self._on_change()
 
     def _sync(self) -> None:
-        """Offer the operators of the field's kind and the value widget of the operator."""
+        """Offer the operators of the field's kind and the value widget of the operator.
+
+        The operator chosen last comes back whenever the kind offers it, and a
+        slot's value box (with what was typed in it) whenever the slot does:
+        only what the new kind cannot hold is reset.
+        """
         self._hold += 1
         try:
             ops = OPERATORS[self.kind]
             if tuple(self.op.options) != ops:
-                keep = self.op.value
+                keep, offered = self.op.value, dict(ops).values()
                 self.op.options = ops
-                self.op.value = keep if keep in dict(ops).values() else ops[0][1]
+                self.op.value = next(
+                    (op for op in (self._chosen_op, keep) if op in offered), ops[0][1]
+                )
             op, kind = self.op.value, self.kind
             if op == "$exists":
                 slot: tuple[str, ...] = ("exists",)
@@ -165,10 +185,16 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
                 slot = (kind,)
             if slot != self._slot:
                 self._slot = slot
-                self.value = self._new_value(slot)
-                watched = self.value.tags if isinstance(self.value, TagEntry) else self.value
-                watched.observe(self._changed, "value")
-                self.touched.discard("value")  # a fresh box: nothing typed in it yet
+                if slot not in self._boxes:
+                    made = self._new_value(slot)
+                    watched = made.tags if isinstance(made, TagEntry) else made
+                    watched.observe(self._changed, "value")
+                    self._boxes[slot] = made
+                self.value = self._boxes[slot]
+                if slot in self._typed:
+                    self.touched.add("value")
+                else:
+                    self.touched.discard("value")  # a fresh box: nothing typed in it yet
             suggestions = self._catalog.suggestions(self.path) if kind == "string" else ()
             box = self.value.entry if isinstance(self.value, TagEntry) else self.value
             if isinstance(box, w.Combobox) and tuple(box.options) != suggestions:
@@ -303,7 +329,7 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
                 raise InvalidQuery(
                     f"{where}: the builder cannot show {cond.op} on a {self.kind} field"
                 )
-            self.op.value = op
+            self.op.value = self._chosen_op = op
             day = iso_date(value) if isinstance(value, str) else None
             compares = op not in ("$in", "$nin", "$exists")
             self._date_text = self.kind == "date" and compares and day is None
@@ -326,6 +352,7 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
         finally:
             self._hold -= 1
         self.touched.update(("field", "op", "value"))
+        self._typed.add(self._slot)
         try:
             shown = self.condition()
         except InvalidQuery as exc:

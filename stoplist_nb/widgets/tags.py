@@ -7,6 +7,10 @@ appears after Tab or a click elsewhere. A plain ``Text`` with
 event) in JupyterLab too, so :class:`TagEntry` takes new tags from such a box
 (a ``Combobox``, for suggestions) or its Add button, checks each one and says
 why it refused one. The ``TagsInput`` above it shows the tags and removes them.
+
+The box is cleared by the kernel once it has taken the tag: what is typed
+into it before that reply arrives is overwritten (no stock widget clears an
+input in the browser alone).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ class TagEntry(w.VBox):  # type: ignore[misc]
         options: Suggestions for the entry box (not enforced).
         allowed: The only tags ``tags`` takes, when not empty.
         placeholder: The entry box's hint.
+        empty: A quiet text shown instead of the tags while there is none
+            (an empty ``TagsInput`` draws as an empty square, so it is hidden).
     """
 
     def __init__(
@@ -38,6 +44,7 @@ class TagEntry(w.VBox):  # type: ignore[misc]
         options: Sequence[str] = (),
         allowed: Sequence[str] = (),
         placeholder: str = "type, then Enter",
+        empty: str = "",
     ) -> None:
         self._check, self._resolve = check, resolve
         self.tags = w.TagsInput(
@@ -52,13 +59,24 @@ class TagEntry(w.VBox):  # type: ignore[misc]
             layout=w.Layout(width="5em"),
         ).add_class("sn-tag-add")  # fmt: skip
         self.note = w.HTML().add_class("sn-tag-error")
+        self.empty = w.HTML(
+            f'<span style="font-size:12px;color:#888">{html.escape(empty)}</span>'
+        ).add_class("sn-tags-empty")
+        self._empty_text = empty
         self.entry.observe(self._entered, "value")
+        self.tags.observe(self._show_tags, "value")
         self.add_button.on_click(lambda _: self.submit())
         super().__init__(
-            children=(self.tags, w.HBox((self.entry, self.add_button)), self.note),
+            children=(self.tags, self.empty, w.HBox((self.entry, self.add_button)), self.note),
             layout=w.Layout(width="100%"),
         )
         self.add_class("sn-tag-box")
+        self._show_tags()
+
+    def _show_tags(self, _: Any = None) -> None:
+        has_tags = bool(self.tags.value)
+        self.tags.layout.display = "" if has_tags else "none"
+        self.empty.layout.display = "none" if has_tags or not self._empty_text else ""
 
     @property
     def value(self) -> list[str]:
