@@ -18,6 +18,8 @@ from stoplist_nb.errors import BadArchive
 SAMPLE = 64 * 1024
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 _HEXISH = re.compile(r"[0-9a-fA-F]*")
+# What pyarrow's CSV reader ends a line at: the sample is cut into the same lines.
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,9 @@ def _split(lines: list[str]) -> tuple[str | None, list[list[str]], int]:
     most = 0
     for delimiter in (",", ";", "\t"):
         try:
-            rows = list(csv.reader(lines, delimiter=delimiter))
+            # Quotes are not read as quoting: nor are they by the reader (see archive.py),
+            # so the fields counted here are those it will find.
+            rows = list(csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_NONE))
         except csv.Error:
             continue
         width, count = Counter(len(row) for row in rows).most_common(1)[0]
@@ -60,9 +64,9 @@ def detect(sample: bytes, complete: bool, label: str) -> Layout | None:
         if complete or exc.start < len(body) - 4:  # not just a character cut by the sample
             raise BadArchive(f"{label}: cannot be read as CSV (it is not UTF-8 text)") from None
         text = body[: exc.start].decode()
-    if not complete and "\n" in text:
-        text = text[: text.rindex("\n")]
-    every = [raw.rstrip("\r") for raw in text.split("\n")]
+    if not complete and (cut := max(text.rfind("\n"), text.rfind("\r"))) >= 0:
+        text = text[:cut]
+    every = _LINE_END.split(text)
     lines = [line for line in every if line]
     if not lines:
         return None
