@@ -1,0 +1,141 @@
+"""What the Preview of a query shows: which columns, how cells read, the output.
+
+Pure pandas in, a Jupyter output out; :class:`~stoplist_nb.widgets.QueryBuilder`
+puts it in its ``Output``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from stoplist_nb.profiles.columns import role_of
+from stoplist_nb.query import Condition, Query, parse_query
+
+__all__ = ["preview_frame", "preview_output"]
+
+_PREVIEW_ROWS = 20
+_PREVIEW_PROFILE_COLUMNS = 6  # shown when no fields are chosen, besides the row's key
+_CONTACT_WIDTH = 32  # a push token is ~150 characters: the preview shows its start
+
+
+def _query_paths(query: Query) -> list[str]:
+    """The field paths of the conditions of ``query``, in order, each once."""
+    paths: list[str] = []
+    todo: list[Query] = [query]
+    while todo:  # a loop: groups may nest up to MongoDB's depth
+        item = todo.pop()
+        if isinstance(item, Condition):
+            paths.append(item.path)
+        else:
+            todo.extend(reversed(getattr(item, "items", ())))
+    return list(dict.fromkeys(paths))
+
+
+def _shorten(value: Any) -> Any:
+    text = str(value)
+    return text if len(text) <= _CONTACT_WIDTH else text[: _CONTACT_WIDTH - 1] + "\u2026"
+
+
+def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[str]) -> pd.DataFrame:
+    """The columns a Preview shows, missing values as empty strings.
+
+    A frame has a row per subscription, so every row starts with what tells
+    them apart: ``profile_id``, ``channel``, ``status`` and ``contact`` (the
+    subscription's ``email``, else its ``phone``, else the start of its push
+    or messenger id, e.g. ``cc_data.id``); those empty in every row
+    (no subscriptions were asked for) are left out. Then come the chosen
+    ``fields`` or, with none chosen, the profile columns the query names and
+    the first others, up to ``_PREVIEW_PROFILE_COLUMNS``.
+    """
+    columns = list(frame.columns)
+    present = set(columns)
+    data = {name: frame[name] for name in columns}
+    subscription = ["channel", "status"]
+    # A push or messenger subscription has no address: its id tells two apart.
+    ids = [c for c in columns if role_of(c) == "block" and c.endswith(".id")]
+    sources = [c for c in ("email", "phone", "push_subscription_id", *ids) if c in present]
+    if sources and "contact" not in present:  # not a profile field of that name
+        contact = pd.Series(pd.NA, index=frame.index, dtype=object)
+        for name in sources:
+            contact = contact.where(contact.notna(), frame[name].astype(object))
+        data["contact"] = contact.map(_shorten, na_action="ignore")
+        present.add("contact")
+        subscription.append("contact")
+    key = ["profile_id"] + [c for c in subscription if c in present and data[c].notna().any()]
+    wanted = list(key)
+    if fields:
+        for name in fields:
+            if name == "_id":
+                continue
+            if name == "subscriptions":
+                wanted += ["channel", "status"]
+            elif f"profile.{name}" in present:  # a profile field named like a subscription's
+                wanted.append(f"profile.{name}")
+            else:
+                wanted.append(name)
+                wanted += [c for c in columns if c.startswith(f"{name}.")]
+        wanted = [c for c in wanted if c in key or c not in subscription]
+    else:
+        profile = [c for c in columns if role_of(c) == "profile" and c not in key]
+        named = [c for p in paths for c in (p, f"profile.{p}") if c in profile]
+        wanted += list(dict.fromkeys([*named, *profile]))[
+            : max(_PREVIEW_PROFILE_COLUMNS, len(named))
+        ]
+    shown = list(dict.fromkeys(c for c in wanted if c in present))
+    return pd.DataFrame(
+        {c: data[c].astype(object).where(data[c].notna(), "") for c in shown},
+        index=frame.index,
+    )
+
+
+def preview_output(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool) -> dict[str, Any]:
+    """The Jupyter output of a Preview: its row count and table, as HTML and as text.
+
+    Args:
+        frame: What the query read.
+        params: The request it was read with (``query``, ``fields``).
+        stale: The query changed since: the output says it is out of date.
+    """
+    head = frame.head(_PREVIEW_ROWS)
+    fields = params.get("fields", [])
+    paths = _query_paths(parse_query(params["query"])) if params.get("query") else []
+    shown = preview_frame(head, fields, paths)
+    count = f"{len(frame)} rows"
+    if "profile_id" in frame.columns:
+        count += f" ({frame['profile_id'].nunique()} profiles)"
+    count += f"; the first {len(head)} shown"
+    of = f"{len(shown.columns)} of {len(head.columns)}"
+    if fields:
+        count += f", columns of the chosen fields ({of})"
+    elif len(shown.columns) < len(head.columns):
+        count += f", the first columns ({of}); choose Return fields for others"
+    table = shown.to_html(index=False, border=0, classes="sn-preview-table")
+    note = plain_note = ""
+    if stale:
+        note = (
+            '<div class="sn-preview-stale" style="color:#8a6d3b;font-weight:600">Out of'
+            " date: the query changed after this Preview; press Preview to run it again."
+            "</div>"
+        )
+        plain_note = "Out of date: the query changed after this Preview.\n"
+    body = (
+        f'<div class="sn-preview-count" style="margin:4px 0"><b>{html.escape(count)}</b></div>'
+        # Cells on one line (a date does not break at its dashes); the box scrolls.
+        f'<div style="max-width:100%;overflow-x:auto;white-space:nowrap">{table}</div>'
+    )
+    if stale:
+        body = f'<div style="opacity:0.45">{body}</div>'
+    return {
+        "output_type": "display_data",
+        "data": {
+            "text/plain": plain_note
+            + f"{len(frame)} rows; the first {len(head)}:\n"
+            + shown.to_string(),
+            "text/html": f'<div class="sn-preview-result">{note}{body}</div>',
+        },
+        "metadata": {},
+    }
