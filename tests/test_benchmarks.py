@@ -65,3 +65,61 @@ def test_dataset_memory_benchmark_runs_both_routes() -> None:
     assert rows == [("dataset", "2,000"), ("frame", "2,000"), ("dataset", "5,000")]
     assert "dataset peak RSS, 5,000 over 2,000 profiles:" in out
     assert "frame over dataset peak RSS at 2,000:" in out
+
+
+def test_paced_benchmark_paces_and_times_both_readers() -> None:
+    out = run(
+        "paced.py",
+        "--profiles", "1500", "--page", "400", "--repeat", "1",
+        "--latencies", "0", "0.02", "--bandwidth", "5",
+    )  # fmt: skip
+    assert re.match(r".+, \d+ cores, .+pyarrow [0-9.]+, .+; \d{4}-\d\d-\d\d\n", out)
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from profile_pages import make_pages
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    from stoplist_nb.profiles.normalize import normalize_profiles
+
+    pages = make_pages(1500, 400)
+    total = sum(len(content) for _, content in pages)
+    assert f"1,500 profiles: {total:,} bytes of JSON in 4 pages of 400" in out
+    records = [r for _, content in pages for r in json.loads(content)["data"]]
+    assert f"rows per read: {len(normalize_profiles(records)):,}\n" in out
+
+    rows = re.findall(
+        r"^\| ([0-9.]+) \| (\d) \| ([0-9.]+) \| ([0-9.]+) \| ([0-9.]+)x \|$", out, re.MULTILINE
+    )
+    assert [(ms, lookahead) for ms, lookahead, *_ in rows] == [
+        ("0", "2"), ("0", "0"), ("20", "2"), ("20", "0"),
+    ]  # fmt: skip
+    fetch = re.search(
+        r"^fetch only \(requests, no parse\), s: 0 ms ([0-9.]+), 20 ms ([0-9.]+)$", out, re.M
+    )
+    assert fetch is not None
+    # No reply can beat the paced link: 5 MB/s for the bytes, 20 ms before each of 5 replies.
+    least = {"0": total / 5e6, "20": total / 5e6 + 5 * 0.02}
+    assert float(fetch[1]) >= least["0"]
+    assert float(fetch[2]) >= least["20"]
+    for ms, _, guarded, unguarded, ratio in rows:
+        assert float(guarded) >= least[ms]
+        assert float(unguarded) >= least[ms]
+        assert abs(float(ratio) - float(guarded) / float(unguarded)) < 0.01
+
+
+def test_paced_benchmark_switches_the_guards_off_and_back() -> None:
+    import stoplist_nb._json.reader as reader
+    from stoplist_nb._json.nesting import depth_bound
+    from stoplist_nb._json.records import exact_floats
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from paced import unguarded
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    deep = b"[" * 300 + b"]" * 300
+    assert reader.depth_bound(deep) > 128
+    with unguarded():
+        assert reader.depth_bound(deep) == 0
+        assert reader.exact_floats(None) is True
+    assert (reader.depth_bound, reader.exact_floats) == (depth_bound, exact_floats)
