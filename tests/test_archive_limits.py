@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from archives import make_zip
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,14 +43,6 @@ def hashes(start: int, count: int) -> bytes:
         hashlib.md5(str(i).encode()).hexdigest().encode() + b"\n"
         for i in range(start, start + count)
     )
-
-
-def make_zip(members: dict[str, bytes], level: int | None = None) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
 
 
 def declared(data: bytes) -> int:
@@ -382,7 +375,8 @@ def test_fuzzed_archives_raise_only_the_package_s_own_errors() -> None:
     # In a child process: a crash in pyarrow's native code must fail the test, not end the run.
     script = textwrap.dedent(
         f"""
-        import runpy
+        import runpy, sys
+        sys.path.insert(0, {str(pathlib.Path(__file__).parent)!r})  # the tests' own helpers
         module = runpy.run_path({str(pathlib.Path(__file__))!r})
         module["fuzz_bytes"]()
         module["fuzz_zips"]()

@@ -14,17 +14,16 @@ demo service into a frame and into a Parquet file.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import pathlib
 import re
 import warnings
-import zipfile
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 import pytest
+from archives import make_zip
 
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService
@@ -40,11 +39,8 @@ SKIPPED = re.compile(r"([\d,]+) rows with the wrong number of fields skipped")
 Edit = Callable[[list[str], int], None]
 
 
-def make_zip(text: str) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("list.md5.csv", text.encode())
-    return buf.getvalue()
+def zip_list(text: str) -> bytes:
+    return make_zip({"list.md5.csv": text.encode()})
 
 
 def rows_of(text: str, header: bool) -> int:
@@ -135,7 +131,7 @@ def test_every_line_is_a_row_whatever_its_quotes(variant: str, where: str) -> No
     at = {"first": 0, "middle": N // 2}.get(where, N - 1)
     edit(lines, at)
     text = "md5;type\n" + "\n".join(lines) + ("" if "no newline" in where else "\n")
-    frame, got_bad, got_skipped = read(make_zip(text))
+    frame, got_bad, got_skipped = read(zip_list(text))
     assert (got_bad, got_skipped) == (bad, skipped)
     # Every line accounted for: a row of the frame, or one reported skipped.
     assert len(frame) + got_skipped == rows_of(text, header=True)
@@ -147,7 +143,7 @@ def test_every_line_is_a_row_whatever_its_quotes(variant: str, where: str) -> No
     assert sum(frame.attrs["kinds"].values()) == len(frame)
     assert frame.attrs["kinds"]["email"] >= len(kept)
     # Small blocks: lines that straddle block ends give the same rows.
-    with HashedBatches(make_zip(text), block_size=1 << 14) as reader:
+    with HashedBatches(zip_list(text), block_size=1 << 14) as reader:
         rows = [m for batch in reader for m in batch.column(0).to_pylist()]
     assert rows == [None if pd.isna(m) else m for m in frame["md5"]]
 
@@ -155,7 +151,7 @@ def test_every_line_is_a_row_whatever_its_quotes(variant: str, where: str) -> No
 def test_quotes_on_every_seventh_line_stay_in_their_fields() -> None:
     lines = [f"{h};email" for h in H]
     every_seventh(lines, 0)
-    frame, bad, skipped = read(make_zip("md5;type\n" + "\n".join(lines) + "\n"))
+    frame, bad, skipped = read(zip_list("md5;type\n" + "\n".join(lines) + "\n"))
     assert (len(frame), bad, skipped) == (N, 0, 0)
     assert frame["md5"].tolist() == H
     assert frame.attrs["kinds"] == {"email": N - len(range(0, N, 7)), '"email': len(range(0, N, 7))}
@@ -177,7 +173,7 @@ def test_a_single_column_of_hashes(edit: Callable[[str], str], bad: int, zipped:
     lines = list(H)
     lines[N // 3] = edit(lines[N // 3])
     text = "\n".join(lines) + "\n"
-    frame, got_bad, skipped = read(make_zip(text) if zipped else text.encode())
+    frame, got_bad, skipped = read(zip_list(text) if zipped else text.encode())
     assert (len(frame), got_bad, skipped) == (N, bad, 0)
     assert frame["md5"].tolist()[N // 3 + 1 :] == H[N // 3 + 1 :]
 
@@ -192,7 +188,7 @@ def test_fields_quoted_on_one_line_are_read_without_their_quotes() -> None:
             f'"{H[3]}";"domain";""',
         ]
     )
-    frame, bad, skipped = read(make_zip(text))
+    frame, bad, skipped = read(zip_list(text))
     assert (bad, skipped) == (0, 0)
     assert frame.columns.tolist() == ["md5", "type", "note"]
     assert frame["md5"].tolist() == H[:4]
@@ -205,7 +201,7 @@ def test_a_separator_inside_quotes_is_a_reported_row() -> None:
     # What quoting no longer hides: the row has one field too many, and says so.
     text = "md5;type\n" + f'{H[0]};email\n{H[1]};"a;b"\n{H[2]};phone\n'
     with pytest.warns(UserWarning, match="1 rows with the wrong number of fields skipped"):
-        frame = read_hashed_csv(make_zip(text))
+        frame = read_hashed_csv(zip_list(text))
     assert frame["md5"].tolist() == [H[0], H[2]]
 
 
@@ -216,7 +212,7 @@ def test_a_separator_inside_quotes_is_a_reported_row() -> None:
 )
 def test_a_header_with_stray_quotes_is_still_the_header(header: str) -> None:
     text = header + "\n" + "".join(f"{h};email\n" for h in H[:100])
-    frame, bad, skipped = read(make_zip(text))
+    frame, bad, skipped = read(zip_list(text))
     assert (bad, skipped) == (0, 0)
     assert frame.columns.tolist() == ["md5", "type"]
     assert frame["md5"].tolist() == H[:100]
@@ -259,7 +255,7 @@ def test_a_served_list_loses_no_line(
     warning: str | None,
 ) -> None:
     text, hashes = big_list(edit)
-    body = make_zip(text)
+    body = zip_list(text)
     options: dict[str, Any] = {"poll_interval": 0.01, "progress": False}
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import io
 import json
 import pathlib
 import re
 import warnings
-import zipfile
 from typing import Any
 
+import archives
 import pandas as pd
 import pytest
+from archives import make_zip
 
 import stoplist_nb as sn
 from stoplist_nb._http.retry import default_retry
@@ -338,30 +338,18 @@ def test_hashed_file_with_a_lone_surrogate_is_unsafe(client: sn.Client, demo: De
 # --- what the download holds ----------------------------------------------------------------
 
 
-def zip_of(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
-
-
 def serve_download(demo: DemoService, body: bytes, *, total: int | None = None) -> None:
     """Make the next export end at once and its download answer ``body`` (HTTP 200)."""
-    demo.plan_next_export(steps=0)
+    status = None
     if total is not None:
-        demo.add_fault(
-            "tasks/status",
-            "raw",
-            text=task_reply("completed", 100, hashed_file="suppress/x/list.md5.zip", total=total),
-        )
-    demo.add_fault("download", "raw", body=body, headers={"Content-Type": "application/zip"})
+        status = task_reply("completed", 100, hashed_file="suppress/x/list.md5.zip", total=total)
+    archives.serve_download(demo, body, status=status)
 
 
 def test_too_many_members_are_refused_and_the_file_kept(
     client: sn.Client, demo: DemoService, tmp_path: pathlib.Path
 ) -> None:
-    data = zip_of({f"{i}.csv": b"" for i in range(10_001)})
+    data = make_zip({f"{i}.csv": b"" for i in range(10_001)})
     serve_download(demo, data)
     with pytest.raises(sn.ArchiveTooLarge, match="lists 10,001 members, beyond the 10,000"):
         suppression_list(client, demo, dest=tmp_path)
@@ -372,7 +360,7 @@ def test_too_many_members_are_refused_and_the_file_kept(
 def test_archive_without_a_csv_is_a_bad_archive(
     client: sn.Client, demo: DemoService, tmp_path: pathlib.Path
 ) -> None:
-    serve_download(demo, zip_of({"list.json": b"{}", "x.bin": b"\x00\x01", "dir/": b""}))
+    serve_download(demo, make_zip({"list.json": b"{}", "x.bin": b"\x00\x01", "dir/": b""}))
     with pytest.raises(
         sn.BadArchive, match=r"no CSV file in the ZIP archive; it holds 'list\.json'"
     ):
@@ -386,7 +374,7 @@ def test_member_names_that_climb_out_are_read_in_memory_never_extracted(
     dest = tmp_path / "a" / "b"
     dest.mkdir(parents=True)
     members = {"../../escaped.csv": CSV, "/absolute.csv": CSV[:99], "ok/../../x.csv": CSV[99:]}
-    serve_download(demo, zip_of(members), total=2 * len(HASHES))
+    serve_download(demo, make_zip(members), total=2 * len(HASHES))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         df = suppression_list(client, demo, dest=dest)
@@ -398,7 +386,7 @@ def test_member_names_that_climb_out_are_read_in_memory_never_extracted(
 
 @pytest.mark.parametrize("csv", [b"", b"md5\n"], ids=["no bytes", "header only"])
 def test_empty_csv_is_an_empty_list(client: sn.Client, demo: DemoService, csv: bytes) -> None:
-    serve_download(demo, zip_of({"list.csv": csv}), total=0)
+    serve_download(demo, make_zip({"list.csv": csv}), total=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         df = suppression_list(client, demo)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from archives import make_zip
 
 from stoplist_nb.errors import ArchiveTooLarge, BadArchive, InvalidInput
 from stoplist_nb.suppression import archive, zipmembers
@@ -20,14 +21,6 @@ from stoplist_nb.suppression.archive import hashed_csv_members, read_hashed_csv
 
 STR = pd.StringDtype("pyarrow")
 H = [hashlib.md5(f"user{i}@example.org".encode()).hexdigest() for i in range(6)]
-
-
-def make_zip(members: dict[str, str | bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", method) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)  # a name ending in "/" makes a directory entry
-    return buf.getvalue()
 
 
 def read_quiet(source: object, **kwargs: object) -> pd.DataFrame:
@@ -184,7 +177,7 @@ def test_corrupt_deflate_data(big_zip: bytes, where: float) -> None:
 
 
 def test_crc_mismatch_in_stored_member() -> None:
-    data = bytearray(make_zip({"a.csv": lines(*H)}, zipfile.ZIP_STORED))
+    data = bytearray(make_zip({"a.csv": lines(*H)}, method=zipfile.ZIP_STORED))
     at = data.index(H[2].encode())
     data[at] = ord("0") if data[at] != ord("0") else ord("1")
     with pytest.raises(BadArchive, match="CRC"):
@@ -197,7 +190,7 @@ def test_binary_junk_that_is_not_a_zip() -> None:
 
 
 def test_member_lying_about_its_size_is_cut_at_the_declared_size() -> None:
-    data = bytearray(make_zip({"a.csv": lines(*H)}, zipfile.ZIP_STORED))
+    data = bytearray(make_zip({"a.csv": lines(*H)}, method=zipfile.ZIP_STORED))
     real = len(lines(*H))
     # Declare 2 rows fewer in both headers: zipfile must stop there, and the CRC then fails.
     for signature, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
@@ -417,7 +410,7 @@ def test_short_lines_in_the_sample() -> None:
 
 
 def test_unsupported_compression_is_refused() -> None:
-    data = bytearray(make_zip({"a.csv": lines(*H)}, zipfile.ZIP_STORED))
+    data = bytearray(make_zip({"a.csv": lines(*H)}, method=zipfile.ZIP_STORED))
     for signature, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):
         struct.pack_into("<H", data, data.index(signature) + offset, 9)  # Deflate64
     with pytest.raises(BadArchive, match="cannot be read"):

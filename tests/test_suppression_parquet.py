@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import doctest
 import hashlib
-import io
 import json
 import os
 import pathlib
 import subprocess
 import sys
 import warnings
-import zipfile
 from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from archives import make_zip, serve_download
 
 import stoplist_nb as sn
 from stoplist_nb.cli import commands, main
@@ -55,20 +54,6 @@ def write_list(
 
 def without_task(attrs: dict[Any, Any]) -> dict[Any, Any]:
     return {k: v for k, v in attrs.items() if k != "task_id"}
-
-
-def zip_of(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
-
-
-def serve_download(demo: DemoService, body: bytes) -> None:
-    """Make the next export end at once and its download answer ``body``."""
-    demo.plan_next_export(steps=0)
-    demo.add_fault("download", "raw", body=body, headers={"Content-Type": "application/zip"})
 
 
 def md5s(count: int) -> list[str]:
@@ -162,7 +147,7 @@ def test_warnings_are_those_of_the_reader_and_point_at_the_caller(
 def test_an_empty_list_is_an_empty_file(
     client: sn.Client, demo: DemoService, tmp_path: pathlib.Path
 ) -> None:
-    serve_download(demo, zip_of({"list.csv": b""}))
+    serve_download(demo, make_zip({"list.csv": b""}))
     with pytest.warns(UserWarning, match="the file holds 0 rows"):
         done = write_list(client, demo, tmp_path / OUT)
     back = pd.read_parquet(tmp_path / OUT)
@@ -196,7 +181,7 @@ def test_an_error_after_rows_were_written_leaves_no_file(
 ) -> None:
     # Several blocks of good rows, then one that is not UTF-8: caught block by block.
     good = "".join(f"{h}\n" for h in md5s(100_000)).encode()
-    serve_download(demo, zip_of({"list.csv": good + b"caf\xe9\n"}))
+    serve_download(demo, make_zip({"list.csv": good + b"caf\xe9\n"}))
     batches = []
     write_batch = pq.ParquetWriter.write_batch
 
@@ -216,7 +201,7 @@ def test_an_interruption_leaves_no_file_and_an_old_one_as_it_was(
 ) -> None:
     (tmp_path / OUT).write_bytes(b"the file of yesterday")
     good = "".join(f"{h}\n" for h in md5s(100_000)).encode()
-    serve_download(demo, zip_of({"list.csv": good}))
+    serve_download(demo, make_zip({"list.csv": good}))
     write_batch = pq.ParquetWriter.write_batch
     calls = []
 
@@ -273,8 +258,8 @@ def test_bad_arguments_are_refused_before_anything_is_sent(
 
 
 def test_files_of_one_export_with_other_columns_are_refused(tmp_path: pathlib.Path) -> None:
-    plain = zip_of({"a.csv": "".join(f"{h}\n" for h in md5s(3)).encode()})
-    typed = zip_of({"a.csv": "".join(f"{h};email\n" for h in md5s(3)).encode()})
+    plain = make_zip({"a.csv": "".join(f"{h}\n" for h in md5s(3)).encode()})
+    typed = make_zip({"a.csv": "".join(f"{h};email\n" for h in md5s(3)).encode()})
 
     def write_both() -> None:
         with parquet.HashedParquet(tmp_path / OUT) as sink:
@@ -374,7 +359,7 @@ def test_cli_export_failure_midway_leaves_no_parquet_file(
     env: DemoService, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     good = "".join(f"{h}\n" for h in md5s(100_000)).encode()
-    serve_download(env, zip_of({"list.csv": good + b"caf\xe9\n"}))
+    serve_download(env, make_zip({"list.csv": good + b"caf\xe9\n"}))
     out = str(tmp_path / OUT)
     code = main(["export", "--list-id", "7", "--out", out, "--poll-interval", "0.01"])
     _, stderr = capsys.readouterr()
