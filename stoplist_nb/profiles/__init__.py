@@ -14,12 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from stoplist_nb import errors
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 from stoplist_nb.client import Client, Page
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles.normalize import FlatPage, frame_from_tables
-from stoplist_nb.profiles.stream import cast_frame, flat_pages
+from stoplist_nb.profiles.stream import cast_frame, collect, flat_pages
 from stoplist_nb.query import Query
 
 __all__ = ["iter_profile_pages", "read_profiles"]
@@ -137,11 +136,9 @@ def read_profiles(
     """
     params = request.params(client, db_id, query, fields, limit, from_id, max_profiles)
     declared = request.check_dtypes(dtypes, dtype_backend)
-    tables: list[FlatPage] = []
-    cursor, count = from_id or "", 0
 
-    def frame() -> pd.DataFrame:
-        df = cast_frame(frame_from_tables(tables, dtype_backend=dtype_backend), declared)
+    def frame(pages: list[FlatPage], cursor: str, count: int) -> pd.DataFrame:
+        df = cast_frame(frame_from_tables(pages, dtype_backend=dtype_backend), declared)
         df.attrs.update(db_id=db_id, next_from_id=cursor, profiles=count)
         return df
 
@@ -150,11 +147,4 @@ def read_profiles(
         client, params, from_id=from_id, max_profiles=max_profiles, progress=progress,
         lookahead=lookahead,
     )  # fmt: skip
-    try:
-        for flat in pages:
-            tables.append(flat.page)
-            cursor, count = flat.next_from_id, flat.profiles
-    except errors.StoplistError as exc:
-        exc.partial = frame()
-        raise
-    return frame()
+    return collect(pages, from_id, frame)

@@ -11,10 +11,10 @@ each page in the columns of :class:`~stoplist_nb.profiles.schema.StreamSchema`
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -32,12 +32,15 @@ from stoplist_nb.query import Query
 
 __all__ = [
     "FlatPages",
+    "collect",
     "flat_pages",
     "frame_from_table",
     "iter_profile_frames",
     "iter_profile_tables",
     "read_profiles_arrow",
 ]
+
+_T = TypeVar("_T")
 
 #: Schema metadata keys of each table :func:`iter_profile_tables` yields.
 META_FROM, META_NEXT, META_PROFILES = b"from_id", b"next_from_id", b"profiles"
@@ -307,24 +310,39 @@ def read_profiles_arrow(
     """
     params = request.params(client, db_id, query, fields, limit, from_id, max_profiles)
     declared = request.check_dtypes(dtypes, None)
-    pages: list[FlatPage] = []
-    cursor, count = from_id or "", 0
 
-    def table() -> pa.Table:
+    def table(pages: list[FlatPage], cursor: str, count: int) -> pa.Table:
         meta = {"db_id": str(db_id), "next_from_id": cursor, "profiles": str(count)}
         return cast_columns(table_from_tables(pages), declared).replace_schema_metadata(meta)
 
+    pages = flat_pages(
+        client, params, from_id=from_id, max_profiles=max_profiles, progress=progress,
+        lookahead=lookahead,
+    )  # fmt: skip
+    return collect(pages, from_id, table)
+
+
+def collect(
+    pages: Generator[FlatPages, None, None],
+    from_id: str | None,
+    build: Callable[[list[FlatPage], str, int], _T],
+) -> _T:
+    """Every page, then ``build(pages, next_from_id, profiles)``.
+
+    Raises:
+        StoplistError: A request failed; ``exc.partial`` is what ``build``
+            makes of the pages read before it.
+    """
+    held: list[FlatPage] = []
+    cursor, count = from_id or "", 0
     try:
-        for flat in flat_pages(
-            client, params, from_id=from_id, max_profiles=max_profiles, progress=progress,
-            lookahead=lookahead,
-        ):  # fmt: skip
-            pages.append(flat.page)
+        for flat in pages:
+            held.append(flat.page)
             cursor, count = flat.next_from_id, flat.profiles
     except errors.StoplistError as exc:
-        exc.partial = table()
+        exc.partial = build(held, cursor, count)
         raise
-    return table()
+    return build(held, cursor, count)
 
 
 def frame_from_table(
