@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 
+from stoplist_nb.cli import main
 from stoplist_nb.demo import DemoService, serve
 
 if TYPE_CHECKING:
@@ -36,3 +37,30 @@ def client(demo: DemoService) -> Iterator[Client]:
 
     with demo.client(retry=default_retry().new(backoff_factor=0.01)) as c:
         yield c
+
+
+#: What the ``run`` fixture gives: call the command line, get (exit code, stdout, stderr).
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def env(demo: DemoService, monkeypatch: pytest.MonkeyPatch) -> DemoService:
+    """The demo service named by the environment, as a user would configure it."""
+    monkeypatch.setenv("STOPLIST_NB_URL", demo.base_url)
+    monkeypatch.setenv("STOPLIST_NB_TOKEN", demo.token)
+    return demo
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], svc: DemoService) -> Iterator[Run]:
+    """Call ``main`` and return (exit code, stdout, stderr); the token must appear in none."""
+    said: list[str] = []
+
+    def call(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        said.extend([out, err])
+        return code, out, err
+
+    yield call
+    assert svc.token not in "".join(said)

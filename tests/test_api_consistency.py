@@ -9,8 +9,8 @@ import json
 import pathlib
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from contextlib import closing
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
@@ -18,37 +18,14 @@ import requests
 import requests.adapters
 
 import stoplist_nb as sn
-from stoplist_nb.cli import main
 from stoplist_nb.demo import DemoService, serve
 from stoplist_nb.query import And, F, Or
 from stoplist_nb.suppression import tasks as tasks_module
 
+if TYPE_CHECKING:
+    from conftest import Run
+
 EXIT_USAGE, EXIT_ERROR, EXIT_INTERRUPTED = 2, 1, 130
-
-Run = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def env(demo: DemoService, monkeypatch: pytest.MonkeyPatch) -> DemoService:
-    """The demo service named by the environment, as a user would configure it."""
-    monkeypatch.setenv("STOPLIST_NB_URL", demo.base_url)
-    monkeypatch.setenv("STOPLIST_NB_TOKEN", demo.token)
-    return demo
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str], svc: DemoService) -> Iterator[Run]:
-    """Call ``main`` and return (exit code, stdout, stderr); the token must appear in none."""
-    said: list[str] = []
-
-    def call(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        said.extend([out, err])
-        return code, out, err
-
-    yield call
-    assert svc.token not in "".join(said)
 
 
 def without(module: str, code: str) -> subprocess.CompletedProcess[str]:

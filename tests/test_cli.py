@@ -11,7 +11,7 @@ import sys
 import types
 import zipfile
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,12 +19,14 @@ import pytest
 
 import stoplist_nb
 from stoplist_nb._http import transport
-from stoplist_nb.cli import main
 from stoplist_nb.demo import DemoService, serve
 from stoplist_nb.demo._archive import CsvLayout
 from stoplist_nb.demo._data import generate_profiles
 from stoplist_nb.suppression.archive import read_hashed_csv
 from stoplist_nb.suppression.hashing import canonical_phone, hash_email
+
+if TYPE_CHECKING:
+    from conftest import Run
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXIT_USAGE, EXIT_ERROR, EXIT_AUTH, EXIT_NETWORK = 2, 1, 3, 4
@@ -38,31 +40,6 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DEEP_QUERY = '{"$and": [' * 5000 + '{"a": 1}' + "]}" * 5000
 DEEPISH_QUERY = '{"$and": [' * 60 + '{"a": 1}' + "]}" * 60  # past 100, within json.loads
 DEEPER = "nests deeper than 100 levels"
-
-Run = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def env(demo: DemoService, monkeypatch: pytest.MonkeyPatch) -> DemoService:
-    """The demo service named by the environment, as a user would configure it."""
-    monkeypatch.setenv("STOPLIST_NB_URL", demo.base_url)
-    monkeypatch.setenv("STOPLIST_NB_TOKEN", demo.token)
-    return demo
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str], svc: DemoService) -> Iterator[Run]:
-    """Call ``main`` and return (exit code, stdout, stderr); the token must appear in none."""
-    said: list[str] = []
-
-    def call(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        said.extend([out, err])
-        return code, out, err
-
-    yield call
-    assert svc.token not in "".join(said)
 
 
 @pytest.fixture

@@ -280,13 +280,6 @@ def test_doctests() -> None:
 # --- the command line -----------------------------------------------------------------
 
 
-@pytest.fixture
-def env(demo: DemoService, monkeypatch: pytest.MonkeyPatch) -> DemoService:
-    monkeypatch.setenv("STOPLIST_NB_URL", demo.base_url)
-    monkeypatch.setenv("STOPLIST_NB_TOKEN", demo.token)
-    return demo
-
-
 def test_cli_export_streams_to_parquet(
     env: DemoService,
     client: sn.Client,
