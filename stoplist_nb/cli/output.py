@@ -119,9 +119,8 @@ def _as_text(value: Any) -> str | None:
 
 
 def _nested(series: pd.Series) -> bool:
+    # Frames here have the default dtypes: lists and objects are Python values.
     dtype = series.dtype
-    if isinstance(dtype, pd.ArrowDtype):
-        return bool(pa.types.is_nested(dtype.pyarrow_dtype))
     if pd.api.types.is_object_dtype(dtype):
         return any(isinstance(v, list | tuple | dict | np.ndarray) for v in series)
     return False
@@ -150,13 +149,7 @@ def _for_parquet(frame: pd.DataFrame) -> pd.DataFrame:
     # mixed JSON types from the service) is written as text rather than failing.
     out = frame.copy(deep=False)
     for name in frame.columns:
-        dtype = frame[name].dtype
-        if isinstance(dtype, pd.ArrowDtype) and pa.types.is_nested(dtype.pyarrow_dtype):
-            # pandas would record the dtype by a name ("list<item: string>[pyarrow]")
-            # that pd.read_parquet cannot parse back, making the file unreadable to it.
-            # As object the column is still a Parquet list, and reads back as one.
-            out[name] = frame[name].astype(object)
-        elif pd.api.types.is_object_dtype(dtype):
+        if pd.api.types.is_object_dtype(frame[name].dtype):
             try:
                 pa.array(frame[name], from_pandas=True)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
