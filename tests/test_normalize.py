@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from stoplist_nb._json.mixed import is_json
 from stoplist_nb._json.reader import Reply, read_reply
 from stoplist_nb._json.records import records_to_arrow
 from stoplist_nb.errors import InvalidInput
@@ -226,7 +227,7 @@ def test_unknown_channels_and_blocks() -> None:
     assert df["foo_data.y"].dtype == "Int64"
     assert df["reg_info.ua"].iloc[0] == "Mozilla"
     assert bool(df["email_data.extra"].iloc[0]) is True
-    assert df["weird"].iloc[0] == "w"
+    assert df["subscription.weird"].iloc[0] == "w"
     assert df["cc_data.id"].tolist()[1] == 123456789
     dynamic = list(df.columns[df.columns.get_loc("push_subscription_id") + 1 : -1])
     # blocks (first-seen order), then other keys
@@ -236,7 +237,7 @@ def test_unknown_channels_and_blocks() -> None:
         "reg_info.ua",
         "email_data.extra",
         "cc_data.id",
-        "weird",
+        "subscription.weird",
     ]
 
 
@@ -270,9 +271,11 @@ def test_cats_list_column() -> None:
     assert df["cats"].isna().tolist() == [False, False, True, True]
 
 
-def test_cats_of_other_types_become_text_lists() -> None:
-    df = normalize_profiles([profile("p", [email_sub(cats=[1, 2])])])
-    assert list(df["cats"].iloc[0]) == ["1", "2"]
+def test_cats_of_other_types_keep_their_text_beside_the_lists() -> None:
+    subs = [email_sub(cats=[1, 2]), email_sub(cats="promo"), email_sub(cats=["a", None])]
+    df = normalize_profiles([profile("p", subs)])
+    assert df["cats"].tolist() == [None, ["promo"], ["a", None]]  # a bare string: one item
+    assert df["cats__text"].tolist() == ["[1,2]", pd.NA, pd.NA]  # [1, 2] is not ["1", "2"]
     assert df["cats"].dtype == DTYPES["cats"]
 
 
@@ -291,8 +294,16 @@ def test_reg_date_is_utc_and_garbage_is_nat() -> None:
     assert str(col.dtype) == "datetime64[ms, UTC]"
     assert col.iloc[0] == pd.Timestamp("2023-05-01 12:34:56.789", tz="UTC")
     assert col.iloc[1] == col.iloc[0]
-    assert col.isna().tolist() == [False, False, True, True, True, False, True]
-    assert col.iloc[5] == pd.Timestamp("2023-05-01 12:34:56.123", tz="UTC")
+    # What is no date, or finer than the column's milliseconds, is kept as sent beside it.
+    assert col.isna().tolist() == [False, False, True, True, True, True, True]
+    assert df["reg_date__text"].tolist() == [
+        *[pd.NA] * 2,
+        "not a date",
+        "2023-13-45T00:00:00.000Z",
+        pd.NA,
+        "2023-05-01T12:34:56.123456Z",
+        pd.NA,
+    ]
 
 
 def test_reg_date_number_is_nat() -> None:
@@ -309,11 +320,14 @@ def test_numbers_sent_for_text_and_text_for_numbers() -> None:
     df = normalize_profiles([{"id": 123, "subscriptions": subs}])
     assert df["profile_id"].tolist() == ["123"] * 3
     assert df["phone"].tolist()[0] == "79001234567"
-    assert df["priority"].tolist()[0] == 2
-    assert df["priority"].isna().tolist() == [False, True, True]
-    assert df["resource_id"].tolist()[:2] == [7, 3]
-    assert pd.isna(df["resource_id"].iloc[2])
-    assert df["is_delete"].tolist()[1:] == [True, False]
+    # A value joins a typed column only as itself; anything else is kept as its text.
+    assert df["priority"].tolist() == [2, pd.NA, pd.NA]
+    assert df["priority__text"].tolist() == [pd.NA, "x", "2.5"]
+    assert df["resource_id"].tolist() == [pd.NA, 3, pd.NA]
+    assert df["resource_id__text"].tolist() == [" 7 ", pd.NA, "true"]
+    assert df["is_delete"].isna().tolist() == [False, False, True]
+    assert df["is_delete"].tolist()[:2] == [False, True]
+    assert df["is_delete__text"].tolist() == [pd.NA, pd.NA, "0"]
 
 
 def test_float_phone_keeps_its_digits() -> None:
@@ -348,13 +362,13 @@ def test_profile_field_colliding_with_subscription_column_is_prefixed() -> None:
     assert df["email"].iloc[0] == "ann@example.org"
 
 
-def test_collision_across_pages_is_resolved_once() -> None:
+def test_a_profile_field_and_a_subscription_key_of_one_name_never_meet() -> None:
     page1 = [{"id": "1", "note": "profile note"}]
     page2 = [{"id": "2", "note": "again", "subscriptions": [{"channel": "sms", "note": "s"}]}]
     df = from_bytes(page1, page2)
-    assert df["profile.note"].tolist() == ["profile note", "again"]
-    assert df["note"].isna().tolist() == [True, False]
-    assert list(df.columns).count("profile.note") == 1
+    assert df["note"].tolist() == ["profile note", "again"]
+    assert df["subscription.note"].tolist() == [pd.NA, "s"]
+    assert "profile.note" not in df.columns
 
 
 def test_subscriptions_of_another_shape_stay_a_profile_field() -> None:
@@ -460,10 +474,10 @@ def test_nested_and_float_leaves_survive_row_expansion() -> None:
     records = [{"id": "0"}, {"id": "1", "subscriptions": [sub, {"channel": "y"}]}, {"id": "2"}]
     for df in (normalize_profiles(records), from_bytes(records)):
         assert df["foo_data.deep"].tolist() == [None, {"a": 1}, None, None]
-        assert df["tags"].tolist() == [None, [{"k": "v"}], None, None]
-        assert df["score"].dtype == "Float64"
-        assert df["score"].isna().tolist() == [True, False, True, True]
-        assert df["when"].tolist()[1] == "2024-01-01"
+        assert df["subscription.tags"].tolist() == [None, [{"k": "v"}], None, None]
+        assert df["subscription.score"].dtype == "Float64"
+        assert df["subscription.score"].isna().tolist() == [True, False, True, True]
+        assert df["subscription.when"].tolist()[1] == "2024-01-01"
 
 
 # --- schema drift between pages ----------------------------------------------------
@@ -493,7 +507,7 @@ def test_schema_drift_between_pages() -> None:
         assert df["late"].isna().tolist() == [True, True, False]
         assert values(df["cf.n"]) == ["1", None, "x"]
         assert df["cf.gone"].dtype == "Int64"
-        assert df["extra_key"].isna().tolist() == [True, True, False]
+        assert df["subscription.extra_key"].isna().tolist() == [True, True, False]
         for name in FIXED:
             assert df[name].dtype == DTYPES[name]
 
@@ -540,15 +554,16 @@ def test_roles_travel_beside_the_table_not_in_its_metadata() -> None:
 
 
 def test_profile_field_meets_across_pages_by_its_source_key() -> None:
-    # Page one also has a subscription key "x", so its profile key "x" is "profile.x" there;
-    # page two names the same profile key plain "x". The role's source joins them.
+    # The name of a column depends on its field alone, never on what else a page holds.
     one = flatten_profiles(records_to_arrow([profile("1", [{"channel": "email", "x": 1}], x="a")]))
-    two = flatten_profiles(records_to_arrow([profile("2", x="b")]))
-    assert ColumnRole("profile.x", "profile", "x") in one.roles
+    two = flatten_profiles(records_to_arrow([profile("2", x="b", **{"cf.x": 3})]))
+    assert ColumnRole("x", "profile", "x") in one.roles
+    assert ColumnRole("subscription.x", "extra", "subscription.x") in one.roles
     assert ColumnRole("x", "profile", "x") in two.roles
+    assert ColumnRole("profile.cf.x", "profile", "cf.x") in two.roles
     df = frame_from_tables([one, two])
-    assert df["profile.x"].tolist() == ["a", "b"]
-    assert values(df["x"]) == [1, None]
+    assert df["x"].tolist() == ["a", "b"]
+    assert values(df["subscription.x"]) == [1, None]
 
 
 def test_frame_from_tables_refuses_a_bare_table() -> None:
@@ -620,7 +635,7 @@ def test_read_reply_keeps_date_like_strings_at_any_depth() -> None:
     df = frame_from_tables([flatten_profiles(reply.data)])
     pd.testing.assert_frame_equal(df, normalize_profiles(records))
     assert values(df["cf.seen"]) == ["2024-02-03", None, None, None]
-    assert df["when"].tolist()[0] == ["2020-01-01", None]
+    assert df["subscription.when"].tolist()[0] == ["2020-01-01", None]
     assert df["meta"].tolist()[0] == {"at": "2021-01-01 10:00"}
     assert values(df["_bdate"]) == [None, None, "1990-05-01", None]
     assert df["reg_date"].iloc[1] == pd.Timestamp("2023-05-01T12:34:56Z")
@@ -707,12 +722,19 @@ def test_records_to_arrow_nested_conflicts() -> None:
         {"a": {"b": 1}, "l": [{"v": 1}], "o": {"k": 1}, "big": 1, "ok": 1.5},
         {"a": {"b": "x"}, "l": [{"v": True}, {"v": None}], "o": "flat", "big": 2**70, "ok": 2},
     ]
-    values = records_to_arrow(records).to_pylist()
-    assert [v["a"]["b"] for v in values] == ["1", "x"]
-    assert [[e["v"] for e in v["l"]] for v in values] == [["1"], ["true", None]]
-    assert [v["o"] for v in values] == ['{"k":1}', "flat"]
-    assert [v["big"] for v in values] == ["1", str(2**70)]
+    array = records_to_arrow(records)
+    values = array.to_pylist()
+    # Each leaf of mixed kinds is a JSON leaf: its values come back as they were sent.
+    assert [v["a"]["b"] for v in values] == [1, "x"]
+    assert [[e["v"] for e in v["l"]] for v in values] == [[1], [True, None]]
+    assert [v["o"] for v in values] == [{"k": 1}, "flat"]
+    assert [v["big"] for v in values] == [1, 2**70]
     assert [v["ok"] for v in values] == [1.5, 2.0]
+    struct = array.type
+    leaves = [struct["a"].type["b"], struct["l"].type.value_type["v"], struct["o"], struct["big"]]
+    for leaf in leaves:
+        assert is_json(leaf.type)
+    assert pa.types.is_floating(struct["ok"].type)
 
 
 def test_records_to_arrow_unconvertible() -> None:

@@ -13,7 +13,8 @@ Two guards keep what the service sends intact, or refuse it:
 * Numbers: pyarrow reads an integer beyond 64 bits, or one beside decimals in
   the same field, as a float, and rounds it. A page where a float of 2**53 or
   more appears anywhere is read again through ``json``, whose integers are
-  exact; such a field then holds the JSON text of its values.
+  exact; such a field is then a :data:`~stoplist_nb._json.mixed.JSON` leaf,
+  which gives each value back as sent.
 """
 
 from __future__ import annotations

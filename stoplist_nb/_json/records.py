@@ -1,18 +1,18 @@
 """Python records (dicts and lists) as Arrow arrays, for replies pyarrow.json cannot take.
 
-Pure: no I/O. A leaf whose JSON type varies becomes text, and struct fields
-keep the order in which their keys were first seen, as the pyarrow.json route
-gives them, so that both routes make the same columns.
+Pure: no I/O. A leaf whose JSON type varies is a :data:`~stoplist_nb._json.mixed.JSON`
+leaf (each value's JSON text, decoded back as sent), and struct fields keep
+the order in which their keys were first seen, as the pyarrow.json route gives
+them, so that both routes make the same columns.
 
 Numbers are never rounded: a leaf holding an integer beyond 64 bits, or an
-integer beyond 2**53 beside decimals (a float64 cannot hold both exactly),
-becomes text too, the digits as they were.
+integer beyond 2**53 beside decimals (a float64 cannot hold both exactly), is
+such a leaf too, its integers exact.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stoplist_nb._json.kinds import ARRAY, FLOAT, INT, OBJECT, json_kind, mixed
+from stoplist_nb._json.mixed import json_array
 from stoplist_nb._json.nesting import MAX_DEPTH, value_depth
 from stoplist_nb.errors import InvalidInput
 
@@ -35,8 +36,10 @@ def records_to_arrow(
     """Convert a list of JSON-like dicts to an Arrow StructArray.
 
     A leaf whose JSON type varies between records (``2`` in one, ``"2"`` in
-    another), or whose numbers a float64 would round, becomes a string leaf
-    holding the JSON text of each value.
+    another), or whose numbers a float64 would round, becomes a
+    :data:`~stoplist_nb._json.mixed.JSON` leaf: the outermost such leaf on
+    its path, so that a list of ``[true, 1]`` is one JSON value, not a list
+    of texts.
 
     Args:
         records: The rows.
@@ -52,6 +55,7 @@ def records_to_arrow(
         raise InvalidInput(
             f"records nest more than {MAX_DEPTH} levels deep (or contain themselves)"
         )
+    textual: set[tuple[object, ...]] = set()
     try:
         array = pa.array(values)
         if not exact_floats(array):
@@ -60,18 +64,20 @@ def records_to_arrow(
         kinds: dict[tuple[object, ...], set[str]] = {}
         for value in values:
             _collect_kinds(value, (), kinds)
-        textual = {path for path, seen in kinds.items() if _needs_text(seen)}
+        textual = _outermost({path for path, seen in kinds.items() if _needs_text(seen)})
         prefixes = {path[:i] for path in textual for i in range(len(path) + 1)}
         values = [_as_text_at(value, (), textual, prefixes) for value in values]
         try:
             array = pa.array(values)
         except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
             raise InvalidInput(f"records cannot be converted to Arrow: {exc}") from None
+    orders: dict[tuple[object, ...], dict[str, None]] | None = None
     if _SORTS_KEYS:
-        orders: dict[tuple[object, ...], dict[str, None]] = {}
+        orders = {}
         for value in values:
             _collect_key_order(value, (), orders)
-        array = _in_key_order(array, (), orders)
+    if textual or orders is not None:
+        array = _rebuilt(array, (), orders, textual)
     return array
 
 
@@ -93,17 +99,25 @@ def _collect_key_order(
             _collect_key_order(item, (*path, _ITEM), orders)
 
 
-def _in_key_order(array: pa.Array, path: tuple[object, ...], orders: dict[Any, Any]) -> pa.Array:
+def _rebuilt(
+    array: pa.Array,
+    path: tuple[object, ...],
+    orders: dict[Any, Any] | None,
+    textual: set[tuple[object, ...]],
+) -> pa.Array:
+    """``array`` with its struct keys in first-seen order and its textual leaves as JSON."""
     type_ = array.type
+    if path in textual:
+        return json_array(array)
     if pa.types.is_struct(type_) and type_.num_fields:
         present = [type_.field(i).name for i in range(type_.num_fields)]
-        names = [n for n in orders.get(path, ()) if n in present]
+        names = [n for n in (orders or {}).get(path, ()) if n in present]
         names += [n for n in present if n not in names]
-        children = [_in_key_order(array.field(n), (*path, n), orders) for n in names]
+        children = [_rebuilt(array.field(n), (*path, n), orders, textual) for n in names]
         mask = array.is_null() if array.null_count else None
         return pa.StructArray.from_arrays(children, names=names, mask=mask)
     if pa.types.is_list(type_):
-        values = _in_key_order(array.values, (*path, _ITEM), orders)
+        values = _rebuilt(array.values, (*path, _ITEM), orders, textual)
         return pa.Array.from_buffers(
             pa.list_(values.type),
             len(array),
@@ -193,13 +207,18 @@ def _collect_kinds(value: object, path: tuple[object, ...], kinds: dict[Any, set
             _collect_kinds(item, (*path, _ITEM), kinds)
 
 
+def _outermost(paths: set[tuple[object, ...]]) -> set[tuple[object, ...]]:
+    """The paths of ``paths`` with no other one above them: one JSON value holds the rest."""
+    return {p for p in paths if not any(p[:i] in paths for i in range(len(p)))}
+
+
 def _as_text_at(
     value: object, path: tuple[object, ...], textual: set[Any], prefixes: set[Any]
 ) -> object:
     if value is None or path not in prefixes:
         return value
     if path in textual:
-        return json_text(value)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     if isinstance(value, Mapping):
         return {k: _as_text_at(v, (*path, k), textual, prefixes) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -211,7 +230,8 @@ def json_text(value: object) -> str:
     """The JSON text of a value, strings as they are (``2 -> "2"``, ``True -> "true"``)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        # Same text as an integral float cast to string elsewhere: 2.0 -> "2".
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT:
+        # A whole number within 2**53 as its digits, as it would have been
+        # sent (2.0 -> "2"); beyond, a float may not be the integer it reads as.
         return str(int(value))
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

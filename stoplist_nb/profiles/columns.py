@@ -2,8 +2,9 @@
 
 Each column has a kind (``text``, ``int``, ``float``, ``bool``, ``time``,
 ``list``, ``object``). Here are the kind's Arrow type and pandas dtype, the
-coercion of whatever JSON type the service sent into the kind's Arrow type
-(settling the kind of a column whose pages disagree), and the tables the
+rule by which a value joins a column of a kind only as itself (:func:`fit`;
+the rest is kept as its exact text in ``<column>__text``), settling the kind
+of a column whose pages disagree, how a field names its column, and the tables the
 frame is built from: which columns are fixed, the kind of each, which profile
 key each comes from, and the order of the column roles. The shape of the frame
 is stated once here, away from how pages are flattened
@@ -14,6 +15,7 @@ is stated once here, away from how pages are flattened
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoplist_nb._json import kinds
+from stoplist_nb._json import kinds, mixed
 from stoplist_nb._json.records import json_text
 
 TEXT = pa.large_string()  # what pandas' string[pyarrow] holds
@@ -32,10 +34,9 @@ BOOL = pa.bool_()
 TIME = pa.timestamp("ms", "UTC")
 TEXT_LIST = pa.list_(pa.string())
 
-# An integer that fits int64 for sure; anything longer is garbage for an id or a priority.
-_INT_TEXT = r"^\s*[+-]?\d{1,18}\s*$"
-_TRUE = pa.array(["true", "1", "yes", "y", "t"])
-_FALSE = pa.array(["false", "0", "no", "n", "f"])
+# The text of an integer exactly as JSON writes it, short enough for int64 for sure.
+_INT_TEXT = r"^(0|-?[1-9][0-9]{0,17})$"
+_EXACT = 2.0**53  # the largest magnitude below which a float64 holds every integer
 ARROW_TYPES: dict[str, pa.DataType] = {
     "text": TEXT,
     "int": INT,
@@ -47,7 +48,14 @@ ARROW_TYPES: dict[str, pa.DataType] = {
 
 
 def to_text(array: pa.Array) -> pa.Array:
-    """Strings as they are; numbers and booleans as their JSON text; objects as JSON."""
+    """Every value as its exact text (:func:`~stoplist_nb._json.records.json_text`).
+
+    Strings as they are; numbers and booleans as JSON writes them; arrays and
+    objects as their JSON. A whole float within 2**53 reads as its digits (a
+    phone sent as ``79001234567.0`` is ``"79001234567"``), any other as
+    Python writes it (``1e-07``), value by value: Arrow's own text of a
+    float differs (``1e-7``, ``-0.00001``).
+    """
     type_ = array.type
     if pa.types.is_large_string(type_):
         return array
@@ -57,110 +65,182 @@ def to_text(array: pa.Array) -> pa.Array:
         return pa.nulls(len(array), TEXT)
     if pa.types.is_string(type_) or pa.types.is_integer(type_) or pa.types.is_boolean(type_):
         return array.cast(TEXT)
-    if pa.types.is_floating(type_):
-        # A phone or an id sent as 79001234567.0 must read "79001234567", not "7.9e+10".
-        array = array.cast(FLOAT)
-        whole = array.cast(INT, safe=False)
-        integral = pc.and_(
-            pc.equal(whole.cast(FLOAT, safe=False), array), pc.less_equal(pc.abs(array), 2.0**53)
-        )
-        return pc.if_else(integral, whole.cast(TEXT), array.cast(TEXT))
-    return pa.array([None if v is None else json_text(v) for v in array.to_pylist()], TEXT)
+    values = mixed.values(array) if mixed.is_json(type_) else array.to_pylist()
+    return pa.array([None if v is None else json_text(v) for v in values], TEXT)
 
 
-def to_int(array: pa.Array) -> pa.Array:
-    """Integers; integral floats and integer strings converted; anything else null."""
-    type_ = array.type
-    if pa.types.is_int64(type_):
-        return array
-    if pa.types.is_integer(type_):
-        try:
-            return array.cast(INT)
-        except pa.ArrowInvalid:
-            return to_int(to_text(array))
-    if pa.types.is_floating(type_):
+def value_kinds(array: pa.Array) -> set[str]:
+    """The value kinds (:mod:`~stoplist_nb._json.kinds`) an array holds; empty when all null."""
+    if mixed.is_json(array.type):
+        return {k for k in map(kinds.json_kind, mixed.values(array)) if k is not None}
+    kind = kinds.arrow_kind(array.type)
+    return set() if kind is None or array.null_count == len(array) else {kind}
+
+
+def fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
+    """``array`` in a column of ``kind``, each value kept exactly; and the text of the rest.
+
+    A value joins the column only when it is the same value there: an integer,
+    or a whole float within 2**53, or the text of an integer as JSON writes it
+    (``"42"``, not ``"042"``, ``" 42"`` or ``"+42"``) in an ``int`` column; a
+    number a float64 holds exactly in a ``float`` column; ``true``/``false``
+    (or that text) in a ``bool`` column; an ISO 8601 date or time, to the
+    millisecond, in a ``time`` column; a list of strings, or one bare string
+    (a one-item list), in a ``list`` column; arrays and objects in an
+    ``object`` column; anything in a ``text`` column. Every other value is
+    null in the column, and its exact text (:func:`to_text`) is in the second
+    array, which is ``None`` when every value fits.
+
+    >>> value, rest = fit("int", pa.array(["42", "010025", None]))
+    >>> value.to_pylist(), rest.to_pylist()
+    ([42, None, None], [None, '010025', None])
+    """
+    if kind == "text":
+        return to_text(array), None
+    if mixed.is_json(array.type):
+        value = _fit_values(kind, array)
+    else:
+        value = _FITS[kind](array, kinds.arrow_kind(array.type))
+    lost = pc.and_(array.is_valid(), value.is_null())
+    if not pc.any(lost).as_py():
+        return value, None
+    return value, pc.if_else(lost, to_text(array), pa.scalar(None, TEXT))
+
+
+def _nulls(kind: str, length: int) -> pa.Array:
+    return pa.nulls(length, pa.null() if kind == "object" else ARROW_TYPES[kind])
+
+
+def _fit_int(array: pa.Array, kind: str | None) -> pa.Array:
+    if kind == kinds.INT:
+        if pa.types.is_uint64(array.type):
+            array = pc.if_else(pc.less_equal(array, 2**63 - 1), array, pa.scalar(None, array.type))
+        return array.cast(INT)
+    if kind == kinds.FLOAT:
         array = array.cast(FLOAT)
-        ok = pc.and_(pc.equal(pc.floor(array), array), pc.less(pc.abs(array), 2.0**63))
+        ok = pc.and_(pc.equal(pc.floor(array), array), pc.less_equal(pc.abs(array), _EXACT))
         return pc.if_else(ok, array, pa.scalar(None, FLOAT)).cast(INT)
-    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+    if kind == kinds.STRING:
         text = array.cast(TEXT)
         ok = pc.match_substring_regex(text, _INT_TEXT)
-        digits = pc.utf8_ltrim(pc.utf8_trim_whitespace(text), characters="+")
-        return pc.if_else(ok, digits, pa.scalar(None, TEXT)).cast(INT)
-    if pa.types.is_dictionary(type_):
-        return to_int(array.dictionary_decode())
+        return pc.if_else(ok, text, pa.scalar(None, TEXT)).cast(INT)
     return pa.nulls(len(array), INT)
 
 
-def to_bool(array: pa.Array) -> pa.Array:
-    """Booleans; numbers as ``!= 0``; "true"/"false"-like strings parsed; else null."""
-    type_ = array.type
-    if pa.types.is_boolean(type_):
-        return array
-    if pa.types.is_integer(type_) or pa.types.is_floating(type_):
-        return pc.not_equal(array, 0)
-    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
-        word = pc.utf8_lower(pc.utf8_trim_whitespace(array.cast(TEXT)))
-        no = pc.if_else(pc.is_in(word, value_set=_FALSE), False, pa.scalar(None, BOOL))
-        return pc.if_else(pc.is_in(word, value_set=_TRUE), True, no)
-    if pa.types.is_dictionary(type_):
-        return to_bool(array.dictionary_decode())
+def _fit_float(array: pa.Array, kind: str | None) -> pa.Array:
+    if kind == kinds.FLOAT:
+        return array.cast(FLOAT)
+    if kind == kinds.INT:
+        # Past 2**53 a double holds a neighbour of the integer, not the integer.
+        ok = pc.less_equal(array, 2**53)
+        if not pa.types.is_unsigned_integer(array.type):
+            ok = pc.and_(ok, pc.greater_equal(array, -(2**53)))
+        return pc.if_else(ok, array, pa.scalar(None, array.type)).cast(FLOAT)
+    return pa.nulls(len(array), FLOAT)
+
+
+_TRUE_FALSE = pa.array(["true", "false"])
+
+
+def _fit_bool(array: pa.Array, kind: str | None) -> pa.Array:
+    if kind == kinds.BOOLEAN:
+        return array.cast(BOOL)
+    if kind == kinds.STRING:
+        text = array.cast(TEXT)
+        word = pc.if_else(pc.is_in(text, value_set=_TRUE_FALSE), text, pa.scalar(None, TEXT))
+        return pc.equal(word, "true")
     return pa.nulls(len(array), BOOL)
 
 
-def to_time(array: pa.Array) -> pa.Array:
-    """UTC timestamps (ms) from ISO 8601 strings; an unparseable value becomes null."""
+def _fit_time(array: pa.Array, kind: str | None) -> pa.Array:
     type_ = array.type
-    if type_ == TIME:
-        return array
-    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
-        try:
-            # Through "us": "ms" refuses finer fractions, "ns" stops at year 2262.
-            return array.cast(pa.timestamp("us", "UTC")).cast(TIME, safe=False)
-        except pa.ArrowInvalid:
-            return _time_from_pandas(array)
     if pa.types.is_timestamp(type_):
         if type_.tz is None:
             array = pc.assume_timezone(array, "UTC")
-        return array.cast(TIME, safe=False)
-    if pa.types.is_dictionary(type_):
-        return to_time(array.dictionary_decode())
-    return pa.nulls(len(array), TIME)
+        return _whole_ms(array.cast(pa.timestamp(type_.unit, "UTC")))
+    if kind != kinds.STRING:
+        return pa.nulls(len(array), TIME)
+    try:
+        # Through "us": "ms" refuses finer fractions, "ns" stops at year 2262.
+        parsed = array.cast(pa.timestamp("us", "UTC"))
+    except pa.ArrowInvalid:
+        parsed = _time_from_pandas(array)
+    return _whole_ms(parsed)
+
+
+def _whole_ms(array: pa.Array) -> pa.Array:
+    """Timestamps in ms, null where that would cut a finer fraction off."""
+    ms = array.cast(TIME, safe=False)
+    if array.type.unit in ("s", "ms"):
+        return ms
+    exact = pc.equal(ms.cast(array.type), array)
+    return pc.if_else(exact, ms, pa.scalar(None, TIME))
 
 
 def _time_from_pandas(array: pa.Array) -> pa.Array:
     # Only when Arrow refused some value: pandas parses what it can and leaves NaT.
     text = pd.Series(array.to_pylist(), dtype=object)
     parsed = pd.to_datetime(text, format="ISO8601", utc=True, errors="coerce")
-    return pa.Array.from_pandas(parsed.dt.as_unit("ms")).cast(TIME)
+    return pa.Array.from_pandas(parsed.dt.as_unit("us")).cast(pa.timestamp("us", "UTC"))
 
 
-def to_text_list(array: pa.Array) -> pa.Array:
-    """Lists of strings; a single value becomes a one-element list."""
+def _fit_list(array: pa.Array, kind: str | None) -> pa.Array:
     type_ = array.type
-    if type_ == TEXT_LIST:
-        return array
-    if pa.types.is_null(type_):
-        return pa.nulls(len(array), TEXT_LIST)
-    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
-        try:
+    if kind == kinds.ARRAY and not pa.types.is_fixed_size_list(type_):
+        item = type_.value_type
+        if pa.types.is_string(item) or pa.types.is_large_string(item) or pa.types.is_null(item):
             return array.cast(TEXT_LIST)
-        except pa.ArrowException:
-            pass
-    rows = [v if v is None or isinstance(v, list) else [v] for v in array.to_pylist()]
-    return pa.array(
-        [None if v is None else [None if x is None else json_text(x) for x in v] for v in rows],
-        TEXT_LIST,
-    )
+    if kind == kinds.STRING:
+        # A bare string where the docs promise an array: the one-item list.
+        offsets = pa.array(range(len(array) + 1), pa.int32())
+        return pa.ListArray.from_arrays(offsets, array.cast(pa.string()), mask=array.is_null())
+    return pa.nulls(len(array), TEXT_LIST)
 
 
-CONVERTERS: dict[str, Callable[[pa.Array], pa.Array]] = {
-    "text": to_text,
-    "int": to_int,
-    "bool": to_bool,
-    "time": to_time,
-    "list": to_text_list,
+def _fit_object(array: pa.Array, kind: str | None) -> pa.Array:
+    if kind in (kinds.ARRAY, kinds.OBJECT):
+        return array
+    return pa.nulls(len(array), pa.null())
+
+
+_FITS: dict[str, Callable[[pa.Array, str | None], pa.Array]] = {
+    "int": _fit_int,
+    "float": _fit_float,
+    "bool": _fit_bool,
+    "time": _fit_time,
+    "list": _fit_list,
+    "object": _fit_object,
 }
+
+
+def _fit_values(kind: str, array: pa.Array) -> pa.Array:
+    """:func:`fit` for a :data:`~stoplist_nb._json.mixed.JSON` array: value by value."""
+    decoded = mixed.values(array)
+    if kind == "object":
+        keep = [kinds.json_kind(v) in (kinds.ARRAY, kinds.OBJECT) for v in decoded]
+        storage = pc.if_else(pa.array(keep), array.storage, pa.scalar(None, TEXT))
+        return mixed.json_array(storage)
+    if kind == "list":
+        lists = [[v] if isinstance(v, str) else v if _text_list(v) else None for v in decoded]
+        return pa.array(lists, TEXT_LIST)
+    # One kind of value at a time through the vectorized rules above.
+    out = pa.nulls(len(array), ARROW_TYPES[kind])
+    for value_kind in {kinds.json_kind(v) for v in decoded} - {None, kinds.ARRAY, kinds.OBJECT}:
+        # An integer no int64 holds fits no column but text: left out, so it is lost here.
+        only = pa.array(
+            [v if kinds.json_kind(v) == value_kind and _arrow_holds(v) else None for v in decoded]
+        )
+        fitted = _FITS[kind](only, value_kind)
+        out = pc.if_else(only.is_valid(), fitted, out)
+    return out
+
+
+def _arrow_holds(value: object) -> bool:
+    return not isinstance(value, int) or -(2**63) <= value < 2**63
+
+
+def _text_list(value: object) -> bool:
+    return isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
 
 
 # The column kind that holds each value kind (stoplist_nb._json.kinds). Arrays
@@ -181,28 +261,24 @@ def unify(chunks: Sequence[pa.Array | int]) -> tuple[str, list[pa.Array]]:
     The pages' value kinds meet by :func:`~stoplist_nb._json.kinds.common_kind`:
     pages that disagree (int on one, string or an object on another) turn text;
     a page where the column is all null does not take part in the choice, and a
-    column null on every page is ``object``.
+    column null on every page is ``object``. A kind some value does not
+    :func:`fit` exactly (an integer past 2**53 beside decimals, ``"007"``
+    beside integers) turns the column text too: every value then reads as its
+    exact text, and none is converted into another.
     """
-    common = kinds.common_kind(kinds.arrow_kind(c.type) for c in chunks if isinstance(c, pa.Array))
+    arrays = [c for c in chunks if isinstance(c, pa.Array)]
+    common = kinds.common_kind(k for c in arrays for k in value_kinds(c))
     kind = "object" if common is None else _COLUMN_KIND[common]
-    convert = CONVERTERS.get(kind, _as_float if kind == "float" else _as_is)
-    out = []
+    out: list[pa.Array] = []
     for chunk in chunks:
         if isinstance(chunk, int):
-            out.append(pa.nulls(chunk, pa.null() if kind == "object" else ARROW_TYPES[kind]))
-        elif kind == "object" or not pa.types.is_null(chunk.type):
-            out.append(convert(chunk))
-        else:
-            out.append(pa.nulls(len(chunk), ARROW_TYPES[kind]))
+            out.append(_nulls(kind, chunk))
+            continue
+        value, rest = fit(kind, chunk) if kind != "object" or common else (chunk, None)
+        if rest is not None:
+            return "text", [_nulls("text", c) if isinstance(c, int) else to_text(c) for c in chunks]
+        out.append(value)
     return kind, out
-
-
-def _as_float(array: pa.Array) -> pa.Array:
-    return array.cast(FLOAT)
-
-
-def _as_is(array: pa.Array) -> pa.Array:
-    return array
 
 
 def object_values(chunks: Sequence[pa.Array]) -> np.ndarray:
@@ -242,17 +318,35 @@ def kind_dtype(kind: str, backend: str | None) -> Any:
     return KIND_DTYPES[kind]
 
 
-def settle(pieces: Sequence[pa.Array | int], kind: str | None) -> tuple[str, list[pa.Array]]:
-    """A column's kind and its pages in that kind's Arrow type (an int is a page without it).
+def settle(
+    pieces: Sequence[pa.Array | int], kind: str | None
+) -> tuple[str, list[pa.Array], list[pa.Array] | None]:
+    """A column's kind, its pages in that kind's Arrow type, and its text twin's pages.
 
     Args:
-        pieces: The column's Arrow chunks, page by page.
-        kind: The column's kind if it is fixed; None lets :func:`unify` choose.
+        pieces: The column's Arrow chunks, page by page (an int is a page
+            without it: its length).
+        kind: The column's kind if it is fixed; None lets :func:`unify` choose
+            one that holds every value, so that it needs no twin.
+
+    Returns:
+        The kind, the chunks, and the chunks of ``<name>__text`` (the exact
+        text of the values the kind does not hold, see :func:`fit`), or
+        ``None`` when every value fits.
     """
     if kind is None:
-        return unify(pieces)
-    convert, type_ = CONVERTERS[kind], ARROW_TYPES[kind]
-    return kind, [pa.nulls(p, type_) if isinstance(p, int) else convert(p) for p in pieces]
+        return (*unify(pieces), None)
+    values, texts = [], []
+    for piece in pieces:
+        if isinstance(piece, int):
+            values.append(_nulls(kind, piece))
+            texts.append(_nulls("text", piece))
+            continue
+        value, rest = fit(kind, piece)
+        values.append(value)
+        texts.append(_nulls("text", len(piece)) if rest is None else rest)
+    twin = None if all(t.null_count == len(t) for t in texts) else texts
+    return kind, values, twin
 
 
 def to_arrow(kind: str, chunks: Sequence[pa.Array]) -> pa.ChunkedArray:
@@ -314,9 +408,55 @@ BLOCKS: dict[str, dict[str, str]] = {
     "push_data": {"provider": "push_provider", "subscription_id": "push_subscription_id"},
 }
 ID_KEYS = ("id", "_id")
+#: Fixed columns that also take their value from the ``cc_data`` block, where
+#: messengers (WhatsApp, Viber, Notify) keep the contact.
+CONTACTS, CONTACT_BLOCK = ("email", "phone"), "cc_data"
 SUBSCRIPTIONS, CUSTOM, CATS = "subscriptions", "custom_fields", "cats"
 # Roles order the columns; the paging code hands tables back with them as metadata.
 ROLES = ("id", "profile", "fixed", "block", "extra", "cf", "cats")
+
+
+#: Appended to a column's name to name the column of the values that do not fit it.
+TWIN_SUFFIX = "__text"
+# A field whose name ends so would take a twin's name: it gets one more "_".
+_TWIN_LIKE = re.compile(r"__text_*$")
+# Blocks whose "<block>.<key>" would fall in another role's names.
+_SPOKEN_FOR = frozenset({"profile", "subscription", "cf"})
+
+
+def own_name(name: str) -> str:
+    """``name``, with ``_`` appended when it ends like a twin (``x__text`` -> ``x__text_``).
+
+    No field's column then ends in exactly :data:`TWIN_SUFFIX`, and no two
+    names meet: a name ending in ``__text`` and underscores always gains one.
+    """
+    return name + "_" if _TWIN_LIKE.search(name) else name
+
+
+def profile_column(key: str) -> str:
+    """The column of profile field ``key``: its name, or ``profile.<key>``.
+
+    ``profile.`` goes before a name that a subscription column could also
+    have: a fixed column's (``email``), or one with a dot (``cf.x``), so the
+    rule needs no other page. ``id`` and ``_id`` are ``profile_id``.
+    """
+    if "." in key or key in KINDS:
+        key = "profile." + key
+    return own_name(key)
+
+
+def block_column(block: str, key: str) -> str:
+    """The column of ``key`` in object ``block`` of a subscription (``cc_data.id``, ``cf.x``)."""
+    if block == CUSTOM:
+        return own_name(f"cf.{key}")
+    if block in _SPOKEN_FOR:
+        return own_name(f"subscription.{block}.{key}")
+    return own_name(f"{block}.{key}")
+
+
+def extra_column(key: str) -> str:
+    """The column of another (not an object) subscription key: ``subscription.<key>``."""
+    return own_name(f"subscription.{key}")
 
 
 def role_of(name: str) -> str:
@@ -327,4 +467,6 @@ def role_of(name: str) -> str:
         return "cats" if name == "cats" else "fixed"
     if name.startswith("cf."):
         return "cf"
+    if name.startswith("subscription.") and name.count(".") == 1:
+        return "extra"
     return "block" if "." in name and not name.startswith("profile.") else "profile"

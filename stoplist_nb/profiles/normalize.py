@@ -12,8 +12,8 @@ column                      from                            dtype
 ``profile_id``              ``id`` (or ``_id``)             ``string[pyarrow]``
 profile fields              every other profile key,        by value (see below)
                             as named; ``profile.<name>``
-                            if the name is also a
-                            subscription column
+                            if the name has a dot or is
+                            a fixed column's
 ``channel``                 ``channel``                     ``string[pyarrow]``
 ``status``                  ``status``                      ``string[pyarrow]``
 ``hash_id``                 ``hash_id``                     ``string[pyarrow]``
@@ -22,11 +22,13 @@ profile fields              every other profile key,        by value (see below)
 ``is_delete``               ``is_delete``                   ``boolean``
 ``reg_date``                ``reg_info.date``               ``datetime64[ms, UTC]``
 ``reg_ip``                  ``reg_info.ip``                 ``string[pyarrow]``
-``email``                   ``email_data.email``            ``string[pyarrow]``
+``email``                   ``email_data.email``, else      ``string[pyarrow]``
+                            ``cc_data.email``
 ``email_md5``               ``email_data.md5``              ``string[pyarrow]``
 ``email_domain``            ``email_data.domain``           ``string[pyarrow]``
 ``email_domain_group``      ``email_data.domain_group``     ``string[pyarrow]``
-``phone``                   ``phone_data.phone``            ``string[pyarrow]``
+``phone``                   ``phone_data.phone``, else      ``string[pyarrow]``
+                            ``cc_data.phone``
 ``phone_md5``               ``phone_data.md5``              ``string[pyarrow]``
 ``push_provider``           ``push_data.provider``          ``string[pyarrow]``
 ``push_subscription_id``    ``push_data.subscription_id``   ``string[pyarrow]``
@@ -34,10 +36,12 @@ profile fields              every other profile key,        by value (see below)
                             subscription (``cc_data.id``),
                             other keys of the blocks above
                             (``reg_info.ua``)
-other keys                  other subscription keys,        by value
-                            as named
+``subscription.<key>``      other subscription keys         by value
 ``cf.<name>``               ``custom_fields.<name>``        by value
-``cats``                    ``cats``                        ``object`` (lists of str)
+``cats``                    ``cats`` (a bare string is a    ``object`` (lists of str)
+                            one-item list)
+``<column>__text``          the exact text of the values    ``string[pyarrow]``
+                            ``<column>`` does not hold
 ==========================  ==============================  ===========================
 
 The fixed columns (``profile_id``, ``channel`` ... ``push_subscription_id``,
@@ -51,10 +55,13 @@ of the same kind (``cats`` a ``list<string>``; objects and lists their JSON
 text). A field that changes type between pages becomes ``string[pyarrow]``
 (the JSON text of each value); one that is null on a page does not count.
 
-Values are coerced where the service may vary: ids, phones and the other text
-columns read a JSON number as its digits; ``priority`` and ``resource_id``
-accept ``"2"``, anything else not an integer becomes ``<NA>``;
-``reg_date`` becomes ``NaT`` where the date does not parse.
+No value is converted into another: a value joins a typed column only as
+itself (:func:`~stoplist_nb.profiles.columns.fit` says exactly when), and
+otherwise its exact text goes to ``<column>__text`` (``priority`` ``"x"``,
+``reg_date`` ``"not a date"``). Ids, phones and the other text columns read a
+JSON number as its digits. A column's name follows from its field alone
+(:func:`~stoplist_nb.profiles.columns.profile_column` and its siblings), so
+every reader names a field alike.
 """
 
 from __future__ import annotations
@@ -197,8 +204,7 @@ def flatten_profiles(data: pa.Array) -> FlatPage:
     sub_arrays = dict(
         zip([*fixed, *(n for n, _, _ in dynamic)], fl.expand(leaves, rows), strict=True)
     )
-    for name in fixed:
-        sub_arrays[name] = cols.CONVERTERS[cols.KINDS[name]](sub_arrays[name])
+    _contacts_of_every_channel(sub_arrays, dynamic)
 
     ids = [cols.to_text(a) for key in cols.ID_KEYS for name, a in fields if name == key]
     if not ids:
@@ -210,13 +216,12 @@ def flatten_profiles(data: pa.Array) -> FlatPage:
     columns: list[tuple[str, str, str, pa.Array]] = [("profile_id", "id", "profile_id", profile_id)]
     taken = set(sub_arrays) | set(cols.KINDS)
     for (name, _), array in zip(own, own_arrays, strict=True):
-        column = fl.unique(f"profile.{name}" if name in taken else name, taken)
-        columns.append((column, "profile", name, array))
+        columns.append((fl.unique(cols.profile_column(name), taken), "profile", name, array))
 
     def fixed_column(name: str) -> tuple[str, str, str, pa.Array]:
         array = sub_arrays.get(name)
         if array is None:
-            array = pa.nulls(rows.count, cols.ARROW_TYPES[cols.KINDS[name]])
+            array = pa.nulls(rows.count)
         return (name, "cats" if name == cols.CATS else "fixed", name, array)
 
     columns.extend(fixed_column(name) for name in SUBSCRIPTION_COLUMNS)
@@ -224,6 +229,35 @@ def flatten_profiles(data: pa.Array) -> FlatPage:
     columns.append(fixed_column(cols.CATS))
     table = pa.Table.from_arrays([c[3] for c in columns], names=[c[0] for c in columns])
     return FlatPage(table, tuple(ColumnRole(name, role, raw) for name, role, raw, _ in columns))
+
+
+def _contacts_of_every_channel(
+    arrays: dict[str, pa.Array], dynamic: list[tuple[str, str, pa.Array]]
+) -> None:
+    """``email`` and ``phone`` from ``cc_data`` too, where the channel keeps its contact there.
+
+    WhatsApp, Viber and Notify subscriptions carry the number in
+    ``cc_data.phone``. It joins ``phone`` where ``phone_data`` has none; a
+    value that differs from a ``phone_data.phone`` beside it stays in
+    ``cc_data.phone`` alone, so that nothing is lost.
+    """
+    for column in cols.CONTACTS:
+        source = f"{cols.CONTACT_BLOCK}.{column}"
+        at = next((i for i, (name, _, _) in enumerate(dynamic) if name == source), None)
+        if at is None:
+            continue
+        extra = cols.to_text(arrays[source])
+        if column not in arrays:
+            arrays[column] = extra
+            del arrays[source], dynamic[at]
+            continue
+        own = cols.to_text(arrays[column])
+        arrays[column] = pc.coalesce(own, extra)
+        clash = pc.and_(own.is_valid(), pc.not_equal(own, extra))
+        if pc.any(clash).as_py():
+            arrays[source] = pc.if_else(clash, extra, pa.scalar(None, cols.TEXT))
+        else:
+            del arrays[source], dynamic[at]
 
 
 def _subscription_leaves(
@@ -240,12 +274,12 @@ def _subscription_leaves(
                 if sub_key in known:
                     fixed[known[sub_key]] = leaf
                 elif not pa.types.is_null(leaf.type):
-                    role, name = ("cf", "cf.") if key == cols.CUSTOM else ("block", f"{key}.")
-                    dynamic.append((fl.unique(name + sub_key, taken), role, leaf))
+                    role = "cf" if key == cols.CUSTOM else "block"
+                    dynamic.append((fl.unique(cols.block_column(key, sub_key), taken), role, leaf))
         elif key in cols.SCALARS or key == cols.CATS:
             fixed[key] = array
         elif not pa.types.is_null(array.type):
-            dynamic.append((fl.unique(key, taken, "subscription."), "extra", array))
+            dynamic.append((fl.unique(cols.extra_column(key), taken), "extra", array))
     order = {role: i for i, role in enumerate(cols.ROLES)}
     dynamic.sort(key=lambda item: order[item[1]])
     return fixed, dynamic
@@ -295,21 +329,13 @@ def _settled(
                 f"{type(page).__name__} (wrap a table with FlatPage.from_table)"
             )
     tables = [page.table for page in pages]
-    sub_names = {r.name for p in pages for r in p.roles if r.role not in ("id", "profile")}
     names: dict[str, dict[str, None]] = {role: {} for role in cols.ROLES}
     by_name: list[dict[str, pa.ChunkedArray]] = []
-    profile_raw: dict[str, str] = {}
     for page in pages:
         columns: dict[str, pa.ChunkedArray] = {}
-        for (column, role, raw), array in zip(page.roles, page.table.columns, strict=True):
-            name = column
-            if role == "profile":
-                if raw not in profile_raw:
-                    taken = set(profile_raw.values()) | sub_names | set(cols.KINDS)
-                    profile_raw[raw] = fl.unique(raw, taken, "profile.")
-                name = profile_raw[raw]
-            columns[name] = array
-            names[role].setdefault(name)
+        for (column, role, _), array in zip(page.roles, page.table.columns, strict=True):
+            columns[column] = array
+            names[role].setdefault(column)
         by_name.append(columns)
     names["id"], names["cats"] = {"profile_id": None}, {cols.CATS: None}
     names["fixed"] = dict.fromkeys(SUBSCRIPTION_COLUMNS)
@@ -323,7 +349,10 @@ def _settled(
                     pieces.extend(columns[name].chunks)
                 else:
                     pieces.append(table.num_rows)
-            settled.append((name, cols.settle(pieces, cols.KINDS.get(name))))
+            kind, chunks, twin = cols.settle(pieces, cols.KINDS.get(name))
+            settled.append((name, (kind, chunks)))
+            if twin is not None:
+                settled.append((name + cols.TWIN_SUFFIX, ("text", twin)))
     return settled, sum(t.num_rows for t in tables)
 
 

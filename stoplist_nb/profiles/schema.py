@@ -12,12 +12,13 @@ stream of pages:
   kind of that page's values: ``int``, ``float``, ``bool``, ``text``, or
   ``object`` (arrays and objects, as their JSON text). Pages before it do not
   have it; every page after it does, null where a profile lacks the field.
-* A column's kind never changes. A later value converts to it when that keeps
-  it whole (an integer in a float column up to 2**53, integer text such as
-  ``"42"`` in an int column, anything in a text column); a value that does not
-  convert (``"abc"`` or ``2.5`` in an int column) is kept, as text, in a
-  companion column ``<name>__text`` that joins the stream then, and the column
-  itself is null in that row. Nothing is rounded or dropped.
+* A column's kind never changes. A later value joins it only as itself (an
+  integer in a float column up to 2**53, ``"42"`` in an int column, anything
+  in a text column: :func:`~stoplist_nb.profiles.columns.fit`); any other
+  (``"abc"``, ``"007"`` or ``2.5`` in an int column) is kept, as its exact
+  text, in a companion column ``<name>__text`` that joins the stream then, and
+  the column itself is null in that row. The fixed columns follow the same
+  rule. Nothing is rounded, converted or dropped.
 * ``dtypes=`` declares columns up front: a declared column is there from the
   first page, with the declared type, and the same rules apply to it.
 
@@ -32,18 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from stoplist_nb._json import kinds
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.profiles.normalize import FlatPage
-from stoplist_nb.profiles.rows import unique
 
 __all__ = ["TWIN_SUFFIX", "StreamSchema"]
 
-#: Appended to a column's name to name the column of the values that did not fit it.
-TWIN_SUFFIX = "__text"
+TWIN_SUFFIX = cols.TWIN_SUFFIX
 
 _FIXED_ROLES = ("id", "fixed", "cats")
 
@@ -84,6 +81,11 @@ class StreamSchema:
             if name in cols.KINDS:
                 # A fixed column keeps its kind: a declared dtype only changes its output.
                 continue
+            if name.endswith(TWIN_SUFFIX) and kind != "text":
+                raise InvalidInput(
+                    f"dtypes: {name!r} names the text of the values that do not fit "
+                    f"{name[: -len(TWIN_SUFFIX)]!r}: it can only be text"
+                )
             self._columns[name] = _Column(cols.role_of(name), kind)
             self._declared.add(name)
 
@@ -106,19 +108,15 @@ class StreamSchema:
         """``page`` with every column so far, in its settled type (new columns join here)."""
         rows = page.table.num_rows
         arrays: dict[str, pa.Array] = {}
-        for (column, role, raw), chunked in zip(page.roles, page.table.columns, strict=True):
+        for (column, role, _), chunked in zip(page.roles, page.table.columns, strict=True):
             array = chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
-            if role in _FIXED_ROLES:
-                arrays[column] = array.cast(cols.arrow_type(cols.KINDS[column]))
-                continue
-            name = self._name_of(role, raw if role == "profile" else column, array)
-            if name is None:
+            if role not in _FIXED_ROLES and not self._joins(role, column, array):
                 continue  # null so far: it joins on a page where it has a value
-            value, rest = _fit(self._columns[name].kind, array)
-            arrays[name] = value
+            kind = self._columns[column].kind
+            value, rest = cols.fit(kind, array)
+            arrays[column] = cols.arrow_chunks(kind, [value])[0].cast(cols.arrow_type(kind))
             if rest is not None:
-                twin = self._twin(name)
-                arrays[twin] = rest
+                arrays[self._twin(column)] = rest
         return pa.Table.from_arrays(
             [
                 arrays[n] if n in arrays else pa.nulls(rows, cols.arrow_type(self.kind(n)))
@@ -127,30 +125,22 @@ class StreamSchema:
             schema=self.arrow_schema,
         )
 
-    def _name_of(self, role: str, source: str, array: pa.Array) -> str | None:
-        key = (role, source)
-        name = self._sources.get(key)
-        if name is not None:
-            return name
-        if source in self._declared:
-            self._declared.discard(source)
-            name = source
-        else:
-            if kinds.arrow_kind(array.type) is None:
-                return None
-            kind, _ = cols.unify([array])
-            name = unique(source, set(self._columns), "profile." if role == "profile" else "")
-            self._columns[name] = _Column(role, kind)
-        self._sources[key] = name
-        return name
+    def _joins(self, role: str, column: str, array: pa.Array) -> bool:
+        """Whether ``column`` is in the stream, settling it now if it has its first value."""
+        if column in self._columns:
+            self._declared.discard(column)
+            return True
+        if not cols.value_kinds(array):
+            return False
+        kind, _ = cols.unify([array])  # the kind that holds every value of this page
+        self._columns[column] = _Column(role, kind)
+        self._sources[(role, column)] = column
+        return True
 
     def _twin(self, name: str) -> str:
         twin = name + TWIN_SUFFIX
-        column = self._columns.get(twin)
-        if column is None:
+        if twin not in self._columns:
             self._columns[twin] = _Column(self._columns[name].role, "text")
-        elif column.kind != "text":
-            raise InvalidInput(f"column {twin!r} is not text: it cannot hold what {name!r} refused")
         return twin
 
     def to_dict(self) -> dict[str, Any]:
@@ -183,33 +173,3 @@ class StreamSchema:
         if any(name not in schema._columns for name in cols.KINDS):
             raise InvalidInput("not a schema description: a fixed column is missing")
         return schema
-
-
-def _fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
-    """``array`` in the Arrow type of ``kind``, and the text of what did not fit (or None)."""
-    type_ = cols.arrow_type(kind)
-    value_kind = kinds.arrow_kind(array.type)
-    if value_kind is None:
-        return pa.nulls(len(array), type_), None
-    if kind == "text":
-        return cols.to_text(array), None
-    if kind == "object":
-        fits = value_kind in (kinds.ARRAY, kinds.OBJECT)
-        value = cols.to_json(array) if fits else pa.nulls(len(array), type_)
-    elif kind == "float":
-        value = pa.nulls(len(array), type_)
-        if value_kind in (kinds.INT, kinds.FLOAT):
-            value = array.cast(type_)
-            if value_kind == kinds.INT:
-                # Past 2**53 a double holds a neighbour of the integer, not the integer.
-                whole = pc.equal(value.cast(pa.int64(), safe=False), array.cast(pa.int64()))
-                value = pc.if_else(whole, value, pa.scalar(None, type_))
-    elif kind == "bool":
-        fits = value_kind in (kinds.BOOLEAN, kinds.STRING)
-        value = cols.to_bool(array) if fits else pa.nulls(len(array), type_)
-    else:
-        value = cols.CONVERTERS[kind](array)
-    lost = pc.and_(array.is_valid(), value.is_null())
-    if not pc.any(lost).as_py():
-        return value, None
-    return value, pc.if_else(lost, cols.to_text(array), pa.scalar(None, cols.TEXT))

@@ -1,0 +1,69 @@
+"""Leaves whose values change JSON kind, kept as sent: an Arrow type of JSON texts.
+
+Pure: no I/O. Arrow gives every leaf one type, so a leaf that holds ``2`` in
+one record and ``"2"`` in another, or a list of ``[true, 1]``, has no Arrow
+type of its own. :func:`~stoplist_nb._json.records.records_to_arrow` puts such
+a leaf in :data:`JSON`: each value's JSON text (strings quoted), under a type
+that says so. Whoever reads the array gets every value back exactly:
+``to_pylist()`` decodes them (at any depth: ``[true, 1]`` stays ``[True, 1]``),
+and :func:`is_json` tells such a leaf from one of plain strings, which a
+string holding ``"[1]"`` could otherwise be taken for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = ["JSON", "JsonType", "is_json", "json_array", "values"]
+
+
+class JsonType(pa.ExtensionType):  # type: ignore[misc]
+    """The Arrow type of a leaf of mixed JSON kinds: each value's JSON text."""
+
+    def __init__(self) -> None:
+        super().__init__(pa.large_string(), "stoplist_nb.json")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> JsonType:
+        return cls()
+
+    def __arrow_ext_scalar_class__(self) -> type[pa.ExtensionScalar]:
+        return _JsonScalar
+
+
+class _JsonScalar(pa.ExtensionScalar):  # type: ignore[misc]
+    def as_py(self, *args: Any, **kwargs: Any) -> Any:
+        text = self.value
+        return None if text is None else json.loads(text.as_py())
+
+
+JSON = JsonType()
+# Registered once per interpreter: a second import of this module (a reload) finds it there.
+with contextlib.suppress(pa.ArrowKeyError):
+    pa.register_extension_type(JSON)
+
+
+def is_json(type_: pa.DataType) -> bool:
+    """Whether ``type_`` is :data:`JSON`."""
+    return isinstance(type_, JsonType)
+
+
+def json_array(texts: pa.Array) -> pa.ExtensionArray:
+    """JSON texts (a string array, one JSON value each, or null) as a :data:`JSON` array."""
+    return pa.ExtensionArray.from_storage(JSON, texts.cast(pa.large_string()))
+
+
+def values(array: pa.Array) -> list[Any]:
+    """The values of a :data:`JSON` array, decoded (``None`` for null).
+
+    >>> values(json_array(pa.array(['[true,1]', '"a"', None])))
+    [[True, 1], 'a', None]
+    """
+    return [None if text is None else json.loads(text) for text in array.storage.to_pylist()]
