@@ -26,9 +26,15 @@ FaultKind = Literal[
     "decoy",
     "reset",
     "truncate",
+    "ignore_limit",
+    "no_cursor",
+    "opaque_cursor",
+    "cycle",
 ]
 FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
 ANY_METHOD = "*"
+#: Kinds that change the answer of ``profiles/list`` and make no sense elsewhere.
+_PAGING_KINDS = frozenset({"stall", "decoy", "ignore_limit", "no_cursor", "opaque_cursor", "cycle"})
 
 
 @dataclass
@@ -50,7 +56,14 @@ class Fault:
             row has a field of that name holding the first row's id), ``"reset"`` (the
             connection is reset without a reply) or ``"truncate"`` (the normal reply's
             headers with its full ``Content-Length``, half its body, then the
-            connection closes).
+            connection closes). Quirks of ``profiles/list`` paging, each on the normal
+            reply: ``"ignore_limit"`` (pages of ``size`` profiles, default twice the
+            asked ``limit``, whatever ``limit`` says), ``"no_cursor"`` (no
+            ``next_from_id`` key at all, whatever the page holds), ``"opaque_cursor"``
+            (``next_from_id`` is the last profile's id with ``"~"`` after it: a cursor
+            that works as ``from_id`` but is not a profile id) and ``"cycle"``
+            (``next_from_id`` is ``cursor``, a ``from_id`` the pull has been at, on a
+            page with rows).
         times: Number of requests it fires for; ``None`` for every request.
         after: Requests of the method it lets through untouched before it fires.
         status: HTTP status for ``"status"`` (default 503) and ``"html"`` (default 502).
@@ -64,6 +77,10 @@ class Fault:
             ``"malformed"`` and ``"raw"`` the raw body to send instead of truncated JSON.
         body: The raw body of ``"raw"`` as bytes (wins over ``text``).
         headers: Extra reply headers for ``"raw"`` (e.g. ``{"Location": ...}``).
+        size: Profiles per page of ``"ignore_limit"`` (default: twice the ``limit`` asked),
+            or of ``"no_cursor"``, ``"opaque_cursor"`` and ``"cycle"`` (default: as asked),
+            which so ignore ``limit`` too.
+        cursor: The ``next_from_id`` a ``"cycle"`` answers with (required for it).
         fired: How many requests it has fired for so far.
     """
 
@@ -78,6 +95,8 @@ class Fault:
     after: int = 0
     body: bytes | None = None
     headers: dict[str, str] | None = None
+    size: int | None = None
+    cursor: str | None = None
     fired: int = field(default=0, init=False)
     passed: int = field(default=0, init=False)
 
@@ -86,8 +105,16 @@ class Fault:
             raise ValueError(f"unknown fault kind {self.kind!r}; use one of {sorted(FAULT_KINDS)}")
         if not isinstance(self.method, str) or not self.method:
             raise ValueError("method must be an API method name such as 'profiles/list' or '*'")
-        if self.kind in ("stall", "decoy") and self.method != "profiles/list":
+        if self.kind in _PAGING_KINDS and self.method != "profiles/list":
             raise ValueError(f"a {self.kind!r} fault applies to 'profiles/list' only")
+        if self.size is not None and (
+            isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1
+        ):
+            raise ValueError(f"size must be a positive int, got {self.size!r}")
+        if self.size is not None and self.kind not in _PAGING_KINDS - {"stall", "decoy"}:
+            raise ValueError(f"size applies to paging quirks, not to a {self.kind!r} fault")
+        if self.kind == "cycle" and (not isinstance(self.cursor, str) or not self.cursor):
+            raise ValueError("a 'cycle' fault needs cursor=, the from_id it goes back to")
         if self.times is not None and (isinstance(self.times, bool) or self.times < 1):
             raise ValueError(f"times must be a positive int or None, got {self.times!r}")
         if self.status is not None and not 100 <= self.status <= 599:

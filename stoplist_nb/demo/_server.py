@@ -23,6 +23,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from stoplist_nb.demo._api import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
     ApiError,
     Backend,
     Call,
@@ -33,7 +35,7 @@ from stoplist_nb.demo._api import (
     parse_json_object,
 )
 from stoplist_nb.demo._faults import Fault, FaultQueue
-from stoplist_nb.demo._reply import JSON_TYPE
+from stoplist_nb.demo._reply import JSON_TYPE, is_int
 
 __all__ = ["DemoHTTPServer", "RequestRecord"]
 
@@ -102,6 +104,31 @@ def _decoy(payload: dict[str, Any]) -> dict[str, Any]:
     wrong = rows[0].get("id", "")
     head = {key: value for key, value in payload.items() if key != "data"}
     return {**head, "data": [{**row, "next_from_id": wrong} for row in rows]}
+
+
+def _ignore_limit(params: dict[str, Any], fault: Fault) -> dict[str, Any]:
+    """The request as an ``"ignore_limit"`` fault answers it: with its page size."""
+    limit = params.get("limit")
+    if limit is None:
+        limit = DEFAULT_LIMIT
+    if not is_int(limit) or not 1 <= limit <= MAX_LIMIT:
+        return params  # refused as it stands
+    return {**params, "limit": fault.size if fault.size is not None else min(2 * limit, MAX_LIMIT)}
+
+
+def _recursor(payload: dict[str, Any], fault: Fault) -> None:
+    """The cursor of a ``"no_cursor"``, ``"opaque_cursor"`` or ``"cycle"`` fault, in place."""
+    if fault.kind not in ("no_cursor", "opaque_cursor", "cycle"):
+        return
+    if fault.kind == "no_cursor":
+        payload.pop("next_from_id", None)
+    elif not payload.get("data"):
+        return  # an empty page ends the list: nothing to lead anywhere
+    elif fault.kind == "opaque_cursor" and payload.get("next_from_id"):
+        # After the last id and before any later one: it works as from_id, yet is no id.
+        payload["next_from_id"] = f"{payload['next_from_id']}~"
+    elif fault.kind == "cycle":
+        payload["next_from_id"] = fault.cursor
 
 
 def _phrase(status: int) -> str:
@@ -231,7 +258,11 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and kind in ("status", "html", "malformed", "api_error", "raw"):
             reply = fault_reply(fault)
         elif reply is None:
+            if fault is not None and (kind == "ignore_limit" or fault.size is not None):
+                params = _ignore_limit(params, fault)  # the log keeps what was asked
             reply = self._dispatch(name, path, params)
+            if fault is not None and reply.payload is not None:
+                _recursor(reply.payload, fault)
             if kind == "stall" and reply.payload is not None and "next_from_id" in reply.payload:
                 from_id = params.get("from_id")
                 reply.payload["next_from_id"] = from_id if isinstance(from_id, str) else ""

@@ -185,6 +185,8 @@ class DemoService(ExportControls):
         after: int = 0,
         body: bytes | None = None,
         headers: dict[str, str] | None = None,
+        size: int | None = None,
+        cursor: str | None = None,
     ) -> Fault:
         """Queue a fault for the next ``times`` requests of ``method`` (see :class:`Fault`).
 
@@ -195,7 +197,10 @@ class DemoService(ExportControls):
                 (exactly the given status, headers and body), ``"slow"``, ``"trickle"``
                 (the normal reply one byte every ``delay`` seconds), ``"stall"``,
                 ``"decoy"``, ``"reset"`` or ``"truncate"`` (full ``Content-Length``, half
-                the body, then the connection closes).
+                the body, then the connection closes); quirks of ``profiles/list``
+                paging: ``"ignore_limit"`` (pages of ``size``), ``"no_cursor"`` (no
+                ``next_from_id``), ``"opaque_cursor"`` (a working cursor that is not
+                the last id) and ``"cycle"`` (``next_from_id`` goes back to ``cursor``).
             times: Requests it fires for; ``None`` for all of them.
             status: HTTP status of ``"status"`` (503) and ``"html"`` (502).
             retry_after: ``Retry-After`` header of ``"status"`` and ``"html"``.
@@ -207,6 +212,10 @@ class DemoService(ExportControls):
             after: Requests of ``method`` let through untouched before it fires.
             body: The body of ``"raw"`` as bytes.
             headers: Extra headers of ``"raw"``.
+            size: Profiles per page of ``"ignore_limit"`` (default: twice the
+                ``limit`` asked), or of ``"no_cursor"``, ``"opaque_cursor"`` and
+                ``"cycle"`` (default: the ``limit`` asked).
+            cursor: The ``next_from_id`` of ``"cycle"``: a ``from_id`` the pull was at.
 
         Returns:
             The queued fault; its ``fired`` counts the requests it has hit.
@@ -223,6 +232,8 @@ class DemoService(ExportControls):
             after=after,
             body=body,
             headers=dict(headers) if headers else None,
+            size=size,
+            cursor=cursor,
         )
         return self._faults.add(fault)
 
