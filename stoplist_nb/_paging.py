@@ -18,7 +18,17 @@ ahead and joins the workers before it returns.
 
 A page whose cursor does not move the walk forward is never yielded: the
 error raised for it carries the cursor it was asked with as ``resume_from``,
-so what was yielded plus a read resumed there is exactly the whole list.
+so what was yielded plus a read resumed there is exactly the whole list. The
+cursor the walk starts from counts as one it has been at (``seen`` adds those
+of an earlier, interrupted walk), so a cursor that goes back to it is caught.
+
+Where the cursor is evidently the last row's id (a page's ``next_from_id``
+equals its last row's ``id``, or ``_id``), a row's id serves as a cursor: a
+page that overshoots ``max_rows`` (a service that ignores ``limit``) is cut,
+and goes on from its last row kept; a page with as many rows as were asked for
+(or more) and no cursor goes on from its last row's id, until a page comes
+back empty. An opaque cursor is never cut inside a page: the whole page is
+kept, even past ``max_rows``.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ import json
 import os
 import re
 from collections import deque
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -38,7 +48,7 @@ import pyarrow as pa
 from stoplist_nb import errors
 from stoplist_nb._json import Reply
 
-__all__ = ["DEFAULT_LOOKAHEAD", "Page", "parse_threads", "peek_cursor", "walk"]
+__all__ = ["DEFAULT_LOOKAHEAD", "Page", "parse_threads", "peek_cursor", "row_id", "walk"]
 
 DEFAULT_LOOKAHEAD = 2
 """Requests sent ahead of the page being parsed (0: one request, then its parse)."""
@@ -76,9 +86,9 @@ class Page:
 
     @cached_property
     def records(self) -> list[dict[str, Any]]:
-        """The rows exactly as the service sent them, as Python dicts."""
+        """The rows exactly as the service sent them, as Python dicts (those kept, if cut)."""
         data = json.loads(self.content).get("data")
-        return list(data) if isinstance(data, list) else []
+        return list(data)[: len(self.data)] if isinstance(data, list) else []
 
 
 def peek_cursor(content: bytes) -> str | None:
@@ -109,6 +119,19 @@ def as_cursor(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
+def row_id(data: pa.Array, index: int) -> str | None:
+    """Row ``index``'s ``id`` (else ``_id``) as a cursor; ``None`` when it has none."""
+    if not pa.types.is_struct(data.type):
+        return None
+    row = data[index]
+    for name in ("id", "_id"):
+        if data.type.get_field_index(name) >= 0:
+            value = row[name].as_py()
+            if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+                return as_cursor(value)
+    return None
+
+
 def walk(
     post: Callable[[dict[str, Any]], bytes],
     parse: Callable[[bytes], Reply],
@@ -118,18 +141,27 @@ def walk(
     from_id: str | None,
     max_rows: int | None,
     lookahead: int,
+    seen: Iterable[str] = (),
 ) -> Generator[Page, None, None]:
     """Yield the pages of a cursor endpoint until one comes back without rows.
 
     ``post`` sends one request body and returns the reply's bytes; ``parse``
     turns them into a :class:`Reply` (raising for an error envelope). Both raise
     :class:`~stoplist_nb.errors.StoplistError`, which leaves here with
-    ``resume_from`` set to the cursor of the page that failed.
+    ``resume_from`` set to the cursor of the page that failed. ``seen``: cursors
+    an earlier walk of the same list was at; coming back to one is a stall.
+
+    A page's ``next_from_id`` is where the walk goes on after it: the service's
+    cursor, or the id of the page's last row kept (see the module's text). A
+    page of ``limit`` rows or more without a cursor, whose last row has no id,
+    is yielded, then :class:`~stoplist_nb.errors.CursorStalled` is raised with
+    ``resume_from`` ``None``: no cursor leads on from it.
     """
     plan = partial(_plan, params, max_rows)
-    seen: set[str] = set()  # every cursor moved to: coming back to one is a stall
+    # Every cursor moved to, the first one included: coming back to one is a stall.
+    visited = {cursor for cursor in (from_id, *seen) if cursor}
     fetched = 0
-    ahead = _Ahead(post, parse, lookahead=lookahead, plan=plan, seen=seen)
+    ahead = _Ahead(post, parse, lookahead=lookahead, plan=plan, seen=visited)
     try:
         while (body := plan(from_id, fetched)) is not None:
             try:
@@ -142,23 +174,49 @@ def walk(
                 return
             raw_next = reply.envelope.get("next_from_id")
             next_id = as_cursor(raw_next)
+            limit = body.get("limit")
+            last = row_id(data, len(data) - 1)
+            if next_id is None and (limit is None or len(data) < limit):
+                fetched += len(data)
+                yield Page(data, from_id, None, reply.envelope, content)
+                return  # a short page without a cursor can only be the last one
+            if next_id is None and last is None:
+                fetched += len(data)
+                yield Page(data, from_id, None, reply.envelope, content)  # its rows are kept
+                lost = errors.CursorStalled(
+                    f"{method}: {len(data)} rows (as many as the limit of {limit} asked) came "
+                    "without next_from_id, and the last of them has no id to go on from: "
+                    "they were kept, but whether more rows follow cannot be told; read with "
+                    "a larger limit, or with fields that include _id"
+                )
+                lost.resume_from = None
+                raise lost
+            if next_id is None or next_id == last:
+                # The cursor is the last row's id (or there is none, and a full page
+                # goes on from it): any row's id points after that row.
+                next_id = last
+                if max_rows is not None and fetched + len(data) > max_rows:
+                    cut = row_id(data, max_rows - fetched - 1)
+                    if cut is not None:  # a service that ignored limit: keep what was asked
+                        data, next_id = data.slice(0, max_rows - fetched), cut
             page = Page(data, from_id, next_id, reply.envelope, content)
             fetched += len(data)
-            done = max_rows is not None and fetched >= max_rows
-            if next_id is None and (done or len(data) < body.get("limit", len(data) + 1)):
-                yield page
-                return  # a short page without a cursor can only be the last one
-            if next_id is None or next_id == from_id or next_id in seen:
+            if next_id is None or next_id == from_id or next_id in visited:
                 # Not yielded: its rows come again with the request resumed from here.
+                said = (
+                    f"next_from_id={raw_next!r}"
+                    if as_cursor(raw_next) is not None
+                    else f"no next_from_id, and the last one's id {next_id!r}"
+                )
                 stalled = errors.CursorStalled(
-                    f"{method}: {len(data)} rows came with next_from_id={raw_next!r}, "
-                    "which does not move the cursor forward; the rows of that page "
+                    f"{method}: {len(data)} rows came with {said}, which does not move "
+                    "the cursor forward (it was reached before); the rows of that page "
                     "were not taken"
                 )
                 stalled.resume_from = from_id or ""
                 raise stalled
             yield page
-            seen.add(next_id)
+            visited.add(next_id)
             from_id = next_id
     finally:
         ahead.close()

@@ -12,7 +12,7 @@ import os
 import pathlib
 import tempfile
 import unicodedata
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -233,12 +233,22 @@ class Client:
         from_id: str | None = None,
         max_rows: int | None = None,
         lookahead: int = DEFAULT_LOOKAHEAD,
+        seen: Iterable[str] = (),
     ) -> Generator[Page, None, None]:
         """Walk a cursor endpoint (``from_id`` / ``next_from_id``) page by page.
 
         Stops at the first page with no rows, as the docs prescribe (the
         cursor may still be set on the last page). An exception raised while
         paging carries ``resume_from``, the cursor to start again from.
+
+        Where the service's cursor is evidently the last row's id (a page's
+        ``next_from_id`` equals its last row's ``id`` or ``_id``), a row's id
+        serves as a cursor: a page past ``max_rows`` (a service that ignored
+        ``limit``) is cut and its ``next_from_id`` is the last kept row's id;
+        a page of ``limit`` rows or more without ``next_from_id`` goes on from
+        its last row's id (``CursorStalled`` with ``resume_from=None`` after
+        yielding it, when that row has no id). An opaque cursor is never cut
+        inside a page: the whole page is yielded, even past ``max_rows``.
 
         Args:
             method: The method, e.g. ``"profiles/list"``.
@@ -253,6 +263,8 @@ class Client:
                 parsed, on the cursor read from their raw bytes (one at a time,
                 and sent again if the parsed cursor differs); ``0`` waits for
                 each parse. Only for methods that read.
+            seen: Cursors an earlier walk of the same list was at (``from_id``
+                counts anyway): a cursor that goes back to one is a stall.
 
         Raises:
             CursorStalled: Rows keep coming but the cursor does not move.
@@ -271,6 +283,7 @@ class Client:
             from_id=from_id,
             max_rows=max_rows,
             lookahead=lookahead,
+            seen=seen,
         )
 
     def download(

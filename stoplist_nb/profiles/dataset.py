@@ -13,10 +13,12 @@ Parquet file has one schema). A part is written under a hidden name
 (``.part-00003.parquet.tmp``) and renamed when whole; only then does the
 checkpoint move on to it. The checkpoint (``_checkpoint.json``, replaced
 atomically) holds what the pull is (database, query, fields, dtypes), how far
-it went (the cursor after the last committed part, profiles, rows, the parts)
-and the stream's :class:`~stoplist_nb.profiles.schema.StreamSchema`, so that a
-pull that stopped, however it stopped, carries on where its last part ends and
-gives the same files as one that never stopped.
+it went (the cursor after the last committed part, profiles, rows, the parts,
+and the cursors of the committed pages, one a page, so that a resumed pull
+catches a cursor that goes back to one of them) and the stream's
+:class:`~stoplist_nb.profiles.schema.StreamSchema`, so that a pull that
+stopped, however it stopped, carries on where its last part ends and gives the
+same files as one that never stopped.
 
 When the stream ends the dataset is sealed: the parts written before a column
 joined are rewritten with it (all null), so that every part has the final
@@ -50,9 +52,10 @@ from stoplist_nb.profiles.stream import (
     META_PROFILES,
     cast_columns,
     cast_frame,
+    flat_pages,
     frame_from_table,
-    iter_profile_tables,
 )
+from stoplist_nb.profiles.stream import _tables as stream_tables
 from stoplist_nb.query import Query
 
 __all__ = [
@@ -112,6 +115,7 @@ class _State:
     profiles: int = 0
     rows: int = 0
     parts: list[dict[str, Any]] = field(default_factory=list)
+    cursors: list[str] = field(default_factory=list)  # of the committed pages, one a page
     ended: bool = False  # no request left to send: only the sealing may be missing
     complete: bool = False
 
@@ -124,6 +128,7 @@ class _State:
             "rows": self.rows,
             "parts": self.parts,
             "schema": self.schema,
+            "cursors": self.cursors,
             "ended": self.ended,
             "complete": self.complete,
         }
@@ -223,7 +228,7 @@ def write_profiles_parquet(
     if not state.ended:
         _pull(
             client, directory, state, declared, query=query, fields=fields, limit=limit,
-            dtypes=dtypes, progress=progress, lookahead=lookahead, per_part=profiles_per_part,
+            progress=progress, lookahead=lookahead, per_part=profiles_per_part,
         )  # fmt: skip
     _seal(directory, state)
     return state.summary(directory)
@@ -320,6 +325,8 @@ def _read_checkpoint(directory: pathlib.Path) -> _State:
             profiles=int(data["profiles"]),
             rows=int(data["rows"]),
             parts=parts,
+            # Absent from checkpoints written before it was kept: nothing to catch then.
+            cursors=[str(cursor) for cursor in data.get("cursors", [])],
             ended=bool(data["ended"]),
             complete=bool(data["complete"]),
         )
@@ -357,9 +364,17 @@ def _pull(
 ) -> None:
     """Read the pages after the checkpoint into parts, each checkpointed once renamed."""
     schema = StreamSchema.from_dict(state.schema)
-    tables = iter_profile_tables(
-        client, state.pull["db_id"], from_id=state.next_from_id or None, schema=schema, **options
+    from_id = state.next_from_id or None
+    params = request.params(
+        client, state.pull["db_id"], options["query"], options["fields"], options["limit"], from_id
     )
+    # The cursors of the pull before an interruption count as reached: a cursor
+    # that goes back to one of them is a stall, not pages read twice.
+    pages = flat_pages(
+        client, params, from_id=from_id, max_profiles=None, progress=options["progress"],
+        lookahead=options["lookahead"], seen=state.cursors,
+    )  # fmt: skip
+    tables = stream_tables(schema, declared, pages)
     part: _Part | None = None
     read = 0  # profiles of this call: the tables count from where it started
     try:
@@ -373,6 +388,7 @@ def _pull(
                     file_schema = parquet_schema(table, schema, declared)
                     part = _Part(directory, len(state.parts), file_schema)
                 part.write(table)
+                part.cursors.append(meta[META_FROM].decode())
                 count = int(meta[META_PROFILES])
                 part.profiles += count - read
                 read = count
@@ -423,6 +439,7 @@ class _Part:
         self.writer = pq.ParquetWriter(self.temp, schema, compression=COMPRESSION)
         self.profiles = self.rows = 0
         self.cursor = ""
+        self.cursors: list[str] = []  # those its pages were asked with
         self.ended = False
         self.schema: dict[str, Any] = {}
 
@@ -449,6 +466,7 @@ def _commit(directory: pathlib.Path, state: _State, part: _Part) -> None:
     state.parts.append({"name": part.name, "profiles": part.profiles, "rows": part.rows})
     state.profiles += part.profiles
     state.rows += part.rows
+    state.cursors.extend(cursor for cursor in part.cursors if cursor)
     state.next_from_id = part.cursor or state.next_from_id
     state.schema = part.schema or state.schema
     state.ended = part.ended

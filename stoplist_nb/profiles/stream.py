@@ -11,7 +11,7 @@ each page in the columns of :class:`~stoplist_nb.profiles.schema.StreamSchema`
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -71,16 +71,25 @@ def flat_pages(
     max_profiles: int | None,
     progress: bool,
     lookahead: int,
+    seen: Iterable[str] = (),
 ) -> Generator[FlatPages, None, None]:
     """Yield each page of ``profiles/list`` flattened (``params`` as :func:`request.params` built).
 
     On a failed request the :class:`~stoplist_nb.errors.StoplistError` leaves
     with ``resume_from`` set to the cursor after the last page yielded; no
-    request is left running on any way out (Ctrl-C included).
+    request is left running on any way out (Ctrl-C included). ``seen``: the
+    cursors of an earlier, interrupted read (see :meth:`Client.pages`).
+
+    Pages are those of :meth:`Client.pages`: one that went past
+    ``max_profiles`` was cut there if its cursor is a profile id, else kept
+    whole (more than ``max_profiles`` are then read). A full page without a
+    cursor whose last profile has no id is yielded, then ``CursorStalled``
+    leaves with ``resume_from`` ``None``: nothing leads on from it.
     """
     pages = client.pages(
-        request.METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead
-    )
+        request.METHOD, params, from_id=from_id, max_rows=max_profiles, lookahead=lookahead,
+        seen=seen,
+    )  # fmt: skip
     count = 0
     cursor = from_id or ""
     with (
@@ -89,25 +98,25 @@ def flat_pages(
             total=max_profiles, unit=" profiles", desc=request.METHOD, disable=not progress
         ) as bar,
     ):
-        try:
-            for page in pages:
-                data = page.data
-                if max_profiles is not None and count + len(data) > max_profiles:
-                    data = data.slice(0, max_profiles - count)  # a service that ignored limit
-                if bar.total is None and isinstance(page.envelope.get("total_count"), int):
-                    bar.total = page.envelope["total_count"]
-                try:
-                    flat = flatten_profiles(data)
-                except errors.InvalidInput as exc:  # the service's rows, not the caller's input
-                    raise errors.InvalidReply(f"{request.METHOD}: {exc}") from None
-                count += len(data)
-                started, cursor = cursor, page.next_from_id or cursor
-                bar.update(len(data))
-                yield FlatPages(flat, started, cursor, count)
-        except errors.StoplistError as exc:
-            if exc.resume_from is None:
-                exc.resume_from = cursor
-            raise
+        # Errors of the walk carry their resume_from (None: no cursor leads on).
+        for page in pages:
+            data = page.data
+            if bar.total is None and isinstance(page.envelope.get("total_count"), int):
+                bar.total = page.envelope["total_count"]
+            try:
+                flat = flatten_profiles(data)
+            except errors.InvalidInput as exc:  # the service's rows, not the caller's input
+                invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
+                invalid.resume_from = cursor
+                raise invalid from None
+            except errors.StoplistError as exc:
+                if exc.resume_from is None:
+                    exc.resume_from = cursor
+                raise
+            count += len(data)
+            started, cursor = cursor, page.next_from_id or cursor
+            bar.update(len(data))
+            yield FlatPages(flat, started, cursor, count)
 
 
 def iter_profile_tables(
