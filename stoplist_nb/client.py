@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 import requests
 from tqdm.auto import tqdm
@@ -305,8 +305,10 @@ class Client:
         Args:
             path: The path relative to ``/api/download/``, as a task result
                 gives it (``suppress/<uuid>/<list name>.md5.zip``); it is
-                URL-quoted here. Anything that could leave the service's
-                download area is refused (see :func:`safe_download_path`).
+                URL-quoted here. The same file named by ``/api/download/...``
+                or by a URL on this client's origin is taken too. Anything
+                that could leave the service's download area is refused (see
+                :func:`safe_download_path`).
             dest: A file, or a directory to put the file in under its own
                 name; default: the current directory.
             progress: Show a byte progress bar.
@@ -314,8 +316,8 @@ class Client:
                 bytes (or the service announces more); ``None``: no limit.
 
         Raises:
-            UnsafePath: ``path`` is absolute, has ``..``, backslashes or
-                control characters.
+            UnsafePath: ``path`` leaves ``/api/download/`` of this client's
+                origin, has ``..``, backslashes or control characters.
             IncompleteDownload: The body ended before its announced length.
             ArchiveTooLarge: The file exceeds ``max_bytes``.
             RequestTimeout: The download outran its deadline.
@@ -324,10 +326,10 @@ class Client:
         >>> client.download("suppress/1f0c/My list.md5.zip", "exports/")  # doctest: +SKIP
         PosixPath('exports/My list.md5.zip')
         """
-        quoted = safe_download_path(path)
+        quoted = safe_download_path(path, base_url=self.base_url)
         if max_bytes is not None:
             errors.require_int("max_bytes", max_bytes, minimum=0)
-        name = path.rsplit("/", 1)[-1]
+        name = unquote(quoted.rsplit("/", 1)[-1])
         target = pathlib.Path(dest) if dest is not None else pathlib.Path.cwd()
         if target.is_dir() or (dest is not None and str(dest).endswith(("/", os.sep))):
             target = target / name
@@ -388,18 +390,98 @@ def _check_method(method: str, params: Mapping[str, Any]) -> None:
         raise errors.InvalidInput("pass the token to Client(), not as a parameter")
 
 
-def safe_download_path(path: str) -> str:
+_DOWNLOADS = "/api/download/"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# Characters no plain path may hold; checked before urlsplit, which drops tabs
+# and newlines from a URL without a word.
+_CONTROL = ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
+def _port(parts: SplitResult) -> int | None:
+    """The port a URL reaches: the one written, or its scheme's default."""
+    return parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme)
+
+
+def _under_downloads(path: str, base_url: str) -> str:
+    """The path under ``/api/download/`` that a URL or a rooted path names, or ``UnsafePath``.
+
+    Only a URL on the origin of ``base_url`` (scheme and host in any case, the
+    port written or the scheme's default) or a path from the root of that
+    origin counts; the query and the fragment are dropped, and the path is
+    percent-decoded, since a URL carries it encoded.
+    """
+    base = urlsplit(base_url)
+    if path.startswith("//"):  # scheme-relative: the client's scheme, its own host
+        path = f"{base.scheme}:{path}"
+    parts = urlsplit(path)
+    if parts.scheme or parts.netloc:
+        try:
+            port = _port(parts)
+        except ValueError:
+            port = -1  # not a port number: no origin matches
+        if parts.scheme != base.scheme.lower():
+            why = "it is a URL of another scheme"
+        elif "@" in parts.netloc:  # user@host: the user name may well be a host
+            why = "it is a URL with a user name"
+        elif (parts.hostname, port) != (base.hostname, _port(base)):
+            why = "it is a URL on another host or port"
+        else:
+            why = None
+        if why:
+            raise errors.UnsafePath(f"download path refused: {why}")
+    try:
+        plain = unquote(parts.path, errors="strict")
+    except UnicodeDecodeError:
+        raise errors.UnsafePath("download path refused: it is not UTF-8 once decoded") from None
+    rooted = base.path.rstrip("/")
+    # Behind a base path, the service may name its file from its own root or from ours.
+    for prefix in ([rooted + _DOWNLOADS] if rooted else []) + [_DOWNLOADS]:
+        if plain.startswith(prefix):
+            return plain[len(prefix) :]
+    raise errors.UnsafePath(f"download path refused: it is outside {_DOWNLOADS}")
+
+
+def _dot_segment(segment: str) -> bool:
+    """Whether a segment is ``.`` or ``..``, plainly or percent-encoded (once or more)."""
+    for _ in range(4):  # a server or proxy may decode more than once
+        if segment in ("", ".", ".."):
+            return True
+        segment, before = unquote(segment), segment
+        if segment == before:
+            return False
+    return True  # still encoded after four decodings: no plain file is named so
+
+
+def safe_download_path(path: str, *, base_url: str | None = None) -> str:
     """Check a download path and return it URL-quoted for ``/api/download/``.
 
-    The token travels with every download, so only plain relative paths under
-    the service's own download area are allowed.
+    The token travels with every download, so only paths within the service's
+    own download area are allowed: a plain path relative to it, as the contract
+    gives it, or with ``base_url`` the same file named by a path from the root
+    (``/api/download/suppress/...``) or by a URL on the origin of ``base_url``;
+    those two are reduced to the relative path.
+
+    Args:
+        path: The download path, e.g. ``result.hashed_file`` of a task.
+        base_url: The service address the download goes to; without it only
+            a relative path is taken.
 
     Raises:
-        UnsafePath: ``path`` is empty, an absolute URL, starts with ``/``, has
-            ``.`` or ``..`` or empty segments, backslashes or control characters.
+        UnsafePath: ``path`` is empty; a URL on another scheme, host or port,
+            or with a user name; a rooted path or URL outside
+            ``/api/download/``; or has ``.`` or ``..`` (also percent-encoded)
+            or empty segments, backslashes or control characters.
 
     >>> safe_download_path("suppress/1f0c/Стоп-лист 1.md5.zip")
     'suppress/1f0c/%D0%A1%D1%82%D0%BE%D0%BF-%D0%BB%D0%B8%D1%81%D1%82%201.md5.zip'
+    >>> safe_download_path("HTTP://Api.Example.com:443/api/download/suppress/1f0c/x.md5.zip?v=2",
+    ...                    base_url="https://api.example.com")
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.UnsafePath: download path refused: it is a URL of another scheme
+    >>> safe_download_path("HTTPS://Api.Example.com:443/api/download/suppress/1f0c/My%20list.md5.zip",
+    ...                    base_url="https://api.example.com")
+    'suppress/1f0c/My%20list.md5.zip'
     >>> safe_download_path("https://elsewhere.example/x.zip")
     Traceback (most recent call last):
     ...
@@ -408,6 +490,20 @@ def safe_download_path(path: str) -> str:
     if not isinstance(path, str) or not path.strip():
         raise errors.UnsafePath("download path refused: it is empty or not a string")
     why = None
+    if "\\" in path:  # browsers read it as "/" in an http URL
+        why = "it contains a backslash"
+    elif any(unicodedata.category(c) in _CONTROL for c in path):
+        why = "it contains control characters"
+    elif base_url is not None:
+        try:
+            if path.startswith("/") or urlsplit(path).scheme:
+                path = _under_downloads(path, base_url)
+        except ValueError as exc:  # urlsplit's, e.g. an unclosed "[" of an IPv6 host
+            if isinstance(exc, errors.UnsafePath):
+                raise
+            why = "it is not a valid URL"
+    if why:
+        raise errors.UnsafePath(f"download path refused: {why}")
     segments = path.split("/")
     if "://" in path or (":" in segments[0] and not path.startswith("/")):
         why = "it is an absolute URL"
@@ -415,9 +511,9 @@ def safe_download_path(path: str) -> str:
         why = "it starts with '/'"
     elif "\\" in path:
         why = "it contains a backslash"
-    elif any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in path):
+    elif any(unicodedata.category(c) in _CONTROL for c in path):
         why = "it contains control characters"
-    elif any(seg in ("", ".", "..") for seg in segments):
+    elif any(_dot_segment(seg) for seg in segments):
         why = "it has empty, '.' or '..' segments"
     if why:
         raise errors.UnsafePath(f"download path refused: {why}")

@@ -27,7 +27,8 @@
 Leaves also inherit the builtin they resemble, so ``except ValueError`` and
 ``except TimeoutError`` keep working. Every exception raised while paging
 carries what was already fetched (``partial``) and where to resume
-(``resume_from``); its message says so.
+(``resume_from``); its message says so. Every exception raised by an export
+after its task was started names the task (``task_id``), in its message too.
 
 No message ever contains the API token: the transport removes it before an
 exception is built, from the chained causes too, and every exception here
@@ -77,10 +78,14 @@ class StoplistError(Exception):
             ``partial`` plus the read resumed there are the whole list, each
             row once.
         hint: How to carry on, when there is a way (also shown in the message).
+        task_id: The export task the error happened in, once it was started
+            (``task_id=`` of :func:`~stoplist_nb.read_suppression_list` picks
+            it up), or ``None``; the message names it too.
     """
 
     partial: Any = None
     resume_from: str | None = None
+    task_id: str | None = None
     #: A sentence on how to carry on, added to the message (e.g. the export task to wait for).
     hint: str | None = None
 
@@ -89,6 +94,9 @@ class StoplistError(Exception):
 
     def __str__(self) -> str:
         text = super().__str__()
+        named = f"task {redact(self.task_id)!r}" if self.task_id is not None else None
+        if named is not None and named not in text:
+            text = f"export {named}: {text}"
         if self.hint:
             text += f" ({self.hint})"
         if self.resume_from == "":

@@ -53,6 +53,8 @@ class ExportControls:
         hashed_file: str | None = None,
         csv_layout: CsvLayout = "plain",
         archive: ArchiveKind = "normal",
+        done_before_file: int = 0,
+        not_ready_downloads: int = 0,
     ) -> ExportPlan:
         """Script the next export task started; later ones get the defaults again.
 
@@ -87,12 +89,20 @@ class ExportControls:
                 ``"corrupt"`` (a ZIP start, then garbage and a truncated end record);
                 ``"two_csv"`` (the hashes split over ``part1.csv`` and ``part2.csv``,
                 with the junk members).
+            done_before_file: Polls, after the steps, that already report progress
+                100 and the filled ``result`` under ``words[-1]`` (``processing``)
+                while the download of the file answers 404 ``file not found``; the
+                file is served from the poll that reports ``final``.
+            not_ready_downloads: Downloads of the file that answer 404 ``file not
+                found`` after it is served, before the next one gets it: a task
+                that says it is done a moment before its file is there.
 
         Returns:
             The validated plan.
 
         Raises:
-            ValueError: On an argument out of range, or ``fail`` with ``never``.
+            ValueError: On an argument out of range, ``fail`` with ``never``, or
+                ``done_before_file`` or ``not_ready_downloads`` with either.
         """
         if isinstance(words, str):
             raise ValueError(f"words must be a sequence of status words, not {words!r}")
@@ -106,6 +116,8 @@ class ExportControls:
             hashed_file=hashed_file,
             csv_layout=csv_layout,
             archive=archive,
+            done_before_file=done_before_file,
+            not_ready_downloads=not_ready_downloads,
         )
         self._backend.exports.plan_next(plan)
         return plan

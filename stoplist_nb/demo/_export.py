@@ -60,7 +60,8 @@ def download(backend: Backend, call: Call) -> Reply:
 
     The token comes in the query parameter ``token`` or as ``Authorization: Bearer``.
     Answers are real HTTP statuses whatever ``http_errors`` says: this is a file
-    server, not the JSON API (403 without a valid token, 404 for an unknown path).
+    server, not the JSON API (403 without a valid token, 404 for an unknown path or
+    a file its plan holds back: see ``done_before_file`` and ``not_ready_downloads``).
     """
     try:
         backend.authorize(call)

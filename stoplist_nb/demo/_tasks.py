@@ -2,7 +2,8 @@
 
 A task advances one step per ``tasks/status`` poll, never with the clock, so a test
 knows exactly what the n-th poll answers. The archive is built once, on the poll that
-completes the task, and kept in memory under its download path.
+first names its file, and kept in memory under its download path; a plan may have
+that path answer 404 for a while (a file named before it is served).
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ class ExportPlan:
             still serves the archive).
         csv_layout: Layout of the CSV inside the archive.
         archive: Shape of the archive.
+        done_before_file: Polls, after the steps, that report ``words[-1]`` with
+            progress 100 and ``result`` filled, while the file answers 404; it is
+            served from the poll that reports ``final``.
+        not_ready_downloads: Downloads of the file, once served, that answer 404
+            first.
     """
 
     steps: int = 3
@@ -73,6 +79,8 @@ class ExportPlan:
     hashed_file: str | None = None
     csv_layout: CsvLayout = "plain"
     archive: ArchiveKind = "normal"
+    done_before_file: int = 0
+    not_ready_downloads: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.steps, int) or _is_bool(self.steps) or self.steps < 0:
@@ -91,6 +99,12 @@ class ExportPlan:
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.fail and self.never:
             raise ValueError("a task cannot both fail and never end")
+        for name in ("done_before_file", "not_ready_downloads"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or _is_bool(value) or value < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+            if value and (self.fail or self.never):
+                raise ValueError(f"{name} needs a task that completes (not fail or never)")
         if self.hashed_file is not None and not isinstance(self.hashed_file, str):
             raise ValueError(f"hashed_file must be a string or None, got {self.hashed_file!r}")
         if self.csv_layout not in CSV_LAYOUTS:
@@ -118,6 +132,10 @@ class ExportTask:
     plan: ExportPlan
     polls: int = 0
     result: dict[str, Any] | None = None
+    #: Whether the file is served: the task has reported its final word.
+    served: bool = False
+    #: Downloads of the served file answered 404 so far (see ``not_ready_downloads``).
+    refused: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
@@ -151,6 +169,7 @@ class ExportStore:
         self._plan = ExportPlan()
         self._tasks: dict[str, ExportTask] = {}
         self._files: dict[str, bytes] = {}
+        self._owners: dict[str, ExportTask] = {}
 
     @classmethod
     def for_profiles(
@@ -203,7 +222,11 @@ class ExportStore:
                 return {"status": FAILED, "progress": plan.last_progress(), "result": result}
             if task.result is None:
                 task.result = self._complete(task)
-            return {"status": plan.final, "progress": 100, "result": copy.deepcopy(task.result)}
+            result = copy.deepcopy(task.result)
+            if task.polls <= plan.steps + plan.done_before_file:
+                return {"status": plan.words[-1], "progress": 100, "result": result}
+            task.served = True
+            return {"status": plan.final, "progress": 100, "result": result}
 
     def _complete(self, task: ExportTask) -> dict[str, Any]:
         rows = hashed_rows(self.suppressed, task.type)
@@ -212,6 +235,7 @@ class ExportStore:
         path = f"suppress/{uuid.uuid4()}/{self.suppress_name}.md5.zip"
         with self._lock:
             self._files[path] = data
+            self._owners[path] = task
         reported = path if plan.hashed_file is None else plan.hashed_file
         return {
             "hashed_file": [reported] if plan.hashed_file_as_list else reported,
@@ -222,6 +246,19 @@ class ExportStore:
         }
 
     def file(self, path: str) -> bytes | None:
-        """The archive served at ``/api/download/<path>``, or ``None``."""
+        """The archive served at ``/api/download/<path>``, or ``None`` (a 404).
+
+        A file its task's plan holds back (``done_before_file``,
+        ``not_ready_downloads``) is ``None`` until it is served.
+        """
         with self._lock:
-            return self._files.get(path)
+            data, task = self._files.get(path), self._owners.get(path)
+        if data is None or task is None:
+            return data
+        with task.lock:
+            if not task.served:
+                return None
+            if task.refused < task.plan.not_ready_downloads:
+                task.refused += 1
+                return None
+        return data

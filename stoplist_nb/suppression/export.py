@@ -17,14 +17,16 @@ import dataclasses
 import os
 import pathlib
 import tempfile
+import time
 import warnings
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pandas as pd
 
 from stoplist_nb import errors
+from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.archive import check_limits, read_hashed_csv
 from stoplist_nb.suppression.matching import add_counts
@@ -33,7 +35,10 @@ from stoplist_nb.suppression.tasks import (
     DEFAULT_TASK_TIMEOUT,
     TaskStatus,
     _renamed,
+    check_not_failed,
     get_task,
+    how_to_resume,
+    naming_task,
     wait_for_task,
 )
 
@@ -181,8 +186,14 @@ def read_suppression_list(
             an export of several files (nothing is downloaded then).
         TaskFailed, TaskTimeout: The task failed or ran past ``task_timeout``;
             both name the task, and ``task_id=`` picks a timed-out one up.
+            A file the done task names but the service does not serve yet
+            (404) is asked for again, with growing pauses, up to the same
+            deadline, counted from the start of the wait: then ``TaskTimeout``.
         ArchiveTooLarge: The download or the archive is beyond ``max_size`` or
             ``max_ratio``.
+        StoplistError: Any error once the task exists names it (``exc.task_id``
+            and its message); ``exc.hint`` says how to pick it up when the task
+            or its file is still there.
 
     Warns:
         DeprecationWarning: ``keep_file`` or ``timeout`` was given.
@@ -201,16 +212,20 @@ def read_suppression_list(
     if task_id is None:
         assert list_id is not None  # checked above
         task_id = start_suppression_export(client, list_id, type=type)
-    status = wait_for_task(
-        client, task_id, poll_interval=poll_interval, max_interval=max_interval,
-        task_timeout=task_timeout, progress=progress,
-    )  # fmt: skip
-    what = _what(list_id, task_id)
-    with _download_target(status, dest, what) as target:
-        frame, paths = read_export_files(
-            client, status, target, progress=progress, max_size=max_size, max_ratio=max_ratio,
-            what=what,
+    say = _resume_call(func, *([repr(list_id)] if list_id is not None else []))
+    with naming_task(task_id, say):
+        since = time.monotonic()
+        status = wait_for_task(
+            client, task_id, poll_interval=poll_interval, max_interval=max_interval,
+            task_timeout=task_timeout, progress=progress,
         )  # fmt: skip
+        wait = _FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
+        what = _what(list_id, task_id)
+        with _download_target(status, dest, what) as target:
+            frame, paths = _read_files(
+                client, status, target, progress=progress, max_size=max_size,
+                max_ratio=max_ratio, what=what, wait=wait,
+            )  # fmt: skip
     kinds = frame.attrs.get("kinds")
     frame.attrs = {
         "task_id": task_id,
@@ -226,6 +241,35 @@ def read_suppression_list(
 
 def _what(list_id: int | None, task_id: str) -> str:
     return f"suppression list {list_id}" if list_id is not None else f"export task {task_id}"
+
+
+def _resume_call(func: str, *args: str) -> Callable[[str], str]:
+    """How to pick an export up again with ``func(client, *args, task_id=...)``."""
+
+    def say(task_id: str) -> str:
+        call = ", ".join(["client", *args, f"task_id={task_id!r}"])
+        return f"the export goes on at the service: {func}({call}) picks it up"
+
+    return say
+
+
+@dataclasses.dataclass(frozen=True)
+class _FileWait:
+    """How long, and how often, a file the service does not serve yet is asked for again.
+
+    Attributes:
+        deadline: ``time.monotonic()`` past which no more is asked: the task's
+            deadline, counted from the start of the wait for the task.
+        task_timeout: The seconds that deadline stands for, for messages.
+        poll_interval: Seconds before the second try; each wait is 1.5 times
+            the one before, up to ``max_interval``, as the task's polls.
+        max_interval: The longest wait between two tries.
+    """
+
+    deadline: float
+    task_timeout: float
+    poll_interval: float
+    max_interval: float
 
 
 def _names_a_directory(dest: str | os.PathLike[str]) -> bool:
@@ -250,12 +294,42 @@ def _download_target(
 
 def _download_zip(
     client: Client, name: str, dest: str | os.PathLike[str], *, progress: bool, max_size: int,
-    what: str,
+    what: str, status: TaskStatus | None = None, wait: _FileWait | None = None,
 ) -> pathlib.Path:  # fmt: skip
-    """Download one file of an export and check that it is a ZIP archive."""
-    # Packed, a CSV is no larger than unpacked (headers aside): past max_size the
-    # download could not be read anyway, so it is stopped there, on the wire.
-    path = client.download(name, dest, progress=progress, max_bytes=max_size)
+    """Download one file of an export and check that it is a ZIP archive.
+
+    With ``wait``, a 404 is read as a file the task of ``status`` named before
+    the service serves it: the task is asked again (it may have failed after
+    all) and the file fetched again, with a growing pause, until ``wait.deadline``.
+
+    Raises:
+        TaskTimeout: The file was still not served at ``wait.deadline``.
+        TaskFailed: Asked again, the task reported failure.
+    """
+    interval = max(wait.poll_interval, 0.01) if wait is not None else 0.0
+    while True:
+        try:
+            # Packed, a CSV is no larger than unpacked (headers aside): past max_size the
+            # download could not be read anyway, so it is stopped there, on the wire.
+            path = client.download(name, dest, progress=progress, max_bytes=max_size)
+            break
+        except errors.APIError as exc:
+            if wait is None or status is None or exc.http_status != 404:
+                raise
+            left = wait.deadline - time.monotonic()
+            if left <= 0:
+                raise errors.TaskTimeout(
+                    f"export task {redact(status.task_id)!r} is done but its file "
+                    f"{redact(name)!r} is not ready: the service still answers 404 after "
+                    f"{wait.task_timeout:g} s; {how_to_resume(status.task_id)}",
+                    task_id=status.task_id,
+                    progress=status.progress,
+                ) from exc
+            time.sleep(min(interval, left))
+            interval = min(interval * 1.5, max(wait.max_interval, wait.poll_interval))
+            # Asking lets the service say the task failed after all, or finish it.
+            status = get_task(client, status.task_id)
+            check_not_failed(status)
     if not zipfile.is_zipfile(path):
         # An empty body or a proxy's sign-in page would read as a list of no hashes.
         raise errors.BadArchive(
@@ -289,22 +363,47 @@ def read_export_files(
     for a task that was started elsewhere (``stoplist-nb export --task-id``).
     Each download is stopped past ``max_size`` bytes, before it is read.
 
+    Each download is tried once: a file not served yet (404) is waited for
+    only by :func:`read_suppression_list` and :func:`write_suppression_parquet`,
+    which know the task's deadline.
+
     Returns:
         The hashes of every file, in order, and the paths they were saved to;
         ``attrs["kinds"]`` sums the rows per kind of the files that name them.
 
     Raises:
+        StoplistError: Each names the task (``exc.task_id`` and its message).
         InvalidReply: The task names no file.
         ArchiveTooLarge: A download or an archive is beyond ``max_size`` or ``max_ratio``.
 
     Warns:
         UserWarning: The rows differ from the ``total`` the service reported.
     """
+    with naming_task(status.task_id):
+        return _read_files(
+            client, status, dest, progress=progress, max_size=max_size, max_ratio=max_ratio,
+            what=what,
+        )  # fmt: skip
+
+
+def _read_files(
+    client: Client,
+    status: TaskStatus,
+    dest: str | os.PathLike[str],
+    *,
+    progress: bool,
+    max_size: int,
+    max_ratio: float,
+    what: str,
+    wait: _FileWait | None = None,
+) -> tuple[pd.DataFrame, list[pathlib.Path]]:
+    """:func:`read_export_files`; with ``wait``, a file not served yet is waited for."""
     paths, frames = [], []
     for name in status.require_files():
         # Read each file before the next download: two files of one export may share a name.
         path = _download_zip(
-            client, name, dest, progress=progress, max_size=max_size, what=what
+            client, name, dest, progress=progress, max_size=max_size, what=what, status=status,
+            wait=wait,
         )  # fmt: skip
         frames.append(read_hashed_csv(path, max_size=max_size, max_ratio=max_ratio))
         paths.append(path)
@@ -400,7 +499,8 @@ def write_suppression_parquet(
             ``path`` that is a directory or in none, or a ``dest`` that is a
             file for an export of several files; all but the last before
             anything is sent.
-        TaskFailed, TaskTimeout: As in :func:`read_suppression_list`.
+        TaskFailed, TaskTimeout: As in :func:`read_suppression_list`, a file
+            not served yet included; every error once the task exists names it.
         ArchiveTooLarge: The download or the archive is beyond ``max_size`` or
             ``max_ratio``.
         BadArchive: As in :func:`read_suppression_list`, or an export of
@@ -425,6 +525,7 @@ def write_suppression_parquet(
         client, task_id, out, list_id=list_id, type=type if started else None,
         progress=progress, dest=dest, poll_interval=poll_interval, max_interval=max_interval,
         task_timeout=task_timeout, max_size=max_size, max_ratio=max_ratio,
+        say=_resume_call("write_suppression_parquet", repr(list_id), repr(str(out))),
     )  # fmt: skip
 
 
@@ -442,37 +543,44 @@ def _write_task_parquet(
     task_timeout: float = DEFAULT_TASK_TIMEOUT,
     max_size: int = 4 * 2**30,
     max_ratio: float = 200,
+    say: Callable[[str], str] | None = None,
 ) -> SuppressionSummary:
     """:func:`write_suppression_parquet` once the task is known; ``type`` is what the file records.
 
     Also the command line's ``export --out FILE.parquet``, which starts the
-    task itself (to print its id first) and so knows its type.
+    task itself (to print its id first) and so knows its type. ``say`` tells
+    how to pick the task up again, as :func:`naming_task` takes it.
     """
-    status = wait_for_task(
-        client, task_id, poll_interval=poll_interval, max_interval=max_interval,
-        task_timeout=task_timeout, progress=progress,
-    )  # fmt: skip
-    what = _what(list_id, task_id)
-    with _download_target(status, dest, what) as target, HashedParquet(out) as sink:
-        paths = []
-        for name in status.require_files():
-            # Each file goes in before the next download: two may share a name.
-            path = _download_zip(
-                client, name, target, progress=progress, max_size=max_size, what=what
-            )  # fmt: skip
-            sink.add(
-                path, max_size=max_size, max_ratio=max_ratio, label=f"{what}: {name!r}",
-                stacklevel=3,
-            )  # fmt: skip
-            paths.append(path)
-        _check_total(status, sink.rows, what)
-        sink.finish(
-            {
-                "task_id": task_id,
-                "list_id": list_id,
-                "type": type,
-                "total": status.total,
-                "file": paths[0].name if len(paths) == 1 else [p.name for p in paths],
-            }
-        )
-    return SuppressionSummary(path=out, rows=sink.rows, task_id=task_id, kinds=sink.kinds)
+    with naming_task(task_id, say):
+        since = time.monotonic()
+        status = wait_for_task(
+            client, task_id, poll_interval=poll_interval, max_interval=max_interval,
+            task_timeout=task_timeout, progress=progress,
+        )  # fmt: skip
+        wait = _FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
+        # In this frame, not a helper's: the warnings' stacklevel counts on it.
+        what = _what(list_id, task_id)
+        with _download_target(status, dest, what) as target, HashedParquet(out) as sink:
+            paths = []
+            for name in status.require_files():
+                # Each file goes in before the next download: two may share a name.
+                path = _download_zip(
+                    client, name, target, progress=progress, max_size=max_size, what=what,
+                    status=status, wait=wait,
+                )  # fmt: skip
+                sink.add(
+                    path, max_size=max_size, max_ratio=max_ratio, label=f"{what}: {name!r}",
+                    stacklevel=3,
+                )  # fmt: skip
+                paths.append(path)
+            _check_total(status, sink.rows, what)
+            sink.finish(
+                {
+                    "task_id": task_id,
+                    "list_id": list_id,
+                    "type": type,
+                    "total": status.total,
+                    "file": paths[0].name if len(paths) == 1 else [p.name for p in paths],
+                }
+            )
+        return SuppressionSummary(path=out, rows=sink.rows, task_id=task_id, kinds=sink.kinds)

@@ -9,10 +9,12 @@ is non-zero. A task that reports progress 100 with a file is also done.
 
 Every word of the service (task id, status word, failure reason) is scrubbed
 of the token before it reaches a message, the progress bar or stderr.
+:func:`naming_task` makes every error raised once a task exists name it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import warnings
@@ -42,6 +44,40 @@ _PASSING = (errors.TransportError, errors.ServerError, errors.RateLimited)
 # How to pick up a task again, as the caller would say it: the command line says
 # its option, not the Python call (see resume_said_as).
 _RESUME: ContextVar[Callable[[str], str] | None] = ContextVar("stoplist_nb_resume", default=None)
+
+
+def how_to_resume(task_id: str) -> str:
+    """How to pick up ``task_id`` again, as the caller says it (see :func:`resume_said_as`)."""
+    say = _RESUME.get()
+    if say is not None:
+        return say(redact(task_id))
+    return f"the task goes on: wait_for_task(client, {redact(task_id)!r}) picks it up"
+
+
+# Errors after which the task, or its file, is still there to pick up (a
+# TaskTimeout says so in its message already); a file too large for the limits
+# given is read with larger ones.
+_RESUMABLE = (*_PASSING, errors.ArchiveTooLarge)
+
+
+@contextmanager
+def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterator[None]:
+    """Within the block, every :class:`~stoplist_nb.errors.StoplistError` names the task.
+
+    Each gets ``exc.task_id``, which its message then names; one after which
+    the task or its file is still there also gets ``exc.hint``, how to pick it up.
+    ``say(task_id)`` tells how, unless an outer :func:`resume_said_as` (the
+    command line's) already does; without either, :func:`wait_for_task` is named.
+    """
+    chosen = _RESUME.get() or say
+    with resume_said_as(chosen) if chosen is not None else contextlib.nullcontext():
+        try:
+            yield
+        except errors.StoplistError as exc:
+            exc.task_id = task_id
+            if exc.hint is None and isinstance(exc, _RESUMABLE):
+                exc.hint = how_to_resume(task_id)
+            raise
 
 
 @contextmanager
@@ -135,6 +171,20 @@ def get_task(client: Client, task_id: str) -> TaskStatus:
     )
 
 
+def check_not_failed(status: TaskStatus) -> None:
+    """Raise ``TaskFailed`` with the service's reason if ``status`` says the task failed."""
+    if not status.failed:
+        return
+    word = redact(status.status)
+    reason = status.result.get("error") or status.result.get("error_text") or ""
+    raise errors.TaskFailed(
+        f"export task {redact(status.task_id)!r} {word}"
+        + (f": {redact(str(reason))}" if reason else ""),
+        task_id=status.task_id,
+        status=word,
+    )
+
+
 def _renamed(func: str, old: str, new: str, old_value: Any, value: Any, default: Any) -> Any:
     """The value of a keyword renamed from ``old`` to ``new``: the old one still works, warned.
 
@@ -203,12 +253,7 @@ def wait_for_task(
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise errors.InvalidInput(f"{name} must be a number of seconds, not {value!r}")
     shown = repr(redact(task_id))  # the id is the service's: it may echo anything
-    say = _RESUME.get()
-    resume = (
-        say(redact(task_id))
-        if say is not None
-        else f"the task goes on: wait_for_task(client, {shown}) picks it up"
-    )
+    resume = how_to_resume(task_id)
     deadline = time.monotonic() + task_timeout
     interval = max(poll_interval, 0.01)
     with tqdm(
@@ -221,22 +266,17 @@ def wait_for_task(
                 if status.progress is not None:
                     bar.update(max(0, min(status.progress, 100) - bar.n))
                 bar.set_postfix_str(word, refresh=True)
-                if status.failed:
-                    reason = status.result.get("error") or status.result.get("error_text") or ""
-                    raise errors.TaskFailed(
-                        f"export task {shown} {word}"
-                        + (f": {redact(str(reason))}" if reason else ""),
-                        task_id=task_id,
-                        status=word,
-                    )
+                check_not_failed(status)
                 if status.done:
                     return status
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    # Progress 100 without a file: the work is done, the file is not (yet).
+                    no_file = " with no file yet" if status.progress == 100 else ""
                     raise errors.TaskTimeout(
                         f"export task {shown} still {word or 'running'} at "
-                        f"{status.progress if status.progress is not None else '?'}% after "
-                        f"{task_timeout:g} s; {resume}",
+                        f"{status.progress if status.progress is not None else '?'}%{no_file} "
+                        f"after {task_timeout:g} s; {resume}",
                         task_id=task_id,
                         progress=status.progress,
                     )
