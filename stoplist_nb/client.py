@@ -258,7 +258,11 @@ class Client:
                 only what is missing, so the cursor stays exact. Rows, not
                 profiles: this walks any cursor endpoint, and the functions
                 of one endpoint name it after what it lists (``max_profiles``
-                of :func:`~stoplist_nb.read_profiles`).
+                of :func:`~stoplist_nb.read_profiles`). A service that ignores
+                ``limit`` may send more: where a page's ``next_from_id`` is
+                its last row's id, the page is cut at ``max_rows`` and its
+                cursor becomes the last kept row's id; with any other cursor
+                the whole page is kept, so that no row is ever skipped.
             lookahead: Requests to send while earlier replies are still being
                 parsed, on the cursor read from their raw bytes (one at a time,
                 and sent again if the parsed cursor differs); ``0`` waits for

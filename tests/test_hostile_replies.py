@@ -322,16 +322,12 @@ def test_huge_numeric_cursor_goes_back_exactly(
 
 
 @pytest.mark.parametrize("lookahead", [0, 2])
-@pytest.mark.parametrize("fault", ["stall", "no cursor"])
 def test_resume_after_a_stalled_cursor_reads_exactly_the_rest(
-    client: sn.Client, demo: DemoService, fault: str, lookahead: int
+    client: sn.Client, demo: DemoService, lookahead: int
 ) -> None:
     full = sn.read_profiles(client, demo.db_id, limit=7, progress=False)
     demo.requests.clear()
-    if fault == "stall":
-        demo.add_fault("profiles/list", "stall", after=3)
-    else:  # a full page, and no next_from_id at all
-        demo.add_fault("profiles/list", "raw", text=page(demo.profiles[21:28]), after=3)
+    demo.add_fault("profiles/list", "stall", after=3)
     with pytest.raises(sn.CursorStalled) as info:
         sn.read_profiles(client, demo.db_id, limit=7, progress=False, lookahead=lookahead)
     exc = info.value
@@ -342,16 +338,26 @@ def test_resume_after_a_stalled_cursor_reads_exactly_the_rest(
     pd.testing.assert_frame_equal(pd.concat([exc.partial, rest], ignore_index=True), full)
 
 
-def test_resume_after_a_stall_on_the_first_page_starts_over(
+@pytest.mark.parametrize("lookahead", [0, 2])
+def test_a_full_page_without_a_cursor_mid_read_loses_nothing(
+    client: sn.Client, demo: DemoService, lookahead: int
+) -> None:
+    full = sn.read_profiles(client, demo.db_id, limit=7, progress=False)
+    demo.requests.clear()
+    demo.add_fault("profiles/list", "raw", text=page(demo.profiles[21:28]), after=3)
+    got = sn.read_profiles(client, demo.db_id, limit=7, progress=False, lookahead=lookahead)
+    pd.testing.assert_frame_equal(got, full)
+    assert demo.profiles[27]["id"] in [r.params.get("from_id") for r in demo.requests]
+
+
+def test_an_empty_cursor_on_the_first_page_goes_on_from_its_last_profile(
     client: sn.Client, demo: DemoService
 ) -> None:
+    # A "stall" on the first page repeats its from_id, "": no cursor at all.
     demo.add_fault("profiles/list", "stall")
-    with pytest.raises(sn.CursorStalled) as info:
-        sn.read_profiles(client, demo.db_id, limit=7, progress=False)
-    assert len(info.value.partial) == 0
-    assert info.value.resume_from == ""
-    assert "call again without from_id" in str(info.value)
-    assert "resume with from_id=''" not in str(info.value)
+    df = sn.read_profiles(client, demo.db_id, limit=7, progress=False)
+    assert ids(df) == [p["id"] for p in demo.profiles]
+    assert demo.requests[1].params["from_id"] == demo.profiles[6]["id"]
 
 
 def test_resume_from_iter_profile_pages_reads_exactly_the_rest(

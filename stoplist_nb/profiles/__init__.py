@@ -55,7 +55,9 @@ def iter_profile_pages(
         from_id: The cursor to start from, e.g. a previous ``next_from_id``.
         max_profiles: Stop after this many profiles; the last request asks
             for only what is missing, so the last page's ``next_from_id`` is
-            exactly where a later read resumes.
+            exactly where a later read resumes (a page past it, from a
+            service that ignores ``limit``: see
+            :meth:`~stoplist_nb.client.Client.pages`).
         lookahead: Requests sent while earlier pages are still being parsed
             (see :meth:`~stoplist_nb.client.Client.pages`); ``0`` for none.
 
@@ -107,7 +109,9 @@ def read_profiles(
         limit: Profiles per request.
         from_id: Resume from this cursor (``df.attrs["next_from_id"]`` of an
             earlier read, or ``exc.resume_from`` of a failed one).
-        max_profiles: Stop after this many profiles.
+        max_profiles: Stop after this many profiles (more only where a service
+            ignores ``limit`` and its cursor is no profile id: see
+            :meth:`~stoplist_nb.client.Client.pages`).
         dtype_backend: As in ``pandas.read_parquet``: ``None`` (the default)
             or ``"numpy_nullable"`` for nullable NumPy-backed dtypes
             (``Int64``, ``boolean``, ``string[pyarrow]``, lists and objects as

@@ -150,7 +150,9 @@ def iter_profile_tables(
         fields: Profile fields to return.
         limit: Profiles per request (and so per table, at most).
         from_id: Resume from this cursor.
-        max_profiles: Stop after this many profiles.
+        max_profiles: Stop after this many profiles (more only where a service
+            ignores ``limit`` and its cursor is no profile id: see
+            :meth:`~stoplist_nb.client.Client.pages`).
         dtypes: ``{column: dtype}`` (pandas dtypes, their names, or pyarrow
             types): those columns are there from the first table, in that type.
         progress: Show a progress bar counting profiles.
@@ -226,7 +228,9 @@ def iter_profile_frames(
         fields: Profile fields to return.
         limit: Profiles per request (and so per frame, at most).
         from_id: Resume from this cursor.
-        max_profiles: Stop after this many profiles.
+        max_profiles: Stop after this many profiles (more only where a service
+            ignores ``limit`` and its cursor is no profile id: see
+            :meth:`~stoplist_nb.client.Client.pages`).
         dtype_backend: ``None``/``"numpy_nullable"`` or ``"pyarrow"``, as in
             :func:`~stoplist_nb.profiles.read_profiles`.
         dtypes: ``{column: dtype}``: those columns are in every frame, in that dtype.
@@ -299,7 +303,9 @@ def read_profiles_arrow(
         fields: Profile fields to return.
         limit: Profiles per request.
         from_id: Resume from this cursor.
-        max_profiles: Stop after this many profiles.
+        max_profiles: Stop after this many profiles (more only where a service
+            ignores ``limit`` and its cursor is no profile id: see
+            :meth:`~stoplist_nb.client.Client.pages`).
         dtypes: ``{column: dtype}`` (pyarrow types, or pandas dtypes and
             their names): those columns cast to that type, added if absent.
         progress: Show a progress bar counting profiles.
