@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import types
@@ -574,6 +575,38 @@ def test_export_failures_exit_1(
     assert not out.exists()
 
 
+@pytest.mark.parametrize("suffix", [".zip", ".csv", ".parquet"])
+def test_export_waits_for_a_file_not_served_yet(
+    run: Run, env: DemoService, tmp_path: pathlib.Path, suffix: str
+) -> None:
+    env.plan_next_export(steps=0, not_ready_downloads=2)  # done, then 404 twice
+    out = tmp_path / f"s{suffix}"
+    code, _stdout, stderr = run(
+        "export", "--list-id", "7", "--out", str(out), "--poll-interval", "0.01"
+    )
+    assert code == 0, stderr
+    assert out.exists()
+    assert out.stat().st_size > 0
+    downloads = [r for r in env.requests if r.method == "download"]
+    assert len(downloads) == 3
+
+
+def test_export_of_a_file_never_served_names_the_task_and_how_to_resume(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    env.plan_next_export(steps=0, not_ready_downloads=10_000)
+    code, _, stderr = run(
+        "export", "--list-id", "7", "--out", str(tmp_path / "s.zip"),
+        "--poll-interval", "0.01", "--task-timeout", "0.3",
+    )  # fmt: skip
+    assert code == EXIT_ERROR
+    error = next(line for line in stderr.splitlines() if "error:" in line)
+    assert re.search(r"export task 'exp-\w+' is done but its file .* is not ready", error)
+    assert "\nstoplist-nb: hint: " in stderr
+    assert "--task-id exp-" in stderr
+    assert not (tmp_path / "s.zip").exists()
+
+
 def test_export_past_the_deadline_says_how_to_resume(
     run: Run, env: DemoService, tmp_path: pathlib.Path
 ) -> None:
@@ -590,7 +623,9 @@ def test_export_past_the_deadline_says_how_to_resume(
         "0.2",
     )
     assert code == EXIT_ERROR
-    assert "is still running after 0.2 s" in stderr
+    error = next(line for line in stderr.splitlines() if "error:" in line)
+    assert re.search(r"export task 'exp-\w+' still processing at \d+% after 0\.2 s$", error)
+    assert "--task-id" not in error  # said once, on the hint line
     assert "\nstoplist-nb: hint: " in stderr
     assert "--task-id exp-" in stderr
     assert "wait_for_task" not in stderr

@@ -117,7 +117,9 @@ def test_a_file_never_served_ends_in_a_timeout_naming_the_task(
     assert repr(task_id) in message
     assert "404" in message
     assert "not ready" in message
-    assert f"{resume_call(demo, task_id)} picks it up" in message
+    assert err.hint is not None
+    assert f"{resume_call(demo, task_id)} picks it up" in err.hint
+    assert f"({err.hint})" in str(err)  # said with the message, once
     assert demo.token not in said(err)
     # Bounded: a growing pause, never a busy loop, never far past the deadline.
     downloads = sent(demo, "download")

@@ -285,7 +285,12 @@ def test_file_name_echoing_the_token_is_scrubbed_from_the_bar(
     svc3.plan_next_export(steps=0, hashed_file=f"suppress/x/{name}.md5.zip")
     with pytest.raises(sn.StoplistError) as info:  # the service serves no such file
         sn.read_suppression_list(
-            fast(svc3), svc3.suppress_id, poll_interval=0.01, progress=True, dest=tmp_path
+            fast(svc3),
+            svc3.suppress_id,
+            poll_interval=0.01,
+            progress=True,
+            dest=tmp_path,
+            task_timeout=0.3,  # a file the task names and the service never serves
         )
     _assert_nothing_leaks(info.value, caplog, capsys)
 

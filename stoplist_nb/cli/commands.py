@@ -240,7 +240,10 @@ def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, 
             f"the export has {len(files)} files, a .zip output holds one",
             hint="write .csv or .parquet to read them all into one file",
         )
-    path = download_export(client, files[0], args.out, progress=ui.progress)
+    path = download_export(
+        client, files[0], args.out, progress=ui.progress, task_id=task_id,
+        task_timeout=args.task_timeout, poll_interval=args.poll_interval,
+    )  # fmt: skip
     ui.say(f"wrote {path.stat().st_size} bytes of {what} to {path}")
     if status.total is not None:
         ui.say(f"the service counts {status.total} contacts in it")
@@ -252,15 +255,6 @@ def _resumable(args: argparse.Namespace, task_id: str) -> Iterator[None]:
     """Say how to go on after a failure as the command line does: with ``--task-id``."""
     try:
         yield
-    except errors.TaskTimeout as exc:
-        # The library's message shows the Python call that resumes; say the option instead.
-        late = errors.TaskTimeout(
-            f"export task {task_id!r} is still running after {args.task_timeout:g} s",
-            task_id=task_id,
-            progress=exc.progress,
-        )
-        late.hint = _resume_hint(task_id)
-        raise late from None
     except errors.TaskFailed:
         raise
     except _PASSING as exc:

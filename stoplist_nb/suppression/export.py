@@ -105,6 +105,10 @@ def download_export(
     dest: str | os.PathLike[str] | None = None,
     *,
     progress: bool = True,
+    task_id: str | None = None,
+    task_timeout: float = DEFAULT_TASK_TIMEOUT,
+    poll_interval: float = 2.0,
+    max_interval: float = 30.0,
 ) -> pathlib.Path:
     """Download an export's ZIP of hashed contacts; return where it was saved.
 
@@ -113,6 +117,20 @@ def download_export(
         hashed_file: ``result.hashed_file`` of the task (a path, or a list of one).
         dest: A file or a directory; default: the current directory.
         progress: Show a byte progress bar.
+        task_id: The task that named the file. Given, every error names it,
+            the download must be a ZIP archive, and a file the service does
+            not serve yet (404) is asked for again, the task asked in
+            between (it may fail after all), with pauses from
+            ``poll_interval`` growing up to ``max_interval`` seconds, for up to
+            ``task_timeout`` seconds. Without it, a 404 is an ``APIError``.
+        task_timeout: Seconds to wait for a file not served yet.
+        poll_interval: The first pause, in seconds.
+        max_interval: The longest pause, in seconds.
+
+    Raises:
+        TaskTimeout: With ``task_id``: the file was still not served after
+            ``task_timeout`` seconds.
+        TaskFailed: With ``task_id``: asked again, the task reported failure.
 
     >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
     PosixPath('exports/Stop list.md5.zip')
@@ -121,7 +139,25 @@ def download_export(
         if len(hashed_file) != 1:
             raise errors.InvalidInput("hashed_file lists more than one file: download each")
         hashed_file = hashed_file[0]
-    return client.download(hashed_file, dest, progress=progress)
+    if task_id is None:
+        return client.download(hashed_file, dest, progress=progress)
+    if not isinstance(task_id, str) or not task_id:
+        raise errors.InvalidInput(f"task_id must be the export's task id, not {task_id!r}")
+    for name, value in (
+        ("task_timeout", task_timeout),
+        ("poll_interval", poll_interval),
+        ("max_interval", max_interval),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise errors.InvalidInput(f"{name} must be a positive number of seconds, not {value!r}")
+    wait = _FileWait(time.monotonic() + task_timeout, task_timeout, poll_interval, max_interval)
+    with naming_task(task_id):
+        status = get_task(client, task_id)
+        check_not_failed(status)
+        return _download_zip(
+            client, hashed_file, dest if dest is not None else ".", progress=progress,
+            max_size=2**63, what=f"export task {task_id}", status=status, wait=wait,
+        )  # fmt: skip
 
 
 def read_suppression_list(
@@ -318,13 +354,15 @@ def _download_zip(
                 raise
             left = wait.deadline - time.monotonic()
             if left <= 0:
-                raise errors.TaskTimeout(
+                late = errors.TaskTimeout(
                     f"export task {redact(status.task_id)!r} is done but its file "
                     f"{redact(name)!r} is not ready: the service still answers 404 after "
-                    f"{wait.task_timeout:g} s; {how_to_resume(status.task_id)}",
+                    f"{wait.task_timeout:g} s",
                     task_id=status.task_id,
                     progress=status.progress,
-                ) from exc
+                )
+                late.hint = how_to_resume(status.task_id)
+                raise late from exc
             time.sleep(min(interval, left))
             interval = min(interval * 1.5, max(wait.max_interval, wait.poll_interval))
             # Asking lets the service say the task failed after all, or finish it.

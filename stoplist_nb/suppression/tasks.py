@@ -55,7 +55,7 @@ def how_to_resume(task_id: str) -> str:
 
 
 # Errors after which the task, or its file, is still there to pick up (a
-# TaskTimeout says so in its message already); a file too large for the limits
+# TaskTimeout says so in its hint already); a file too large for the limits
 # given is read with larger ones.
 _RESUMABLE = (*_PASSING, errors.ArchiveTooLarge)
 
@@ -273,13 +273,15 @@ def wait_for_task(
                 if left <= 0:
                     # Progress 100 without a file: the work is done, the file is not (yet).
                     no_file = " with no file yet" if status.progress == 100 else ""
-                    raise errors.TaskTimeout(
+                    late = errors.TaskTimeout(
                         f"export task {shown} still {word or 'running'} at "
                         f"{status.progress if status.progress is not None else '?'}%{no_file} "
-                        f"after {task_timeout:g} s; {resume}",
+                        f"after {task_timeout:g} s",
                         task_id=task_id,
                         progress=status.progress,
                     )
+                    late.hint = resume
+                    raise late
                 time.sleep(min(interval, left))
                 interval = min(interval * 1.5, max(max_interval, poll_interval))
         except (errors.TaskFailed, errors.TaskTimeout):
