@@ -392,11 +392,11 @@ def test_interrupt_leaves_nothing_running(
 
     flatten, calls = stream.flatten_profiles, []
 
-    def interrupted(data: Any) -> Any:
+    def interrupted(data: Any, records: Any = None) -> Any:
         calls.append(1)
         if len(calls) == 3 and stop is KeyboardInterrupt:
             raise KeyboardInterrupt
-        return flatten(data)
+        return flatten(data, records)
 
     monkeypatch.setattr(stream, "flatten_profiles", interrupted)
     if stop is not KeyboardInterrupt:

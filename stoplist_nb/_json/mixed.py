@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["JSON", "JsonType", "is_json", "json_array", "values"]
+__all__ = ["JSON", "JsonType", "encode", "from_values", "is_json", "json_array", "values"]
 
 
 class JsonType(pa.ExtensionType):  # type: ignore[misc]
@@ -58,6 +58,17 @@ def is_json(type_: pa.DataType) -> bool:
 def json_array(texts: pa.Array) -> pa.ExtensionArray:
     """JSON texts (a string array, one JSON value each, or null) as a :data:`JSON` array."""
     return pa.ExtensionArray.from_storage(JSON, texts.cast(pa.large_string()))
+
+
+def encode(value: Any) -> str:
+    """The JSON text of one value, as a :data:`JSON` array holds it (strings quoted)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def from_values(values: list[Any]) -> pa.ExtensionArray:
+    """Python values (``None`` for null) as a :data:`JSON` array that gives them back."""
+    texts = [None if v is None else encode(v) for v in values]
+    return json_array(pa.array(texts, pa.large_string()))
 
 
 def values(array: pa.Array) -> list[Any]:

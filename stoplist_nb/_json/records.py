@@ -12,7 +12,6 @@ such a leaf too, its integers exact.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stoplist_nb._json.kinds import ARRAY, FLOAT, INT, OBJECT, json_kind, mixed
-from stoplist_nb._json.mixed import json_array
+from stoplist_nb._json.mixed import encode, json_array
 from stoplist_nb._json.nesting import MAX_DEPTH, value_depth
 from stoplist_nb.errors import InvalidInput
 
@@ -55,22 +54,19 @@ def records_to_arrow(
         raise InvalidInput(
             f"records nest more than {MAX_DEPTH} levels deep (or contain themselves)"
         )
-    textual: set[tuple[object, ...]] = set()
-    try:
-        array = pa.array(values)
-        if not exact_floats(array):
-            raise OverflowError("an integer would be rounded")
-    except (pa.ArrowException, ValueError, TypeError, OverflowError):
-        kinds: dict[tuple[object, ...], set[str]] = {}
-        for value in values:
-            _collect_kinds(value, (), kinds)
-        textual = _outermost({path for path, seen in kinds.items() if _needs_text(seen)})
+    # pa.array takes some mixes without a word (2.5 beside false reads false as 0.0):
+    # the kinds of every leaf are looked at first, whatever Arrow would accept.
+    kinds: dict[tuple[object, ...], set[str]] = {}
+    for value in values:
+        _collect_kinds(value, (), kinds)
+    textual = _outermost({path for path, seen in kinds.items() if _needs_text(seen)})
+    if textual:
         prefixes = {path[:i] for path in textual for i in range(len(path) + 1)}
         values = [_as_text_at(value, (), textual, prefixes) for value in values]
-        try:
-            array = pa.array(values)
-        except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
-            raise InvalidInput(f"records cannot be converted to Arrow: {exc}") from None
+    try:
+        array = pa.array(values)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+        raise InvalidInput(f"records cannot be converted to Arrow: {exc}") from None
     orders: dict[tuple[object, ...], dict[str, None]] | None = None
     if _SORTS_KEYS:
         orders = {}
@@ -218,7 +214,7 @@ def _as_text_at(
     if value is None or path not in prefixes:
         return value
     if path in textual:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        return encode(value)
     if isinstance(value, Mapping):
         return {k: _as_text_at(v, (*path, k), textual, prefixes) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -234,4 +230,4 @@ def json_text(value: object) -> str:
         # A whole number within 2**53 as its digits, as it would have been
         # sent (2.0 -> "2"); beyond, a float may not be the integer it reads as.
         return str(int(value))
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return encode(value)

@@ -101,9 +101,10 @@ def fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
         value = _fit_values(kind, array)
     else:
         value = _FITS[kind](array, kinds.arrow_kind(array.type))
-    lost = pc.and_(array.is_valid(), value.is_null())
-    if not pc.any(lost).as_py():
+    # A null stays null in every kind, so the values lost are the nulls gained.
+    if value.null_count == array.null_count:
         return value, None
+    lost = pc.and_(array.is_valid(), value.is_null())
     return value, pc.if_else(lost, to_text(array), pa.scalar(None, TEXT))
 
 
@@ -112,6 +113,8 @@ def _nulls(kind: str, length: int) -> pa.Array:
 
 
 def _fit_int(array: pa.Array, kind: str | None) -> pa.Array:
+    if array.type == INT:
+        return array
     if kind == kinds.INT:
         if pa.types.is_uint64(array.type):
             array = pc.if_else(pc.less_equal(array, 2**63 - 1), array, pa.scalar(None, array.type))

@@ -66,14 +66,16 @@ every reader names a field alike.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from stoplist_nb._json.mixed import from_values
 from stoplist_nb._json.records import records_to_arrow
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.profiles import columns as cols
@@ -178,14 +180,24 @@ def normalize_profiles(
     for i, record in enumerate(records):
         if not isinstance(record, Mapping):
             raise InvalidInput(f"profile #{i} must be a dict, not {type(record).__name__}")
-    return frame_from_tables([flatten_profiles(records_to_arrow(records))])
+    return frame_from_tables([flatten_profiles(records_to_arrow(records), lambda: records)])
 
 
-def flatten_profiles(data: pa.Array) -> FlatPage:
+def flatten_profiles(
+    data: pa.Array, records: Callable[[], Sequence[Any]] | None = None
+) -> FlatPage:
     """Flatten one page of profiles into an Arrow table, one row per subscription.
 
-    The fixed columns already have their final Arrow types; the others keep the
-    types Arrow inferred, which ``frame_from_tables`` reconciles across pages.
+    Columns keep the types Arrow inferred, which ``frame_from_tables`` settles
+    across pages (and :class:`~stoplist_nb.profiles.schema.StreamSchema` in a
+    stream).
+
+    Args:
+        data: The page's profiles, an Arrow array of structs.
+        records: The same profiles as Python dicts, exactly as sent, asked for
+            only when Arrow cannot hold a value as it was: an object beside
+            another with other keys (Arrow gives each every key), whose value
+            is then taken from here.
 
     Returns:
         The table with the role of each of its columns.
@@ -199,7 +211,8 @@ def flatten_profiles(data: pa.Array) -> FlatPage:
     if subs is not None and not fl.is_object_list(subs.type):
         subs = None  # not a list of objects: kept below as a plain profile field
     rows = fl.explode(subs, len(profiles))
-    fixed, dynamic = _subscription_leaves(rows.subs)
+    exact = _Sent(records, len(profiles)) if records is not None else None
+    fixed, dynamic = _subscription_leaves(rows.subs, exact)
     leaves = [*fixed.values(), *(a for _, _, a in dynamic)]
     sub_arrays = dict(
         zip([*fixed, *(n for n, _, _ in dynamic)], fl.expand(leaves, rows), strict=True)
@@ -209,7 +222,11 @@ def flatten_profiles(data: pa.Array) -> FlatPage:
     ids = [cols.to_text(a) for key in cols.ID_KEYS for name, a in fields if name == key]
     if not ids:
         ids = [pa.nulls(len(profiles), cols.TEXT)]
-    own = [(n, a) for n, a in fields if n not in cols.ID_KEYS and a is not subs]
+    own = [
+        (n, exact.profile(n) if exact is not None and _keys_vary(a) else a)
+        for n, a in fields
+        if n not in cols.ID_KEYS and a is not subs
+    ]
     profile_id, *own_arrays = fl.take(
         [pc.coalesce(*ids) if len(ids) > 1 else ids[0], *(a for _, a in own)], rows.profile_take
     )
@@ -260,8 +277,57 @@ def _contacts_of_every_channel(
             del arrays[source], dynamic[at]
 
 
+class _Sent:
+    """A page's values as sent, from its records, for the leaves Arrow cannot hold exactly."""
+
+    def __init__(self, records: Callable[[], Sequence[Any]], count: int) -> None:
+        self._records, self._count = records, count
+
+    @cached_property
+    def _profiles(self) -> list[Mapping[str, Any]]:
+        profiles = [r if isinstance(r, Mapping) else {} for r in self._records()]
+        if len(profiles) != self._count:
+            raise InvalidInput("the records are not the page's profiles")
+        return profiles
+
+    @cached_property
+    def _subscriptions(self) -> list[Mapping[str, Any]]:
+        # In the order Arrow lists them: each list of subscriptions, profile by profile.
+        found = (p.get(cols.SUBSCRIPTIONS) for p in self._profiles)
+        lists = [subs for subs in found if isinstance(subs, list)]
+        return [s if isinstance(s, Mapping) else {} for subs in lists for s in subs]
+
+    def profile(self, key: str) -> pa.Array:
+        """Profile field ``key``, one value per profile."""
+        return from_values([p.get(key) for p in self._profiles])
+
+    def subscription(self, key: str, sub_key: str | None = None) -> pa.Array:
+        """Subscription key ``key`` (or ``sub_key`` in its object), one per subscription."""
+        values = [s.get(key) for s in self._subscriptions]
+        if sub_key is not None:
+            values = [v.get(sub_key) if isinstance(v, Mapping) else None for v in values]
+        return from_values(values)
+
+
+def _keys_vary(array: pa.Array) -> bool:
+    """Whether an object in ``array`` may show a key it was not sent with.
+
+    Arrow gives every object of a leaf every key any of them has, null where
+    it had none: a null inside an object is then either, so the value as sent
+    is taken from the records.
+    """
+    type_ = array.type
+    if pa.types.is_struct(type_):
+        return any(
+            child.null_count > array.null_count or _keys_vary(child) for child in array.flatten()
+        )
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return _keys_vary(array.flatten())
+    return False
+
+
 def _subscription_leaves(
-    subs: pa.StructArray | None,
+    subs: pa.StructArray | None, exact: _Sent | None = None
 ) -> tuple[dict[str, pa.Array], list[tuple[str, str, pa.Array]]]:
     """Fixed leaves by column name, and dynamic ones as (name, role, array)."""
     fixed: dict[str, pa.Array] = {}
@@ -274,11 +340,15 @@ def _subscription_leaves(
                 if sub_key in known:
                     fixed[known[sub_key]] = leaf
                 elif not pa.types.is_null(leaf.type):
+                    if exact is not None and _keys_vary(leaf):
+                        leaf = exact.subscription(key, sub_key)
                     role = "cf" if key == cols.CUSTOM else "block"
                     dynamic.append((fl.unique(cols.block_column(key, sub_key), taken), role, leaf))
         elif key in cols.SCALARS or key == cols.CATS:
             fixed[key] = array
         elif not pa.types.is_null(array.type):
+            if exact is not None and _keys_vary(array):
+                array = exact.subscription(key)
             dynamic.append((fl.unique(cols.extra_column(key), taken), "extra", array))
     order = {role: i for i, role in enumerate(cols.ROLES)}
     dynamic.sort(key=lambda item: order[item[1]])

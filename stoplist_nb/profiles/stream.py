@@ -104,7 +104,7 @@ def flat_pages(
             if bar.total is None and isinstance(page.envelope.get("total_count"), int):
                 bar.total = page.envelope["total_count"]
             try:
-                flat = flatten_profiles(data)
+                flat = flatten_profiles(data, lambda: page.records)  # noqa: B023 (called at once)
             except errors.InvalidInput as exc:  # the service's rows, not the caller's input
                 invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
                 invalid.resume_from = cursor
