@@ -131,6 +131,8 @@ def _fit_int(array: pa.Array, kind: str | None) -> pa.Array:
 
 
 def _fit_float(array: pa.Array, kind: str | None) -> pa.Array:
+    if array.type == FLOAT:
+        return array
     if kind == kinds.FLOAT:
         return array.cast(FLOAT)
     if kind == kinds.INT:
@@ -147,7 +149,7 @@ _TRUE_FALSE = pa.array(["true", "false"])
 
 def _fit_bool(array: pa.Array, kind: str | None) -> pa.Array:
     if kind == kinds.BOOLEAN:
-        return array.cast(BOOL)
+        return array
     if kind == kinds.STRING:
         text = array.cast(TEXT)
         word = pc.if_else(pc.is_in(text, value_set=_TRUE_FALSE), text, pa.scalar(None, TEXT))
@@ -173,9 +175,11 @@ def _fit_time(array: pa.Array, kind: str | None) -> pa.Array:
 
 def _whole_ms(array: pa.Array) -> pa.Array:
     """Timestamps in ms, null where that would cut a finer fraction off."""
+    try:
+        return array.cast(TIME)  # a safe cast: it refuses to cut a fraction off
+    except pa.ArrowInvalid:
+        pass
     ms = array.cast(TIME, safe=False)
-    if array.type.unit in ("s", "ms"):
-        return ms
     exact = pc.equal(ms.cast(array.type), array)
     return pc.if_else(exact, ms, pa.scalar(None, TIME))
 
@@ -189,6 +193,8 @@ def _time_from_pandas(array: pa.Array) -> pa.Array:
 
 def _fit_list(array: pa.Array, kind: str | None) -> pa.Array:
     type_ = array.type
+    if type_ == TEXT_LIST:
+        return array
     if kind == kinds.ARRAY and not pa.types.is_fixed_size_list(type_):
         item = type_.value_type
         if pa.types.is_string(item) or pa.types.is_large_string(item) or pa.types.is_null(item):
@@ -339,16 +345,19 @@ def settle(
     """
     if kind is None:
         return (*unify(pieces), None)
-    values, texts = [], []
-    for piece in pieces:
+    values: list[pa.Array] = []
+    rests: dict[int, pa.Array] = {}
+    for i, piece in enumerate(pieces):
         if isinstance(piece, int):
             values.append(_nulls(kind, piece))
-            texts.append(_nulls("text", piece))
             continue
         value, rest = fit(kind, piece)
         values.append(value)
-        texts.append(_nulls("text", len(piece)) if rest is None else rest)
-    twin = None if all(t.null_count == len(t) for t in texts) else texts
+        if rest is not None:
+            rests[i] = rest
+    if not rests:
+        return kind, values, None
+    twin = [rests.get(i) or _nulls("text", len(v)) for i, v in enumerate(values)]
     return kind, values, twin
 
 
