@@ -9,11 +9,14 @@ way, so the Enter path of the tag boxes is the one JupyterLab takes.
 
 from __future__ import annotations
 
+import doctest
 import html
 import json
 import re
 import subprocess
 import sys
+from collections import Counter
+from contextlib import closing
 from datetime import date
 from typing import Any
 
@@ -24,6 +27,7 @@ import pytest
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService
 from stoplist_nb.widgets import QueryBuilder
+from stoplist_nb.widgets import builder as builder_module
 from stoplist_nb.widgets.kinds import CHANNELS, STATUSES
 from stoplist_nb.widgets.rows import OPERATORS, ConditionRow
 from stoplist_nb.widgets.tags import TagEntry
@@ -1160,3 +1164,72 @@ def test_suggestions_are_optional_when_the_sample_page_fails(
     assert qb.query == {"subscriptions.channel": "email"}
     fixed = QueryBuilder(client, demo.db_id, suggestions={"_city": ["Omsk"]})
     assert fill(new_row(fixed), "_city", "$eq").value.options == ("Omsk",)
+
+
+def test_the_sample_page_is_read_through_the_profiles_reader(
+    client: sn.Client, demo: DemoService
+) -> None:
+    # More than the 120 profiles there are: still one request, the first page only.
+    qb = QueryBuilder(client, demo.db_id, sample=500)
+    assert [r.method for r in demo.requests] == ["databases/fields_get", "profiles/list"]
+    sent = demo.requests[1].params
+    demo.requests.clear()
+    pages = sn.iter_profile_pages(client, demo.db_id, limit=500, max_profiles=500, lookahead=0)
+    with closing(pages):
+        first = next(pages)
+    assert sent == demo.requests[0].params == {"db_id": demo.db_id, "format": "json", "limit": 500}
+    assert output_text(qb) == ""
+    # The values of the page's records, as sent: every city, most frequent first.
+    cities = Counter(p["_city"] for p in first.records if p.get("_city"))
+    row = fill(new_row(qb), "_city", "$eq")
+    assert row.value.options == tuple(c for c, _ in cities.most_common(50))
+    assert len(first.records) == len(demo.profiles)
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ({"kind": "api_error", "code": 3, "text": "busy"}, "APIError: "),
+        ({"kind": "status", "status": 403}, "AuthError: "),
+        ({"kind": "malformed"}, "InvalidReply: profiles/list: "),
+        ({"kind": "raw", "text": '{"error": 0, "data": {"id": "a"}}'}, "'data' is an object"),
+    ],
+)
+def test_a_sample_page_the_reader_refuses_is_reported_in_the_output(
+    client: sn.Client, demo: DemoService, fault: dict[str, Any], said: str
+) -> None:
+    demo.add_fault("profiles/list", **fault)
+    qb = QueryBuilder(client, demo.db_id)
+    text = output_text(qb)
+    assert text.startswith("could not read a sample page for value suggestions: "), text
+    assert said in text
+    assert text.count("\n") == 1  # one line: the sample page's, nothing else
+    assert [r.method for r in demo.requests] == ["databases/fields_get", "profiles/list"]
+    assert fill(new_row(qb), "_city", "$eq", "Omsk").value.options == ()
+    assert qb.query == {"_city": "Omsk"}
+
+
+def test_a_sample_page_without_db_id_is_refused_before_anything_is_sent(
+    client: sn.Client, demo: DemoService
+) -> None:
+    qb = QueryBuilder(client)  # no field list to read; the reader checks db_id
+    assert output_text(qb) == (
+        "could not read a sample page for value suggestions: "
+        "InvalidInput: db_id must be an int, not None\n"
+    )
+    assert demo.requests == []
+    assert fill(new_row(qb), "_city", "$eq", "Omsk").value.options == ()
+
+
+def test_doctests_of_the_builder_module() -> None:
+    result = doctest.testmod(builder_module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
+
+
+def test_the_package_only_re_exports_the_builder() -> None:
+    import stoplist_nb.widgets as package
+
+    assert package.QueryBuilder is QueryBuilder is builder_module.QueryBuilder
+    assert QueryBuilder.__module__ == "stoplist_nb.widgets.builder"
+    assert package.OPERATORS is OPERATORS
