@@ -48,7 +48,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from stoplist_nb.suppression.archive import read_hashed_csv
-from stoplist_nb.suppression.hashing import _MD5, flag_suppressed, hash_emails
+from stoplist_nb.suppression.flagging import flag_suppressed
+from stoplist_nb.suppression.hashing import _MD5, hash_emails
 
 MEMBER = "list.csv"
 

@@ -58,13 +58,8 @@ from stoplist_nb.suppression.export import (
     wait_for_task,
     write_suppression_parquet,
 )
-from stoplist_nb.suppression.hashing import (
-    flag_suppressed,
-    hash_email,
-    hash_emails,
-    hash_phone,
-    hash_phones,
-)
+from stoplist_nb.suppression.flagging import flag_suppressed
+from stoplist_nb.suppression.hashing import hash_email, hash_emails, hash_phone, hash_phones
 
 __all__ = [
     "APIError",

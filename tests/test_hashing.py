@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 from stoplist_nb.errors import InvalidInput
-from stoplist_nb.suppression import hashing, matching
+from stoplist_nb.suppression import flagging, hashing, matching
 from stoplist_nb.suppression import text as value_text
+from stoplist_nb.suppression.flagging import flag_suppressed
 from stoplist_nb.suppression.hashing import (
     canonical_email,
     canonical_phone,
-    flag_suppressed,
     hash_email,
     hash_emails,
     hash_phone,
@@ -34,8 +34,9 @@ def md5(text: str) -> str:
     return hashlib.md5(text.encode()).hexdigest()
 
 
-def test_doctests() -> None:
-    result = doctest.testmod(hashing, optionflags=doctest.ELLIPSIS)
+@pytest.mark.parametrize("module", [hashing, flagging])
+def test_doctests(module: Any) -> None:
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
 

@@ -25,6 +25,7 @@ import stoplist_nb as sn
 from stoplist_nb import plots
 from stoplist_nb.demo import DemoService
 from stoplist_nb.errors import InvalidInput
+from stoplist_nb.plots import charts
 
 STR = pd.StringDtype("pyarrow")
 PROFILE_PLOTS: list[Callable[..., Axes]] = [
@@ -72,8 +73,9 @@ def texts(ax: Axes) -> list[str]:
     return [t.get_text() for t in ax.texts]
 
 
-def test_doctests() -> None:
-    result = doctest.testmod(plots, optionflags=doctest.ELLIPSIS)
+@pytest.mark.parametrize("module", [plots, charts])
+def test_doctests(module: Any) -> None:
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
 

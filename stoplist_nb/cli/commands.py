@@ -30,11 +30,10 @@ from stoplist_nb.suppression.export import (
     start_suppression_export,
     wait_for_task,
 )
+from stoplist_nb.suppression.kinds import add_counts
 from stoplist_nb.suppression.tasks import resume_said_as
 
 __all__ = ["client_from_env", "run_export", "run_profiles"]
-
-_KINDS = ("email", "phone", "domain")
 
 
 def client_from_env(args: argparse.Namespace) -> Client:
@@ -223,7 +222,8 @@ def _say_written(
 ) -> None:
     ui.say(f"wrote {rows} hashes of {what} to {out}")
     if kinds:  # only a file with a kind column says what each row is
-        ui.say("rows per kind: " + ", ".join(f"{n} {kind}" for kind, n in _by_kind(kinds)))
+        per_kind = add_counts([kinds])  # e-mail, phone and domain first, then any other word
+        ui.say("rows per kind: " + ", ".join(f"{n} {kind}" for kind, n in per_kind.items()))
 
 
 def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, what: str) -> int:
@@ -267,9 +267,3 @@ def _resumable(args: argparse.Namespace, task_id: str) -> Iterator[None]:
                 "an export started on this service with this token"
             )
         raise
-
-
-def _by_kind(kinds: dict[str, int]) -> list[tuple[str, int]]:
-    """The kinds of ``attrs["kinds"]``: e-mail, phone and domain first, then any other word."""
-    first = [k for k in _KINDS if k in kinds]
-    return [(k, kinds[k]) for k in first] + [(k, n) for k, n in kinds.items() if k not in first]

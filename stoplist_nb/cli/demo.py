@@ -22,12 +22,12 @@ from stoplist_nb.client import Client
 from stoplist_nb.profiles import read_profiles
 from stoplist_nb.profiles.normalize import split_channels
 from stoplist_nb.suppression.export import read_suppression_list
-from stoplist_nb.suppression.hashing import flag_suppressed
+from stoplist_nb.suppression.flagging import flag_suppressed
+from stoplist_nb.suppression.kinds import KINDS
 
 __all__ = [
     "CONTACT_COLUMNS",
     "DEMO_FILES",
-    "MATCH_KINDS",
     "PLOT_FILES",
     "SUPPRESSION_TYPES",
     "run_demo",
@@ -35,8 +35,6 @@ __all__ = [
 
 #: The list's kinds exported: the ones a profile's contacts can be matched against.
 SUPPRESSION_TYPES = ("emails", "phones", "domains")
-#: What ``suppressed_by`` can hold, in the order ``flag_suppressed`` tries them.
-MATCH_KINDS = ("email", "phone", "domain")
 #: The columns of the flagged contacts, before ``suppressed`` and ``suppressed_by``.
 CONTACT_COLUMNS = ["profile_id", "channel", "status", "email", "phone"]
 #: The frames written, each as ``<name>.parquet`` and ``<name>.csv``.
@@ -123,7 +121,7 @@ def matches_per_kind(flagged: pd.DataFrame) -> dict[str, int]:
     by = flagged.loc[flagged["suppressed"].fillna(False).astype(bool), "suppressed_by"]
     counts = {str(k): int(v) for k, v in by.value_counts().items()}
     checked = flagged.attrs.get("checked", [])
-    per_kind = {k: counts.pop(k, 0) for k in MATCH_KINDS if k in counts or k in checked}
+    per_kind = {k: counts.pop(k, 0) for k in KINDS if k in counts or k in checked}
     per_kind.update(counts)  # anything else, after the kinds
     return per_kind
 

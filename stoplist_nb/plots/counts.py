@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from stoplist_nb.errors import InvalidInput
+from stoplist_nb.suppression.kinds import KINDS
 
 __all__ = [
-    "MATCH_KINDS",
     "NOT_SUPPRESSED",
     "NO_STATUS",
     "UNKNOWN_KIND",
@@ -32,8 +32,6 @@ __all__ = [
 NO_STATUS = "(no status)"
 NOT_SUPPRESSED = "not suppressed"
 UNKNOWN_KIND = "(kind unknown)"
-#: What ``suppressed_by`` holds, most specific first: the order of the overlap's bars.
-MATCH_KINDS = ("email", "phone", "domain")
 
 _PERIODS = {
     "s": "second",
@@ -156,7 +154,8 @@ def overlap_counts(
     """Suppressed rows per matched kind, then ``not suppressed``; the suppressed and checked totals.
 
     Only rows with a ``suppressed`` of True or False count: a null one had
-    nothing to check, so it is neither. The kinds of :data:`MATCH_KINDS` come
+    nothing to check, so it is neither. The kinds of
+    :data:`~stoplist_nb.suppression.kinds.KINDS` (what ``suppressed_by`` holds) come
     first, in that order (the precedence of ``flag_suppressed``), each checked
     one even with no match; any other value of ``suppressed_by`` (a frame
     flagged otherwise) follows, ranked.
@@ -165,7 +164,7 @@ def overlap_counts(
     hit = _mask(flags.fillna(False))
     by = df.loc[hit, "suppressed_by"].astype("string").fillna(UNKNOWN_KIND)
     counts = dict(ranked(by))
-    shown = [k for k in MATCH_KINDS if k in counts or k in checked]
+    shown = [k for k in KINDS if k in counts or k in checked]
     shown += [k for k in checked if k not in shown]
     known = [(k, counts.pop(k, 0)) for k in shown]
     suppressed = int(hit.sum())

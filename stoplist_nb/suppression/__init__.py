@@ -5,6 +5,11 @@ in :mod:`~stoplist_nb.suppression.tasks`, download, read);
 :mod:`~stoplist_nb.suppression.archive` reads the downloaded ZIP of hashed CSV
 (members checked in :mod:`~stoplist_nb.suppression.zipmembers`, their layout
 guessed in :mod:`~stoplist_nb.suppression.csvlayout`);
-:mod:`~stoplist_nb.suppression.hashing` hashes contacts and flags those on a list
-(lookups in :mod:`~stoplist_nb.suppression.matching`).
+:mod:`~stoplist_nb.suppression.flagging` flags the contacts found on a list: a
+pandas frame in :mod:`~stoplist_nb.suppression.frames`, a Dask one partition by
+partition in :mod:`~stoplist_nb.suppression.partitions`, their values hashed in
+:mod:`~stoplist_nb.suppression.hashing` (domains in each spelling in
+:mod:`~stoplist_nb.suppression.domains`) and looked up in
+:mod:`~stoplist_nb.suppression.matching`; the kinds of contact, and the words a
+list uses for them, are :mod:`~stoplist_nb.suppression.kinds`.
 """

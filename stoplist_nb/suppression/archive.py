@@ -67,7 +67,7 @@ import pyarrow.csv as pcsv
 from stoplist_nb.errors import BadArchive, InvalidInput
 from stoplist_nb.suppression.csvlayout import SAMPLE, Layout, detect
 from stoplist_nb.suppression.hexdigits import hex_bytes, lower_hex
-from stoplist_nb.suppression.matching import add_counts, kind_column, kind_counts
+from stoplist_nb.suppression.kinds import add_counts, kind_column, kind_counts
 from stoplist_nb.suppression.zipmembers import (
     Budget,
     Capped,

@@ -29,7 +29,7 @@ from stoplist_nb import errors
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.archive import check_limits, read_hashed_csv
-from stoplist_nb.suppression.matching import add_counts
+from stoplist_nb.suppression.kinds import add_counts
 from stoplist_nb.suppression.parquet import HashedParquet, check_out_path
 from stoplist_nb.suppression.tasks import (
     DEFAULT_TASK_TIMEOUT,

@@ -6,13 +6,13 @@ When the list names the kind of each row, the thinned rows are split by kind
 and each kind of query is looked up only among its own rows and the rows of no
 known kind. A list matched against many frames (the partitions of a Dask
 frame) is decoded once into a :class:`HashedList` and looked up the same way.
-The kind words and the checks on ``flag_suppressed``'s arguments live here too.
+The kinds and their words are those of :mod:`~stoplist_nb.suppression.kinds`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,58 +22,8 @@ import pyarrow.compute as pc
 
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.suppression.hexdigits import hex_bytes
+from stoplist_nb.suppression.kinds import ANY_KIND, kind_codes, kind_column
 from stoplist_nb.suppression.text import arrow_text
-
-#: The kinds of contact a list row can hold, most specific first (the precedence).
-KINDS = ("email", "phone", "domain")
-#: A row whose kind word is unknown or missing: it may be any kind.
-ANY_KIND = len(KINDS)
-#: The names a column of kind words goes by (any case).
-KIND_COLUMNS = ("type", "kind")
-_WORDS = {
-    "email": "email",
-    "emails": "email",
-    "phone": "phone",
-    "phones": "phone",
-    "sms": "phone",
-    "domain": "domain",
-    "domains": "domain",
-}
-_CODES = np.array([KINDS.index(kind) for kind in _WORDS.values()] + [ANY_KIND], dtype=np.int8)
-
-
-def kind_column(columns: Iterable[Any]) -> Any:
-    """The first of ``columns`` named ``type`` or ``kind`` (any case), else ``None``."""
-    return next((c for c in columns if str(c).strip().lower() in KIND_COLUMNS), None)
-
-
-def kind_counts(words: Any) -> dict[str, int]:
-    """Rows per kind word: ``email``, ``phone``, ``domain`` first, then other words as written.
-
-    Missing words count under ``""``.
-    """
-    counts: dict[str, int] = {}
-    for row in words.value_counts().to_pylist():
-        word = row["values"] or ""
-        kind = _WORDS.get(word.strip().lower(), word)
-        counts[kind] = counts.get(kind, 0) + int(row["counts"])
-    return add_counts([counts])
-
-
-def add_counts(parts: Iterable[Mapping[str, int]]) -> dict[str, int]:
-    """The sum of several :func:`kind_counts`, in their order."""
-    total: dict[str, int] = {}
-    for part in parts:
-        for word, count in part.items():
-            total[word] = total.get(word, 0) + count
-    known = {kind: total.pop(kind) for kind in KINDS if kind in total}
-    return known | dict(sorted(total.items()))
-
-
-def kind_codes(words: Any) -> np.ndarray:
-    """Each word's index in :data:`KINDS`, or :data:`ANY_KIND` for an unknown or missing one."""
-    found = pc.index_in(pc.utf8_lower(pc.utf8_trim_whitespace(words)), pa.array(list(_WORDS)))
-    return _CODES[np.asarray(pc.fill_null(found, len(_WORDS)), dtype=np.intp)]
 
 
 def _md5_chunks(text: Any) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
@@ -109,8 +59,9 @@ class HashedList:
 
     Attributes:
         digests: The list's MD5 values as ``(n, 2)`` uint64, the valid ones only.
-        codes: Their kinds (an index in :data:`KINDS`, or :data:`ANY_KIND`), or
-            ``None`` when the list has no kind column.
+        codes: Their kinds (an index in :data:`~stoplist_nb.suppression.kinds.KINDS`,
+            or :data:`~stoplist_nb.suppression.kinds.ANY_KIND`), or ``None`` when
+            the list has no kind column.
         invalid: How many of the list's values were not MD5 (never matched).
     """
 
@@ -231,29 +182,3 @@ def suppressed_text(suppressed: Any) -> tuple[Any, Any]:
             f"collection of MD5 hex strings, not {type(suppressed).__name__}"
         )
     return arrow_text(pd.Series(list(suppressed), dtype=object)), None
-
-
-def check_args(
-    contacts: Any, columns: Mapping[str, Any], rules: Mapping[str, Any], hashed: bool, domains: Any
-) -> None:
-    """Raise ``InvalidInput`` unless the columns and canonical rules fit ``contacts``."""
-    if not isinstance(contacts, pd.DataFrame):
-        raise InvalidInput(f"contacts must be a DataFrame, not {type(contacts).__name__}")
-    if all(name is None for name in columns.values()):
-        raise InvalidInput(
-            "name a column to check: e-mails (email=...), phones (phone=...) "
-            "or domains (domain=...)"
-        )
-    if not isinstance(domains, bool):
-        raise InvalidInput(f"domains must be True or False, not {domains!r}")
-    for role, name in columns.items():
-        try:
-            unique = name is None or isinstance(contacts.columns.get_loc(name), int)
-        except (KeyError, TypeError, pd.errors.InvalidIndexError):
-            raise InvalidInput(f"{role}={name!r} is not a column of contacts") from None
-        if not unique:
-            raise InvalidInput(f"{role}={name!r} names more than one column of contacts")
-        rule = rules.get(role)
-        if rule is not None and (hashed or not callable(rule)):
-            why = "does not apply with hashed=True" if hashed else "must be callable"
-            raise InvalidInput(f"{role}_canonical {why}")

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from stoplist_nb.errors import BadArchive, InvalidInput
 from stoplist_nb.suppression.archive import HashedBatches, Source
-from stoplist_nb.suppression.matching import add_counts
+from stoplist_nb.suppression.kinds import add_counts
 
 __all__ = ["BLOCK_SIZE", "HashedParquet", "check_out_path"]
 

@@ -12,7 +12,7 @@ one for its kind), and enters the graph as one task that every partition's
 task depends on: on a ``dask.distributed`` cluster it travels to a worker
 once and from there to each other worker that needs it, once, however many
 partitions that worker flags. Each partition is flagged by
-:func:`~stoplist_nb.suppression.hashing.flag_frame`, the code that flags a
+:func:`~stoplist_nb.suppression.frames.flag_frame`, the code that flags a
 pandas frame.
 """
 
@@ -31,8 +31,9 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "stoplist_nb.suppression.partitions needs dask: pip install 'stoplist_nb[dask]'"
     ) from exc
 
-from stoplist_nb.suppression.hashing import Canonical, flag_frame, warn_not_md5
-from stoplist_nb.suppression.matching import check_args, hashed_list
+from stoplist_nb.suppression.frames import check_args, flag_frame, warn_not_md5
+from stoplist_nb.suppression.hashing import Canonical
+from stoplist_nb.suppression.matching import hashed_list
 
 __all__ = ["flag_partitions"]
 
