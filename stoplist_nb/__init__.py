@@ -37,13 +37,16 @@ from stoplist_nb.errors import (
     TransportError,
     UnsafePath,
 )
-from stoplist_nb.profiles import iter_profile_pages, read_profiles
 from stoplist_nb.profiles.dataset import DatasetSummary, write_profiles_parquet
 from stoplist_nb.profiles.fields import database_fields
+from stoplist_nb.profiles.files import FileSummary
 from stoplist_nb.profiles.normalize import normalize_profiles, split_channels
-from stoplist_nb.profiles.stream import (
+from stoplist_nb.profiles.reading import (
+    ProfilesRequest,
     iter_profile_frames,
+    iter_profile_pages,
     iter_profile_tables,
+    read_profiles,
     read_profiles_arrow,
 )
 from stoplist_nb.query import And, Condition, F, Nor, Or, Query, parse_query, validate_query
@@ -75,6 +78,7 @@ __all__ = [
     "DatasetMismatch",
     "DatasetSummary",
     "F",
+    "FileSummary",
     "IncompleteDownload",
     "InvalidInput",
     "InvalidQuery",
@@ -82,6 +86,7 @@ __all__ = [
     "Nor",
     "Or",
     "Page",
+    "ProfilesRequest",
     "Query",
     "RateLimited",
     "RequestTimeout",

@@ -825,7 +825,7 @@ def test_interrupt_exits_130(
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("stoplist_nb.cli.commands.iter_profile_tables", interrupted)
+    monkeypatch.setattr("stoplist_nb.cli.commands.ProfilesRequest.to_csv", interrupted)
     code, _, stderr = run("profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv"))
     assert (code, stderr) == (130, "stoplist-nb: interrupted\n")
 

@@ -28,7 +28,7 @@ import stoplist_nb as sn
 from stoplist_nb.cli import commands, main
 from stoplist_nb.demo import DemoService, serve
 from stoplist_nb.demo._archive import ArchiveKind, CsvLayout
-from stoplist_nb.suppression import export, parquet
+from stoplist_nb.suppression import parquet
 
 OUT = "stop.parquet"
 
@@ -322,13 +322,13 @@ def test_cli_export_of_a_started_task_passes_its_options_to_the_writer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-    real = export._write_task_parquet
+    real = sn.write_suppression_parquet
 
     def spy(*args: Any, **kwargs: Any) -> sn.SuppressionSummary:
         calls.append((args, kwargs))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(commands, "_write_task_parquet", spy)
+    monkeypatch.setattr(commands, "write_suppression_parquet", spy)
     with env.client() as client:
         task_id = sn.start_suppression_export(client, env.suppress_id, type="emails")
     out = tmp_path / OUT
@@ -339,7 +339,8 @@ def test_cli_export_of_a_started_task_passes_its_options_to_the_writer(
     stdout, stderr = capsys.readouterr()
     assert code == 0, stderr
     ((args, kwargs),) = calls
-    assert args[1:] == (task_id, out)
+    assert args[1:] == (None, out)
+    assert kwargs["task_id"] == task_id
     assert (kwargs["task_timeout"], kwargs["poll_interval"], kwargs["type"]) == (30, 0.01, None)
     back = pd.read_parquet(out)
     assert len(back) == len(env.suppressed["emails"])

@@ -12,23 +12,20 @@ import pathlib
 import re
 import shlex
 import sys
-from collections.abc import Generator, Iterator
-
-import pyarrow as pa
+from collections.abc import Iterator
 
 from stoplist_nb import errors
-from stoplist_nb.cli.output import EXIT_USAGE, CliError, Ui, write_frame, write_profile_tables
+from stoplist_nb.cli.output import EXIT_USAGE, CliError, Ui, write_frame
 from stoplist_nb.client import Client
-from stoplist_nb.profiles import read_profiles
 from stoplist_nb.profiles.dataset import DatasetSummary, write_profiles_parquet
-from stoplist_nb.profiles.schema import StreamSchema
-from stoplist_nb.profiles.stream import META_NEXT, META_PROFILES, iter_profile_tables
+from stoplist_nb.profiles.files import FileSummary
+from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles
 from stoplist_nb.suppression.export import (
-    _write_task_parquet,
     download_export,
     read_suppression_list,
     start_suppression_export,
     wait_for_task,
+    write_suppression_parquet,
 )
 from stoplist_nb.suppression.kinds import add_counts
 from stoplist_nb.suppression.tasks import resume_said_as
@@ -54,8 +51,9 @@ def client_from_env(args: argparse.Namespace) -> Client:
 def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
     """``stoplist-nb profiles``: read a database's profiles into a file, or a Parquet dataset.
 
-    Page by page: a file goes through :func:`~stoplist_nb.cli.output.write_profile_tables`,
-    a directory through :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
+    Page by page: a file through ``ProfilesRequest.to_parquet`` or ``to_csv``
+    (complete or not there at all), a directory through
+    :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
     """
     if args.out.dataset:
         if args.from_id is not None or args.max_profiles is not None:
@@ -69,25 +67,26 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         raise CliError(
             "--resume and --overwrite go with a dataset directory (--out DIR/)", code=EXIT_USAGE
         )
-    schema = StreamSchema()
-    last: dict[bytes, bytes] = {}
-
-    def pages(tables: Generator[pa.Table, None, None]) -> Iterator[pa.Table]:
-        with contextlib.closing(tables):
-            for table in tables:
-                last.update(table.schema.metadata)
-                yield table
-
+    path = args.out.path
     with client_from_env(args) as client:
-        tables = iter_profile_tables(
-            client, args.db_id, query=args.query, fields=args.fields, limit=args.limit,
-            from_id=args.from_id, max_profiles=args.max_profiles, progress=ui.progress,
-            schema=schema,
-        )  # fmt: skip
+        request = ProfilesRequest(
+            client,
+            args.db_id,
+            query=args.query,
+            fields=args.fields,
+            limit=args.limit,
+            from_id=args.from_id,
+            max_profiles=args.max_profiles,
+            progress=ui.progress,
+        )
         try:
-            rows, columns = write_profile_tables(pages(tables), schema, args.out.path)
+            done = (
+                request.to_csv(path)
+                if path.suffix.lower() == ".csv"
+                else request.to_parquet(path, dataset=False)
+            )
         except errors.StoplistError as exc:
-            read = int(last.get(META_PROFILES, 0))
+            read = exc.partial.profiles if isinstance(exc.partial, FileSummary) else 0
             cursor = exc.resume_from
             if cursor and read:  # with nothing read, the same command is the way on
                 again = (
@@ -97,13 +96,15 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
                 exc.hint = f"{exc.hint}; {again}" if exc.hint else again
             exc.partial = None
             raise
-        count = int(last.get(META_PROFILES, 0))
-        cursor = last.get(META_NEXT, b"").decode()
+        except OSError as exc:  # after StoplistError: some are OSErrors, none is the file's
+            raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+        assert isinstance(done, FileSummary)  # dataset=False
+        count, cursor = done.profiles, done.next_from_id
         stopped = args.max_profiles is not None and count >= args.max_profiles and bool(cursor)
         more = stopped and _more_after(client, args, cursor)
     ui.say(
-        f"wrote {rows} rows ({count} profiles, {columns} columns) "
-        f"of database {args.db_id} to {args.out.path}"
+        f"wrote {done.rows} rows ({count} profiles, {len(done.columns)} columns) "
+        f"of database {args.db_id} to {path}"
     )
     if more:
         ui.say(
@@ -122,10 +123,16 @@ def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
     with client_from_env(args) as client:
         try:
             summary = write_profiles_parquet(
-                client, args.db_id, where, query=args.query, fields=args.fields,
-                limit=args.limit, resume=args.resume, overwrite=args.overwrite,
+                client,
+                args.db_id,
+                where,
+                query=args.query,
+                fields=args.fields,
+                limit=args.limit,
+                resume=args.resume,
+                overwrite=args.overwrite,
                 progress=ui.progress,
-            )  # fmt: skip
+            )
         except errors.DatasetMismatch as exc:
             if exc.hint:  # the library's advice, in the words of the command line
                 words = {"resume=True": "--resume", "overwrite=True": "--overwrite"}
@@ -154,9 +161,16 @@ def _more_after(client: Client, args: argparse.Namespace, cursor: str) -> bool:
     """
     try:
         probe = read_profiles(
-            client, args.db_id, query=args.query, fields=["_id"], limit=1, from_id=cursor,
-            max_profiles=1, progress=False, lookahead=0,
-        )  # fmt: skip
+            client,
+            args.db_id,
+            query=args.query,
+            fields=["_id"],
+            limit=1,
+            from_id=cursor,
+            max_profiles=1,
+            progress=False,
+            lookahead=0,
+        )
     except errors.StoplistError:
         return True  # unknown: the cursor is still the way on
     return bool(probe.attrs.get("profiles", 0))
@@ -179,8 +193,8 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
 
     The export is started here (or picked up with ``--task-id``) and its id
     printed first, so that an interrupted or timed-out wait can be resumed;
-    a Parquet output is then streamed in as
-    :func:`~stoplist_nb.suppression.export.write_suppression_parquet` does, a
+    a Parquet output is then streamed in by
+    :func:`~stoplist_nb.suppression.export.write_suppression_parquet`, a
     CSV output goes through
     :func:`~stoplist_nb.suppression.export.read_suppression_list`, a ZIP output
     is only waited for and downloaded, unread.
@@ -194,11 +208,16 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
                 return _export_zip(client, args, ui, task_id, what)
             if args.out.suffix.lower() == ".parquet":
                 # In bounded memory: the list is never held whole, whatever its size.
-                done = _write_task_parquet(
-                    client, task_id, args.out, list_id=args.list_id,
-                    type=args.type if args.task_id is None else None, progress=ui.progress,
-                    poll_interval=args.poll_interval, task_timeout=args.task_timeout,
-                )  # fmt: skip
+                done = write_suppression_parquet(
+                    client,
+                    args.list_id,
+                    args.out,
+                    task_id=task_id,
+                    type=args.type if args.task_id is None else None,
+                    progress=ui.progress,
+                    poll_interval=args.poll_interval,
+                    task_timeout=args.task_timeout,
+                )
                 _say_written(ui, done.rows, what, args.out, done.kinds)
                 return 0
             frame = read_suppression_list(
@@ -241,9 +260,14 @@ def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, 
             hint="write .csv or .parquet to read them all into one file",
         )
     path = download_export(
-        client, files[0], args.out, progress=ui.progress, task_id=task_id,
-        task_timeout=args.task_timeout, poll_interval=args.poll_interval,
-    )  # fmt: skip
+        client,
+        files[0],
+        args.out,
+        progress=ui.progress,
+        task_id=task_id,
+        task_timeout=args.task_timeout,
+        poll_interval=args.poll_interval,
+    )
     ui.say(f"wrote {path.stat().st_size} bytes of {what} to {path}")
     if status.total is not None:
         ui.say(f"the service counts {status.total} contacts in it")

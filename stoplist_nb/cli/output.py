@@ -1,30 +1,25 @@
 """Shared pieces of the command line: exit codes, its own error, what it prints and writes.
 
-Output files are written beside their destination and renamed into place only
-when complete, so a failed or interrupted run never leaves half a file under
-the name a later step would trust.
+Frames are written beside their destination and renamed into place only when
+complete, so a failed or interrupted run never leaves half a file under the
+name a later step would trust; CSV cells as the library writes them
+(:func:`~stoplist_nb.profiles.files.csv_ready`). Profiles go to a file through
+``ProfilesRequest.to_parquet`` / ``to_csv``, page by page.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import pathlib
 import sys
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from stoplist_nb import errors
-from stoplist_nb.profiles.dataset import COMPRESSION, conform_to, parquet_schema
-from stoplist_nb.profiles.schema import StreamSchema
-from stoplist_nb.profiles.stream import frame_from_table
+from stoplist_nb.profiles.files import as_text, csv_ready
 
 __all__ = [
     "EXIT_AUTH",
@@ -37,7 +32,6 @@ __all__ = [
     "CliError",
     "Ui",
     "write_frame",
-    "write_profile_tables",
 ]
 
 EXIT_OK = 0
@@ -92,56 +86,12 @@ class Ui:
             print(f"stoplist-nb: {text}", file=sys.stderr, flush=True)
 
 
-def _plain(value: Any) -> Any:
-    """``json.dumps``' fallback: arrays (from pyarrow) as lists, anything else as text."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return str(value)
-
-
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    return isinstance(value, float) and math.isnan(value)
-
-
-def _as_text(value: Any) -> str | None:
-    """A cell as text: lists and objects as JSON, strings as they are, missing as ``None``."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list | tuple | dict | np.ndarray):
-        return json.dumps(value, ensure_ascii=False, default=_plain)
-    if _missing(value):
-        return None
-    return json.dumps(value, ensure_ascii=False, default=_plain)
-
-
-def _nested(series: pd.Series) -> bool:
-    # Frames here have the default dtypes: lists and objects are Python values.
-    dtype = series.dtype
-    if pd.api.types.is_object_dtype(dtype):
-        return any(isinstance(v, list | tuple | dict | np.ndarray) for v in series)
-    return False
-
-
 def _text_column(series: pd.Series) -> pd.Series:
     return pd.Series(
-        pd.array([_as_text(v) for v in series], dtype=pd.StringDtype("pyarrow")),
+        pd.array([as_text(v) for v in series], dtype=pd.StringDtype("pyarrow")),
         index=series.index,
         name=series.name,
     )
-
-
-def _for_csv(frame: pd.DataFrame) -> pd.DataFrame:
-    # CSV has no lists: JSON keeps them readable back (json.loads) and unambiguous,
-    # where "a,b" would clash with the separator and lose empty lists.
-    out = frame.copy(deep=False)
-    for name in frame.columns:
-        if _nested(frame[name]):
-            out[name] = _text_column(frame[name])
-    return out
 
 
 def _for_parquet(frame: pd.DataFrame) -> pd.DataFrame:
@@ -183,7 +133,7 @@ def write_frame(frame: pd.DataFrame, path: pathlib.Path) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
         if suffix == ".csv":
-            _for_csv(frame).to_csv(tmp, index=False, encoding="utf-8", lineterminator="\n")
+            csv_ready(frame).to_csv(tmp, index=False, encoding="utf-8", lineterminator="\n")
         else:
             _for_parquet(frame).to_parquet(tmp, index=False)
         os.replace(tmp, path)
@@ -191,90 +141,3 @@ def write_frame(frame: pd.DataFrame, path: pathlib.Path) -> None:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def write_profile_tables(
-    tables: Iterable[pa.Table], schema: StreamSchema, path: pathlib.Path
-) -> tuple[int, int]:
-    """Write the tables of ``iter_profile_tables`` (in ``schema``) as one file, whole or not at all.
-
-    Memory holds a page, never the whole: pages go to hidden Parquet segments
-    beside ``path``, a new one each time a column joins the stream. At the end
-    a single segment is the Parquet file; several are copied into it row group
-    by row group, in the final columns; a CSV file is written from them the
-    same way, under a header of every column. A column that joined on a later
-    page is empty in the rows before it. Cells as :func:`write_frame` writes them.
-
-    Returns:
-        The rows and the columns written.
-
-    Raises:
-        CliError: The suffix is neither ``.parquet`` nor ``.csv``, or a file
-            cannot be written.
-    """
-    suffix = path.suffix.lower()
-    if suffix not in FRAME_SUFFIXES:
-        raise CliError(f"{path}: the file name must end in .parquet or .csv", code=EXIT_USAGE)
-    stem = f".{path.name}.{os.getpid()}"
-    tmp = path.with_name(f"{stem}.part")
-    segments: list[pathlib.Path] = []
-    rows = 0
-    try:
-        writer: pq.ParquetWriter | None = None
-        try:
-            for table in tables:
-                if writer is None or not table.schema.equals(writer.schema, check_metadata=False):
-                    if writer is not None:
-                        writer.close()
-                    segments.append(path.with_name(f"{stem}.{len(segments)}.segment"))
-                    writer = pq.ParquetWriter(
-                        segments[-1], parquet_schema(table, schema, {}), compression=COMPRESSION
-                    )
-                writer.write_table(table, row_group_size=max(1, table.num_rows))
-                rows += table.num_rows
-        finally:
-            if writer is not None:
-                writer.close()
-        if not segments:  # no profile: the file still names the columns
-            empty = schema.arrow_schema.empty_table()
-            segments.append(path.with_name(f"{stem}.0.segment"))
-            meta = parquet_schema(empty, schema, {}).metadata
-            pq.write_table(
-                empty.replace_schema_metadata(meta), segments[-1], compression=COMPRESSION
-            )
-        final = pq.read_schema(segments[-1])
-        if suffix == ".parquet" and len(segments) == 1:
-            os.replace(segments[0], path)
-            return rows, len(final)
-        if suffix == ".parquet":
-            with pq.ParquetWriter(tmp, final, compression=COMPRESSION) as combined:
-                for table in _row_groups(segments, final):
-                    combined.write_table(table, row_group_size=max(1, table.num_rows))
-        else:
-            kinds = {name: schema.kind(name) for name in final.names}
-            with open(tmp, "w", encoding="utf-8", newline="") as file:
-                _for_csv(frame_from_table(final.empty_table(), kinds, None)).to_csv(
-                    file, index=False, lineterminator="\n"
-                )
-                for table in _row_groups(segments, final):
-                    _for_csv(frame_from_table(table, kinds, None)).to_csv(
-                        file, index=False, header=False, lineterminator="\n"
-                    )
-        os.replace(tmp, path)
-    except errors.StoplistError:
-        raise  # some are OSErrors too (AuthError is a PermissionError), none is the file's
-    except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        for segment in segments:
-            segment.unlink(missing_ok=True)
-        tmp.unlink(missing_ok=True)
-    return rows, len(final)
-
-
-def _row_groups(segments: list[pathlib.Path], final: pa.Schema) -> Iterator[pa.Table]:
-    """Each row group of the segments, in order, in the columns of ``final``."""
-    for segment in segments:
-        with pq.ParquetFile(segment) as source:
-            for i in range(source.num_row_groups):
-                yield conform_to(source.read_row_group(i), final)

@@ -1,4 +1,8 @@
-"""The request of ``profiles/list``: every argument checked before anything is sent."""
+"""The checks of a ``profiles/list`` request: each argument, before anything is sent.
+
+:class:`~stoplist_nb.profiles.reading.ProfilesRequest` runs them once, when it
+is built; the readers then trust what it holds.
+"""
 
 from __future__ import annotations
 
@@ -9,53 +13,74 @@ import pandas as pd
 import pyarrow as pa
 
 from stoplist_nb import errors
-from stoplist_nb.client import Client
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.query import Query, validate_query
 
-__all__ = ["METHOD", "check_dtypes", "dtype_kind", "pa_dtype", "params"]
+__all__ = [
+    "METHOD",
+    "check_dtypes",
+    "check_fields",
+    "check_flag",
+    "check_from_id",
+    "check_query",
+    "dtype_kind",
+    "pa_dtype",
+]
 
 METHOD = "profiles/list"
 
 
-def params(
-    client: Any,
-    db_id: Any,
-    query: Any,
-    fields: Any,
-    limit: Any,
-    from_id: Any,
-    max_profiles: Any = None,
-) -> dict[str, Any]:
-    """Check every argument and build the request body (without cursor and token).
+def check_query(query: object) -> dict[str, Any] | None:
+    """The query as it is sent: a dict checked by ``validate_query``, or ``None``.
 
     Raises:
-        InvalidInput: An argument is wrong.
+        InvalidQuery: Not a query MongoDB takes (a :mod:`stoplist_nb.query`
+            object is sent as its ``to_mongo()``).
     """
-    if not isinstance(client, Client):
-        raise errors.InvalidInput(f"client must be a stoplist_nb.Client, not {type(client)!r}")
-    errors.require_int("db_id", db_id)
-    errors.require_int("limit", limit, minimum=1)
-    if max_profiles is not None:
-        errors.require_int("max_profiles", max_profiles, minimum=1)
-    if from_id is not None and not isinstance(from_id, str):
-        raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
-    params: dict[str, Any] = {"db_id": db_id, "format": "json", "limit": limit}
     if isinstance(query, Query):
         query = query.to_mongo()
-    if query is not None:
-        params["query"] = validate_query(query)
-    if fields is not None:
-        if (
-            isinstance(fields, str)
-            or not isinstance(fields, Sequence)
-            or not all(isinstance(f, str) and f for f in fields)
-        ):
-            raise errors.InvalidInput(
-                f"fields must be a list of field names like ['_fname', '_city'], not {fields!r}"
-            )
-        params["fields"] = list(fields)
-    return params
+    return None if query is None else validate_query(query)
+
+
+def check_fields(fields: object) -> tuple[str, ...] | None:
+    """The field names to return, as a tuple, or ``None`` for every field.
+
+    Raises:
+        InvalidInput: Not a list of non-empty names (a bare string included).
+    """
+    if fields is None:
+        return None
+    if (
+        isinstance(fields, str)
+        or not isinstance(fields, Sequence)
+        or not all(isinstance(f, str) and f for f in fields)
+    ):
+        raise errors.InvalidInput(
+            f"fields must be a list of field names like ['_fname', '_city'], not {fields!r}"
+        )
+    return tuple(fields)
+
+
+def check_from_id(from_id: object) -> str | None:
+    """The cursor to start from (a ``next_from_id``), or ``None``.
+
+    Raises:
+        InvalidInput: Not a string.
+    """
+    if from_id is not None and not isinstance(from_id, str):
+        raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
+    return from_id
+
+
+def check_flag(name: str, value: object) -> bool:
+    """``value`` if it is ``True`` or ``False``.
+
+    Raises:
+        InvalidInput: Anything else, naming the argument.
+    """
+    if not isinstance(value, bool):
+        raise errors.InvalidInput(f"{name} must be True or False, not {value!r}")
+    return value
 
 
 def check_dtypes(dtypes: Any, dtype_backend: Any) -> dict[str, Any]:

@@ -479,7 +479,7 @@ def write_suppression_parquet(
     list_id: int | None,
     path: str | os.PathLike[str],
     *,
-    type: str = "all",
+    type: str | None = None,
     task_id: str | None = None,
     progress: bool = True,
     dest: str | os.PathLike[str] | None = None,
@@ -514,9 +514,14 @@ def write_suppression_parquet(
         path: The Parquet file to write (``str`` or ``os.PathLike``); its
             directory must exist.
         type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"``: what a
-            new export holds.
-        task_id: An export task already started: wait for it and write its
-            file instead of starting an export.
+            new export holds (``None``: ``"all"``). With ``task_id``, what
+            that export was started with, if known: it is recorded in the
+            file's ``attrs["type"]`` (``None``: not known), nothing is sent
+            for it.
+        task_id: An export task already started (by
+            :func:`start_suppression_export`, ``exc.task_id`` of a
+            :class:`~stoplist_nb.errors.TaskTimeout`, or another program):
+            wait for it and write its file instead of starting an export.
         progress: Show progress bars for the task and the download.
         dest: Where the downloaded ZIP goes and stays, as in
             :func:`read_suppression_list`; default: a temporary directory.
@@ -552,19 +557,31 @@ def write_suppression_parquet(
     >>> done.rows, done.kinds  # doctest: +SKIP
     (1234, None)
     >>> pd.read_parquet("stop.parquet")["md5"].head(2)  # doctest: +SKIP
+    >>> task_id = start_suppression_export(client, 7, type="emails")  # doctest: +SKIP
+    >>> write_suppression_parquet(client, 7, "e.parquet", task_id=task_id)  # doctest: +SKIP
     """
     out = check_out_path(path)
-    _check_request("write_suppression_parquet", list_id, task_id, type, max_size, max_ratio)
-    started = task_id is None
+    kind = "all" if type is None else type
+    _check_request("write_suppression_parquet", list_id, task_id, kind, max_size, max_ratio)
     if task_id is None:
         assert list_id is not None  # checked above
-        task_id = start_suppression_export(client, list_id, type=type)
+        task_id = start_suppression_export(client, list_id, type=kind)
+        type = kind
     return _write_task_parquet(
-        client, task_id, out, list_id=list_id, type=type if started else None,
-        progress=progress, dest=dest, poll_interval=poll_interval, max_interval=max_interval,
-        task_timeout=task_timeout, max_size=max_size, max_ratio=max_ratio,
+        client,
+        task_id,
+        out,
+        list_id=list_id,
+        type=type,
+        progress=progress,
+        dest=dest,
+        poll_interval=poll_interval,
+        max_interval=max_interval,
+        task_timeout=task_timeout,
+        max_size=max_size,
+        max_ratio=max_ratio,
         say=_resume_call("write_suppression_parquet", repr(list_id), repr(str(out))),
-    )  # fmt: skip
+    )
 
 
 def _write_task_parquet(
@@ -585,16 +602,18 @@ def _write_task_parquet(
 ) -> SuppressionSummary:
     """:func:`write_suppression_parquet` once the task is known; ``type`` is what the file records.
 
-    Also the command line's ``export --out FILE.parquet``, which starts the
-    task itself (to print its id first) and so knows its type. ``say`` tells
-    how to pick the task up again, as :func:`naming_task` takes it.
+    ``say`` tells how to pick the task up again, as :func:`naming_task` takes it.
     """
     with naming_task(task_id, say):
         since = time.monotonic()
         status = wait_for_task(
-            client, task_id, poll_interval=poll_interval, max_interval=max_interval,
-            task_timeout=task_timeout, progress=progress,
-        )  # fmt: skip
+            client,
+            task_id,
+            poll_interval=poll_interval,
+            max_interval=max_interval,
+            task_timeout=task_timeout,
+            progress=progress,
+        )
         wait = _FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
         # In this frame, not a helper's: the warnings' stacklevel counts on it.
         what = _what(list_id, task_id)
@@ -603,13 +622,17 @@ def _write_task_parquet(
             for name in status.require_files():
                 # Each file goes in before the next download: two may share a name.
                 path = _download_zip(
-                    client, name, target, progress=progress, max_size=max_size, what=what,
-                    status=status, wait=wait,
-                )  # fmt: skip
-                sink.add(
-                    path, max_size=max_size, max_ratio=max_ratio, label=f"{what}: {name!r}",
-                    stacklevel=3,
-                )  # fmt: skip
+                    client,
+                    name,
+                    target,
+                    progress=progress,
+                    max_size=max_size,
+                    what=what,
+                    status=status,
+                    wait=wait,
+                )
+                label = f"{what}: {name!r}"
+                sink.add(path, max_size=max_size, max_ratio=max_ratio, label=label, stacklevel=3)
                 paths.append(path)
             _check_total(status, sink.rows, what)
             sink.finish(

@@ -1,0 +1,243 @@
+"""One Parquet or CSV file of profiles, written page by page: complete, or not there at all.
+
+Memory holds a page, never the whole: the pages of the stream
+(:func:`~stoplist_nb.profiles.stream.tables`) go to hidden Parquet segments
+beside the file, a new one each time a column joins the stream (a Parquet file
+has one schema). At the end a single segment becomes the Parquet file; several
+are copied into it row group by row group, in the final columns; a CSV file is
+written from them the same way, under a header of every column. A column that
+joined on a later page is empty in the rows before it. The file is written
+under a hidden name and renamed when complete, as
+:meth:`~stoplist_nb.client.Client.download` and the Parquet dataset do: a pull
+that fails or is interrupted leaves no file under the name, and no segment.
+
+CSV is UTF-8 with a header and no index; list and object cells are JSON
+(``["promo", "news"]``), missing values empty (:func:`csv_ready`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+from collections.abc import Generator, Iterator, Mapping
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stoplist_nb import errors
+from stoplist_nb.profiles.parts import COMPRESSION, conform_to, parquet_schema
+from stoplist_nb.profiles.schema import StreamSchema
+from stoplist_nb.profiles.stream import META_NEXT, META_PROFILES, cast_columns, frame_from_table
+
+__all__ = ["FORMATS", "FileSummary", "as_text", "check_file_path", "csv_ready", "write_file"]
+
+#: The formats of :func:`write_file`.
+FORMATS = ("parquet", "csv")
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    """What a single Parquet or CSV file of profiles holds.
+
+    ``len(summary)`` is its number of rows. After a failed pull,
+    ``exc.partial`` is the summary of what was read, with ``written`` false:
+    the file is not there.
+
+    Attributes:
+        path: The file.
+        rows: Rows (one per subscription, one for a profile without any).
+        profiles: Profiles read.
+        columns: The file's columns, in order.
+        next_from_id: Where a read resumed after these profiles starts
+            (``from_id=``; ``""`` when none was read).
+        written: Whether the file was written (complete, renamed into place).
+    """
+
+    path: pathlib.Path
+    rows: int
+    profiles: int
+    columns: tuple[str, ...]
+    next_from_id: str
+    written: bool = True
+
+    def __len__(self) -> int:
+        return self.rows
+
+
+def check_file_path(path: object) -> pathlib.Path:
+    """``path`` as a :class:`~pathlib.Path` of a file that can be written.
+
+    Raises:
+        InvalidInput: Not a ``str`` or ``os.PathLike``, a directory, or in a
+            directory that does not exist.
+    """
+    if not isinstance(path, str | os.PathLike) or isinstance(path, bytes):
+        raise errors.InvalidInput(f"path must be a file name (str or os.PathLike), not {path!r}")
+    out = pathlib.Path(path)
+    if out.is_dir() or not out.name:
+        raise errors.InvalidInput(f"path {str(path)!r} names a directory, not a file")
+    if not out.parent.is_dir():
+        raise errors.InvalidInput(f"path {str(path)!r}: no directory {str(out.parent)!r}")
+    return out
+
+
+def write_file(
+    path: pathlib.Path,
+    fmt: str,
+    schema: StreamSchema,
+    declared: Mapping[str, Any],
+    pages: Generator[pa.Table, None, None],
+) -> FileSummary:
+    """Write the tables of a stream (in ``schema``, ``declared`` dtypes) as one ``fmt`` file.
+
+    Whole or not at all: see the module's description.
+
+    Raises:
+        StoplistError: A request failed; nothing was written, ``exc.partial``
+            is the :class:`FileSummary` of what was read (``written`` false).
+        OSError: The file or a segment beside it cannot be written.
+    """
+    stem = f".{path.name}.{os.getpid()}"
+    tmp = path.with_name(f"{stem}.part")
+    segments: list[pathlib.Path] = []
+    rows, meta = 0, dict[bytes, bytes]()
+    try:
+        writer: pq.ParquetWriter | None = None
+        try:
+            with closing(pages):
+                for table in pages:
+                    if writer is None or not table.schema.equals(
+                        writer.schema, check_metadata=False
+                    ):
+                        if writer is not None:
+                            writer.close()
+                        segments.append(path.with_name(f"{stem}.{len(segments)}.segment"))
+                        file_schema = parquet_schema(table, schema, declared)
+                        writer = pq.ParquetWriter(
+                            segments[-1], file_schema, compression=COMPRESSION
+                        )
+                    writer.write_table(table, row_group_size=max(1, table.num_rows))
+                    rows += table.num_rows
+                    meta = table.schema.metadata or {}
+        finally:
+            if writer is not None:
+                writer.close()
+        if not segments:  # no profile: the file still names the columns
+            empty = cast_columns(schema.arrow_schema.empty_table(), declared)
+            segments.append(path.with_name(f"{stem}.0.segment"))
+            metadata = parquet_schema(empty, schema, declared).metadata
+            pq.write_table(
+                empty.replace_schema_metadata(metadata), segments[-1], compression=COMPRESSION
+            )
+        final = pq.read_schema(segments[-1])
+        if fmt == "parquet" and len(segments) == 1:
+            os.replace(segments[0], path)
+        else:
+            if fmt == "parquet":
+                _combine(segments, final, tmp)
+            else:
+                _csv(segments, final, schema, tmp)
+            os.replace(tmp, path)
+    except errors.StoplistError as exc:
+        exc.partial = _summary(path, rows, meta, (), written=False)
+        raise
+    finally:
+        for segment in segments:
+            segment.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
+    return _summary(path, rows, meta, tuple(final.names), written=True)
+
+
+def _summary(
+    path: pathlib.Path, rows: int, meta: dict[bytes, bytes], columns: tuple[str, ...], written: bool
+) -> FileSummary:
+    profiles = int(meta.get(META_PROFILES, b"0"))
+    cursor = meta.get(META_NEXT, b"").decode()
+    return FileSummary(path, rows, profiles, columns, cursor, written)
+
+
+def _combine(segments: list[pathlib.Path], final: pa.Schema, out: pathlib.Path) -> None:
+    with pq.ParquetWriter(out, final, compression=COMPRESSION) as combined:
+        for table in _row_groups(segments, final):
+            combined.write_table(table, row_group_size=max(1, table.num_rows))
+
+
+def _csv(
+    segments: list[pathlib.Path], final: pa.Schema, schema: StreamSchema, out: pathlib.Path
+) -> None:
+    kinds = {name: schema.kind(name) for name in final.names}
+    with open(out, "w", encoding="utf-8", newline="") as file:
+        header = csv_ready(frame_from_table(final.empty_table(), kinds, None))
+        header.to_csv(file, index=False, lineterminator="\n")
+        for table in _row_groups(segments, final):
+            frame = csv_ready(frame_from_table(table, kinds, None))
+            frame.to_csv(file, index=False, header=False, lineterminator="\n")
+
+
+def _row_groups(segments: list[pathlib.Path], final: pa.Schema) -> Iterator[pa.Table]:
+    """Each row group of the segments, in order, in the columns of ``final``."""
+    for segment in segments:
+        with pq.ParquetFile(segment) as source:
+            for i in range(source.num_row_groups):
+                yield conform_to(source.read_row_group(i), final)
+
+
+def _plain(value: Any) -> Any:
+    """``json.dumps``' fallback: arrays (from pyarrow) as lists, anything else as text."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def as_text(value: Any) -> str | None:
+    """A cell as text: lists and objects as JSON, strings as they are, missing as ``None``.
+
+    >>> as_text(["promo", "news"]), as_text("Kazan"), as_text(None)
+    ('["promo", "news"]', 'Kazan', None)
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple | dict | np.ndarray):
+        return json.dumps(value, ensure_ascii=False, default=_plain)
+    if _missing(value):
+        return None
+    return json.dumps(value, ensure_ascii=False, default=_plain)
+
+
+def _nested(series: pd.Series) -> bool:
+    # Frames here have the default dtypes: lists and objects are Python values.
+    if pd.api.types.is_object_dtype(series.dtype):
+        return any(isinstance(v, list | tuple | dict | np.ndarray) for v in series)
+    return False
+
+
+def csv_ready(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each column of list or object cells as their JSON text (:func:`as_text`).
+
+    CSV has no lists: JSON keeps them readable back (``json.loads``) and
+    unambiguous, where ``a,b`` would clash with the separator and lose empty lists.
+    """
+    out = frame.copy(deep=False)
+    for name in frame.columns:
+        if _nested(frame[name]):
+            out[name] = pd.Series(
+                pd.array([as_text(v) for v in frame[name]], dtype=pd.StringDtype("pyarrow")),
+                index=frame.index,
+                name=name,
+            )
+    return out

@@ -1,0 +1,756 @@
+"""A request of a database's profiles, checked once, and every way to read it.
+
+:class:`ProfilesRequest` holds what ``profiles/list`` is asked (the database,
+the query, the fields, the page size, where to start and stop) and reads it as
+raw pages, Arrow tables or DataFrames page by page, one table or frame, a
+Parquet or CSV file, or a resumable Parquet dataset. The functions
+(:func:`read_profiles`, :func:`iter_profile_pages`, :func:`iter_profile_tables`,
+:func:`iter_profile_frames`, :func:`read_profiles_arrow`) are one call each
+on it; so is :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from typing import Any, Literal, overload
+
+import pandas as pd
+import pyarrow as pa
+
+from stoplist_nb import errors
+from stoplist_nb._paging import DEFAULT_LOOKAHEAD
+from stoplist_nb.client import Client, Page
+from stoplist_nb.profiles import request
+from stoplist_nb.profiles import stream as st
+from stoplist_nb.profiles.files import FileSummary, check_file_path, write_file
+from stoplist_nb.profiles.normalize import FlatPage, frame_from_tables, table_from_tables
+from stoplist_nb.profiles.parts import DEFAULT_PROFILES_PER_PART, DatasetSummary, write_dataset
+from stoplist_nb.profiles.schema import StreamSchema
+from stoplist_nb.query import Query
+
+__all__ = [
+    "ProfilesRequest",
+    "iter_profile_frames",
+    "iter_profile_pages",
+    "iter_profile_tables",
+    "read_profiles",
+    "read_profiles_arrow",
+]
+
+
+@dataclass(frozen=True)
+class ProfilesRequest:
+    """A request of a database's profiles (``profiles/list``), checked once, read many ways.
+
+    Every argument is checked when the request is built, before anything is
+    sent; the methods send it. It is frozen (``dataclasses.replace(req,
+    limit=500)`` gives a new one, checked again) and its ``repr`` shows the
+    client's URL, never its token. ``query`` holds the query as it is sent
+    (a :mod:`stoplist_nb.query` object becomes its ``to_mongo()``) and
+    ``fields`` a tuple.
+
+    Each method reads what the function of the same options reads:
+    :meth:`pages` as :func:`iter_profile_pages`, :meth:`tables` as
+    :func:`iter_profile_tables`, :meth:`frames` as :func:`iter_profile_frames`,
+    :meth:`to_arrow` as :func:`read_profiles_arrow`, :meth:`to_frame` as
+    :func:`read_profiles`, :meth:`to_parquet` of a directory as
+    :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`; a failed
+    read keeps what those keep (``exc.partial``, ``exc.resume_from``).
+
+    Args:
+        client: The API client.
+        db_id: The database id.
+        query: A MongoDB filter on profile fields: a dict such as
+            ``{"_city": {"$in": ["Moscow", "Kazan"]}}``, or the same built with
+            :mod:`stoplist_nb.query` (``F("_city").isin(["Moscow", "Kazan"])``).
+        fields: Profile fields to return, e.g. ``["_fname", "subscriptions"]``
+            (``_id`` names the id).
+        limit: Profiles per request.
+        from_id: Start from this cursor: ``next_from_id`` of an earlier read,
+            or ``exc.resume_from`` of a failed one.
+        max_profiles: Stop after this many profiles; the last request asks
+            for only what is missing, so the cursor after it is exactly where
+            a later read resumes (more only where a service ignores ``limit``
+            and its cursor is no profile id: see
+            :meth:`~stoplist_nb.client.Client.pages`).
+        lookahead: Requests sent while earlier pages are still being parsed,
+            so that parsing runs beside the network and on several cores;
+            ``0`` sends each request only once the previous page is parsed.
+            Requests still go out one at a time.
+        progress: Show a progress bar counting profiles (not for :meth:`pages`).
+
+    Raises:
+        InvalidInput: An argument is wrong (nothing was sent).
+        InvalidQuery: ``query`` is not a query MongoDB takes.
+
+    >>> req = ProfilesRequest(client, 1, query={"_city": "Moscow"}, limit=500)  # doctest: +SKIP
+    >>> df = req.to_frame()  # doctest: +SKIP
+    >>> req.to_parquet("moscow.parquet")  # doctest: +SKIP
+    FileSummary(path=PosixPath('moscow.parquet'), rows=1834, profiles=1000, ...)
+    """
+
+    client: Client
+    db_id: int
+    _: KW_ONLY
+    query: Mapping[str, Any] | Query | None = None
+    fields: Sequence[str] | None = None
+    limit: int = 1000
+    from_id: str | None = None
+    max_profiles: int | None = None
+    lookahead: int = DEFAULT_LOOKAHEAD
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.client, Client):
+            raise errors.InvalidInput(
+                f"client must be a stoplist_nb.Client, not {type(self.client)!r}"
+            )
+        errors.require_int("db_id", self.db_id)
+        errors.require_int("limit", self.limit, minimum=1)
+        if self.max_profiles is not None:
+            errors.require_int("max_profiles", self.max_profiles, minimum=1)
+        request.check_from_id(self.from_id)
+        errors.require_int("lookahead", self.lookahead, minimum=0)
+        request.check_flag("progress", self.progress)
+        object.__setattr__(self, "query", request.check_query(self.query))
+        object.__setattr__(self, "fields", request.check_fields(self.fields))
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The body of each request, without the cursor and the token."""
+        params: dict[str, Any] = {"db_id": self.db_id, "format": "json", "limit": self.limit}
+        if self.query is not None:
+            params["query"] = self.query
+        if self.fields is not None:
+            params["fields"] = list(self.fields)
+        return params
+
+    def pages(self) -> Generator[Page, None, None]:
+        """Yield the raw pages, one request each (see :func:`iter_profile_pages`).
+
+        >>> with closing(req.pages()) as pages:  # doctest: +SKIP
+        ...     for page in pages:
+        ...         print(len(page), page.next_from_id)
+        """
+        # Client.pages says max_rows: it walks any cursor endpoint, a row need not be a profile.
+        return self.client.pages(
+            request.METHOD,
+            self.params,
+            from_id=self.from_id,
+            max_rows=self.max_profiles,
+            lookahead=self.lookahead,
+        )
+
+    def tables(
+        self, *, dtypes: Mapping[str, Any] | None = None, schema: StreamSchema | None = None
+    ) -> Generator[pa.Table, None, None]:
+        """Yield each page as an Arrow table, all in one schema: :func:`iter_profile_tables`.
+
+        Args:
+            dtypes: ``{column: dtype}`` (pandas dtypes, their names, or
+                pyarrow types): those columns are there from the first table,
+                in that type.
+            schema: Go on with this schema (that of an earlier, interrupted read).
+
+        Raises:
+            InvalidInput: ``dtypes`` or ``schema`` is wrong (nothing was sent).
+
+        >>> for table in req.tables():  # doctest: +SKIP
+        ...     print(table.num_rows, table.schema.metadata[b"next_from_id"])
+        """
+        declared = request.check_dtypes(dtypes, None)
+        if schema is None:
+            schema = _schema(declared)
+        elif not isinstance(schema, StreamSchema):
+            raise errors.InvalidInput(f"schema must be a StreamSchema, not {type(schema).__name__}")
+        return st.tables(schema, declared, self._flat_pages())
+
+    def frames(
+        self, *, dtypes: Mapping[str, Any] | None = None, dtype_backend: str | None = None
+    ) -> Generator[pd.DataFrame, None, None]:
+        """Yield each page as a DataFrame, all with the same dtypes: :func:`iter_profile_frames`.
+
+        Args:
+            dtypes: ``{column: dtype}``: those columns are in every frame, in that dtype.
+            dtype_backend: ``None``/``"numpy_nullable"`` or ``"pyarrow"``, as
+                in :meth:`to_frame`.
+
+        Raises:
+            InvalidInput: ``dtypes`` or ``dtype_backend`` is wrong (nothing was sent).
+
+        >>> for frame in req.frames():  # doctest: +SKIP
+        ...     print(len(frame), frame.attrs["next_from_id"])
+        """
+        declared = request.check_dtypes(dtypes, dtype_backend)
+        schema = _schema(declared)
+        # The tables keep the stream's types; the dtypes apply to each frame.
+        tables = st.tables(schema, {}, self._flat_pages())
+        return st.frames(tables, schema, dtype_backend, declared)
+
+    def to_arrow(self, *, dtypes: Mapping[str, Any] | None = None) -> pa.Table:
+        """Read every profile into one Arrow table (see :func:`read_profiles_arrow`).
+
+        Args:
+            dtypes: ``{column: dtype}`` (pyarrow types, or pandas dtypes and
+                their names): those columns cast to that type, added if absent.
+
+        Returns:
+            The table; its schema metadata holds ``db_id``, ``next_from_id``
+            (where a later read resumes) and ``profiles``.
+
+        Raises:
+            InvalidInput: ``dtypes`` is wrong (nothing was sent).
+            StoplistError: A request failed; ``exc.partial`` is the table so
+                far and ``exc.resume_from`` the cursor to carry on from.
+
+        >>> table = req.to_arrow()  # doctest: +SKIP
+        """
+        declared = request.check_dtypes(dtypes, None)
+
+        def table(pages: list[FlatPage], cursor: str, count: int) -> pa.Table:
+            meta = {"db_id": str(self.db_id), "next_from_id": cursor, "profiles": str(count)}
+            table = st.cast_columns(table_from_tables(pages), declared)
+            return table.replace_schema_metadata(meta)
+
+        return st.collect(self._flat_pages(), self.from_id, table)
+
+    def to_frame(
+        self, *, dtypes: Mapping[str, Any] | None = None, dtype_backend: str | None = None
+    ) -> pd.DataFrame:
+        """Read every profile into one DataFrame, a row per subscription: :func:`read_profiles`.
+
+        Args:
+            dtypes: ``{column: dtype}`` overrides, as in pandas-gbq; a column
+                named here and absent from the result is added, all NA.
+            dtype_backend: As in ``pandas.read_parquet``: ``None`` (the
+                default) or ``"numpy_nullable"`` for nullable NumPy-backed
+                dtypes (``Int64``, ``boolean``, ``string[pyarrow]``, lists and
+                objects as Python values); ``"pyarrow"`` for
+                ``pd.ArrowDtype`` columns only.
+
+        Returns:
+            The frame; ``attrs["next_from_id"]`` is where a later read resumes
+            and ``attrs["profiles"]`` the number of profiles read.
+
+        Raises:
+            InvalidInput: ``dtypes`` or ``dtype_backend`` is wrong (nothing was sent).
+            StoplistError: A request failed; ``exc.partial`` holds the rows
+                read so far and ``exc.resume_from`` the cursor to carry on from.
+
+        >>> df = req.to_frame(dtypes={"age": "Int16"})  # doctest: +SKIP
+        """
+        declared = request.check_dtypes(dtypes, dtype_backend)
+
+        def frame(pages: list[FlatPage], cursor: str, count: int) -> pd.DataFrame:
+            df = st.cast_frame(frame_from_tables(pages, dtype_backend=dtype_backend), declared)
+            df.attrs.update(db_id=self.db_id, next_from_id=cursor, profiles=count)
+            return df
+
+        return st.collect(self._flat_pages(), self.from_id, frame)
+
+    @overload
+    def to_parquet(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        dtypes: Mapping[str, Any] | None = ...,
+        dataset: Literal[True],
+        resume: bool = ...,
+        overwrite: bool = ...,
+        profiles_per_part: int = ...,
+    ) -> DatasetSummary: ...
+
+    @overload
+    def to_parquet(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        dtypes: Mapping[str, Any] | None = ...,
+        dataset: bool | None = ...,
+        resume: bool = ...,
+        overwrite: bool = ...,
+        profiles_per_part: int = ...,
+    ) -> FileSummary | DatasetSummary: ...
+
+    def to_parquet(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        dtypes: Mapping[str, Any] | None = None,
+        dataset: bool | None = None,
+        resume: bool = True,
+        overwrite: bool = False,
+        profiles_per_part: int = DEFAULT_PROFILES_PER_PART,
+    ) -> FileSummary | DatasetSummary:
+        """Write the profiles to one Parquet file, or to a resumable Parquet dataset (a directory).
+
+        Page by page either way: memory holds about one page. A file has the
+        columns of :meth:`tables` (a column that joins on a later page is
+        empty in the rows before it) and pandas' metadata, so that
+        ``pd.read_parquet(path)`` gives the dtypes of :meth:`to_frame`; it is
+        written under a hidden name beside ``path`` and renamed when complete,
+        so a pull that fails or is interrupted leaves no file (one already at
+        ``path`` stays as it was). A dataset is that of
+        :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`: part
+        files and a checkpoint, carried on by calling again.
+
+        Args:
+            path: The file, or the dataset's directory (created if missing).
+            dtypes: ``{column: dtype}``: those columns are in the file (in
+                every part), in that type.
+            dataset: Whether ``path`` is a dataset's directory; ``None``:
+                when it ends in ``/`` or is a directory that exists.
+            resume: A dataset only: carry on from the checkpoint of an
+                unfinished pull in ``path`` (``False`` refuses a directory
+                that holds a dataset).
+            overwrite: A dataset only: remove the dataset in ``path`` first.
+            profiles_per_part: A dataset only: profiles per part file.
+
+        Returns:
+            A :class:`~stoplist_nb.profiles.files.FileSummary` for a file, a
+            :class:`~stoplist_nb.profiles.dataset.DatasetSummary` for a dataset.
+
+        Raises:
+            InvalidInput: An argument is wrong, or a dataset asked with
+                ``from_id`` or ``max_profiles`` (it carries on from its own
+                checkpoint), or the dataset options for a file: nothing was
+                sent or written.
+            DatasetMismatch: As in
+                :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
+            StoplistError: A request failed. A file is not there and
+                ``exc.partial`` is the ``FileSummary`` of what was read
+                (``written`` false), ``exc.resume_from`` the cursor after
+                it; a dataset keeps its finished parts (``exc.partial`` is
+                its summary).
+
+        >>> req.to_parquet("profiles.parquet")  # doctest: +SKIP
+        >>> req.to_parquet("profiles/")  # a dataset  # doctest: +SKIP
+        """
+        declared = request.check_dtypes(dtypes, None)
+        if dataset is None:
+            dataset = str(path).endswith(("/", os.sep)) or pathlib.Path(os.fspath(path)).is_dir()
+        request.check_flag("dataset", dataset)
+        if dataset:
+            return self._dataset(path, declared, resume, overwrite, profiles_per_part)
+        defaults = (True, False, DEFAULT_PROFILES_PER_PART)
+        for name, value, default in zip(
+            ("resume", "overwrite", "profiles_per_part"),
+            (resume, overwrite, profiles_per_part),
+            defaults,
+            strict=True,
+        ):
+            if value != default or type(value) is not type(default):
+                raise errors.InvalidInput(
+                    f"{name}= goes with a dataset directory, not the file {str(path)!r}"
+                )
+        return self._file(path, "parquet", declared)
+
+    def to_csv(
+        self, path: str | os.PathLike[str], *, dtypes: Mapping[str, Any] | None = None
+    ) -> FileSummary:
+        """Write the profiles to one CSV file, page by page, complete or not there at all.
+
+        The columns of :meth:`to_parquet`'s file, under a header that names
+        every column (a column that joins on a later page is empty in the
+        rows before it). UTF-8, no index; list and object cells are JSON
+        (``["promo", "news"]``, which ``json.loads`` reads back), missing
+        values empty. Written under a hidden name beside ``path`` and renamed
+        when complete.
+
+        Args:
+            path: The file; its directory must exist.
+            dtypes: ``{column: dtype}``: those columns are in the file.
+
+        Returns:
+            The :class:`~stoplist_nb.profiles.files.FileSummary`.
+
+        Raises:
+            InvalidInput: An argument is wrong (nothing was sent).
+            StoplistError: A request failed: no file, ``exc.partial`` is the
+                ``FileSummary`` of what was read (``written`` false).
+
+        >>> req.to_csv("profiles.csv").rows  # doctest: +SKIP
+        1834
+        """
+        declared = request.check_dtypes(dtypes, None)
+        return self._file(path, "csv", declared)
+
+    def _flat_pages(
+        self, from_id: str | None = None, seen: Sequence[str] = ()
+    ) -> Generator[st.FlatPages, None, None]:
+        return st.flat_pages(
+            self.client,
+            self.params,
+            from_id=from_id if from_id is not None else self.from_id,
+            max_profiles=self.max_profiles,
+            progress=self.progress,
+            lookahead=self.lookahead,
+            seen=seen,
+        )
+
+    def _file(
+        self, path: str | os.PathLike[str], fmt: str, declared: Mapping[str, Any]
+    ) -> FileSummary:
+        out = check_file_path(path)
+        schema = _schema(declared)
+        pages = st.tables(schema, declared, self._flat_pages())
+        return write_file(out, fmt, schema, declared, pages)
+
+    def _dataset(
+        self,
+        path: str | os.PathLike[str],
+        declared: Mapping[str, Any],
+        resume: bool,
+        overwrite: bool,
+        per_part: int,
+    ) -> DatasetSummary:
+        errors.require_int("profiles_per_part", per_part, minimum=1)
+        request.check_flag("resume", resume)
+        request.check_flag("overwrite", overwrite)
+        if self.from_id is not None or self.max_profiles is not None:
+            raise errors.InvalidInput(
+                "from_id and max_profiles go with a file; a dataset carries on from its "
+                "checkpoint (resume=True)"
+            )
+        pull = {
+            "db_id": self.db_id,
+            "query": self.query,
+            "fields": None if self.fields is None else list(self.fields),
+            "dtypes": {name: str(dtype) for name, dtype in declared.items()},
+        }
+        directory = pathlib.Path(os.fspath(path))
+        return write_dataset(
+            directory,
+            pull,
+            declared,
+            lambda from_id, seen: self._flat_pages(from_id, seen),
+            resume=resume,
+            overwrite=overwrite,
+            per_part=per_part,
+        )
+
+
+def _schema(declared: Mapping[str, Any]) -> StreamSchema:
+    """A stream's schema with the ``declared`` columns there from the start."""
+    return StreamSchema({name: request.dtype_kind(d) for name, d in declared.items()})
+
+
+def iter_profile_pages(
+    client: Client,
+    db_id: int,
+    *,
+    query: Mapping[str, Any] | Query | None = None,
+    fields: Sequence[str] | None = None,
+    limit: int = 1000,
+    from_id: str | None = None,
+    max_profiles: int | None = None,
+    lookahead: int = DEFAULT_LOOKAHEAD,
+) -> Generator[Page, None, None]:
+    """Yield the raw pages of ``profiles/list``, one request each.
+
+    Each :class:`~stoplist_nb.client.Page` has ``records`` (the profiles as
+    dicts), ``data`` (the same as an Arrow array), ``from_id`` (the cursor it
+    was asked with) and ``next_from_id``. Paging stops at the first page
+    without rows. Arguments are checked before the first request. Requests
+    sent ahead and the parse threads end when the iterator is exhausted or
+    closed: leaving a loop early, wrap it in :func:`contextlib.closing`.
+    The same as :meth:`ProfilesRequest.pages`.
+
+    Args:
+        client: The API client.
+        db_id: The database id.
+        query: A MongoDB filter on profile fields: a dict, or a query built
+            with :mod:`stoplist_nb.query` (``F("_city") == "Moscow"``,
+            ``And(...)``, ...), sent as its ``to_mongo()``.
+        fields: The profile fields to return (``_id`` names the id).
+        limit: Profiles per page.
+        from_id: The cursor to start from, e.g. a previous ``next_from_id``.
+        max_profiles: Stop after this many profiles; the last request asks
+            for only what is missing, so the last page's ``next_from_id`` is
+            exactly where a later read resumes (a page past it, from a
+            service that ignores ``limit``: see
+            :meth:`~stoplist_nb.client.Client.pages`).
+        lookahead: Requests sent while earlier pages are still being parsed
+            (see :meth:`~stoplist_nb.client.Client.pages`); ``0`` for none.
+
+    Raises:
+        InvalidInput: An argument is wrong (nothing was sent).
+        CursorStalled: Rows keep coming but ``next_from_id`` does not move.
+
+    >>> with closing(iter_profile_pages(client, 1, limit=500)) as pages:  # doctest: +SKIP
+    ...     for page in pages:
+    ...         print(len(page), page.next_from_id)
+    """
+    return ProfilesRequest(
+        client,
+        db_id,
+        query=query,
+        fields=fields,
+        limit=limit,
+        from_id=from_id,
+        max_profiles=max_profiles,
+        lookahead=lookahead,
+    ).pages()
+
+
+def read_profiles(
+    client: Client,
+    db_id: int,
+    *,
+    query: Mapping[str, Any] | Query | None = None,
+    fields: Sequence[str] | None = None,
+    limit: int = 1000,
+    from_id: str | None = None,
+    max_profiles: int | None = None,
+    dtype_backend: str | None = None,
+    dtypes: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    lookahead: int = DEFAULT_LOOKAHEAD,
+) -> pd.DataFrame:
+    """Read a database's profiles into a DataFrame, one row per subscription.
+
+    Pages through ``profiles/list`` until a page comes back empty (or
+    ``max_profiles`` are read) and normalizes the profiles: see
+    :func:`~stoplist_nb.profiles.normalize.normalize_profiles` for the columns.
+    The whole result is held in memory: for more profiles than fit, see
+    :func:`iter_profile_frames` and
+    :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`. The same
+    as :meth:`ProfilesRequest.to_frame`.
+
+    Args:
+        client: The API client.
+        db_id: The database id.
+        query: A MongoDB filter, e.g. ``{"_city": {"$in": ["Moscow", "Kazan"]}}``,
+            or the same built with :mod:`stoplist_nb.query`:
+            ``F("_city").isin(["Moscow", "Kazan"])`` (sent as its ``to_mongo()``).
+        fields: Profile fields to return, e.g. ``["_fname", "subscriptions"]``.
+        limit: Profiles per request.
+        from_id: Resume from this cursor (``df.attrs["next_from_id"]`` of an
+            earlier read, or ``exc.resume_from`` of a failed one).
+        max_profiles: Stop after this many profiles (more only where a service
+            ignores ``limit`` and its cursor is no profile id: see
+            :meth:`~stoplist_nb.client.Client.pages`).
+        dtype_backend: As in ``pandas.read_parquet``: ``None`` (the default)
+            or ``"numpy_nullable"`` for nullable NumPy-backed dtypes
+            (``Int64``, ``boolean``, ``string[pyarrow]``, lists and objects as
+            Python values); ``"pyarrow"`` for ``pd.ArrowDtype`` columns only.
+        dtypes: ``{column: dtype}`` overrides, as in pandas-gbq; a column
+            named here and absent from the result is added, all NA.
+        progress: Show a progress bar counting profiles.
+        lookahead: Requests sent while earlier pages are still being parsed,
+            so that parsing runs beside the network and on several cores;
+            ``0`` sends each request only once the previous page is parsed.
+            Requests still go out one at a time (see
+            :meth:`~stoplist_nb.client.Client.pages`).
+
+    Returns:
+        The frame; ``attrs["next_from_id"]`` is where a later read resumes and
+        ``attrs["profiles"]`` the number of profiles read.
+
+    Raises:
+        InvalidInput: An argument is wrong (nothing was sent).
+        StoplistError: A request failed after its retries. ``exc.partial``
+            holds the rows read so far and ``exc.resume_from`` the cursor to
+            pass as ``from_id`` to carry on.
+
+    >>> df = read_profiles(client, 1, query={"_city": "Moscow"})  # doctest: +SKIP
+    >>> df[["profile_id", "channel", "email"]].head()  # doctest: +SKIP
+    """
+    return ProfilesRequest(
+        client,
+        db_id,
+        query=query,
+        fields=fields,
+        limit=limit,
+        from_id=from_id,
+        max_profiles=max_profiles,
+        lookahead=lookahead,
+        progress=progress,
+    ).to_frame(dtypes=dtypes, dtype_backend=dtype_backend)
+
+
+def iter_profile_tables(
+    client: Client,
+    db_id: int,
+    *,
+    query: Mapping[str, Any] | Query | None = None,
+    fields: Sequence[str] | None = None,
+    limit: int = 1000,
+    from_id: str | None = None,
+    max_profiles: int | None = None,
+    dtypes: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    lookahead: int = DEFAULT_LOOKAHEAD,
+    schema: StreamSchema | None = None,
+) -> Generator[pa.Table, None, None]:
+    """Yield each page of profiles as an Arrow table, all in one growing schema.
+
+    The columns are those of ``read_profiles`` in Arrow types (see
+    :func:`~stoplist_nb.profiles.normalize.table_from_tables`), settled as
+    :mod:`~stoplist_nb.profiles.schema` says: a column joins on the first page
+    where it has a value and keeps its type; a value that does not fit it goes
+    to ``<name>__text``. Each table's schema metadata holds ``from_id``,
+    ``next_from_id`` (where a read resumed after it starts) and ``profiles``
+    (read so far). Arguments are checked before the first request. The same
+    as :meth:`ProfilesRequest.tables`.
+
+    Args:
+        client: The API client.
+        db_id: The database id.
+        query: A MongoDB filter (a dict or a :mod:`stoplist_nb.query` object).
+        fields: Profile fields to return.
+        limit: Profiles per request (and so per table, at most).
+        from_id: Resume from this cursor.
+        max_profiles: Stop after this many profiles (more only where a service
+            ignores ``limit`` and its cursor is no profile id: see
+            :meth:`~stoplist_nb.client.Client.pages`).
+        dtypes: ``{column: dtype}`` (pandas dtypes, their names, or pyarrow
+            types): those columns are there from the first table, in that type.
+        progress: Show a progress bar counting profiles.
+        lookahead: Requests sent while earlier pages are being parsed.
+        schema: Go on with this schema (that of an earlier, interrupted read).
+
+    Raises:
+        InvalidInput: An argument is wrong (nothing was sent).
+        StoplistError: A request failed; ``exc.resume_from`` is the cursor
+            after the last table yielded.
+
+    >>> for table in iter_profile_tables(client, 1, limit=500):  # doctest: +SKIP
+    ...     print(table.num_rows, table.schema.metadata[b"next_from_id"])
+    """
+    return ProfilesRequest(
+        client,
+        db_id,
+        query=query,
+        fields=fields,
+        limit=limit,
+        from_id=from_id,
+        max_profiles=max_profiles,
+        lookahead=lookahead,
+        progress=progress,
+    ).tables(dtypes=dtypes, schema=schema)
+
+
+def iter_profile_frames(
+    client: Client,
+    db_id: int,
+    *,
+    query: Mapping[str, Any] | Query | None = None,
+    fields: Sequence[str] | None = None,
+    limit: int = 1000,
+    from_id: str | None = None,
+    max_profiles: int | None = None,
+    dtype_backend: str | None = None,
+    dtypes: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    lookahead: int = DEFAULT_LOOKAHEAD,
+) -> Generator[pd.DataFrame, None, None]:
+    """Yield each page of profiles as a DataFrame, all with the same dtypes.
+
+    The frames follow :func:`iter_profile_tables` (a column joins on the
+    first page where it has a value, then stays, with one dtype), converted
+    as ``read_profiles`` converts under ``dtype_backend``. ``attrs`` hold
+    ``from_id``, ``next_from_id`` (where a read resumed after this frame
+    starts) and ``profiles`` (read so far). Stopping early: wrap the loop in
+    :func:`contextlib.closing`, so that requests sent ahead end at once. The
+    same as :meth:`ProfilesRequest.frames`.
+
+    Args:
+        client: The API client.
+        db_id: The database id.
+        query: A MongoDB filter (a dict or a :mod:`stoplist_nb.query` object).
+        fields: Profile fields to return.
+        limit: Profiles per request (and so per frame, at most).
+        from_id: Resume from this cursor.
+        max_profiles: Stop after this many profiles (more only where a service
+            ignores ``limit`` and its cursor is no profile id: see
+            :meth:`~stoplist_nb.client.Client.pages`).
+        dtype_backend: ``None``/``"numpy_nullable"`` or ``"pyarrow"``, as in
+            :func:`read_profiles`.
+        dtypes: ``{column: dtype}``: those columns are in every frame, in that dtype.
+        progress: Show a progress bar counting profiles.
+        lookahead: Requests sent while earlier pages are being parsed.
+
+    Raises:
+        InvalidInput: An argument is wrong (nothing was sent).
+        StoplistError: A request failed; ``exc.resume_from`` is the cursor
+            after the last frame yielded.
+
+    >>> for frame in iter_profile_frames(client, 1, limit=500):  # doctest: +SKIP
+    ...     frame.to_csv("profiles.csv", mode="a", header=frame.attrs["from_id"] == "")
+    """
+    return ProfilesRequest(
+        client,
+        db_id,
+        query=query,
+        fields=fields,
+        limit=limit,
+        from_id=from_id,
+        max_profiles=max_profiles,
+        lookahead=lookahead,
+        progress=progress,
+    ).frames(dtypes=dtypes, dtype_backend=dtype_backend)
+
+
+def read_profiles_arrow(
+    client: Client,
+    db_id: int,
+    *,
+    query: Mapping[str, Any] | Query | None = None,
+    fields: Sequence[str] | None = None,
+    limit: int = 1000,
+    from_id: str | None = None,
+    max_profiles: int | None = None,
+    dtypes: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    lookahead: int = DEFAULT_LOOKAHEAD,
+) -> pa.Table:
+    """Read a database's profiles into one Arrow table, one row per subscription.
+
+    The columns and their choice of kind are those of ``read_profiles`` (all
+    pages seen: a field whose pages disagree becomes text), in Arrow types:
+    see :func:`~stoplist_nb.profiles.normalize.table_from_tables`. Nothing
+    goes through pandas: hand the table to Polars (``pl.from_arrow``) or
+    DuckDB as it is. The same as :meth:`ProfilesRequest.to_arrow`.
+
+    Args:
+        client: The API client.
+        db_id: The database id.
+        query: A MongoDB filter (a dict or a :mod:`stoplist_nb.query` object).
+        fields: Profile fields to return.
+        limit: Profiles per request.
+        from_id: Resume from this cursor.
+        max_profiles: Stop after this many profiles (more only where a service
+            ignores ``limit`` and its cursor is no profile id: see
+            :meth:`~stoplist_nb.client.Client.pages`).
+        dtypes: ``{column: dtype}`` (pyarrow types, or pandas dtypes and
+            their names): those columns cast to that type, added if absent.
+        progress: Show a progress bar counting profiles.
+        lookahead: Requests sent while earlier pages are being parsed.
+
+    Returns:
+        The table; its schema metadata holds ``db_id``, ``next_from_id``
+        (where a later read resumes) and ``profiles``.
+
+    Raises:
+        InvalidInput: An argument is wrong (nothing was sent).
+        StoplistError: A request failed; ``exc.partial`` is the table so far
+            and ``exc.resume_from`` the cursor to carry on from.
+
+    >>> table = read_profiles_arrow(client, 1, fields=["_fname"])  # doctest: +SKIP
+    >>> table.group_by("channel").aggregate([("profile_id", "count")])  # doctest: +SKIP
+    """
+    return ProfilesRequest(
+        client,
+        db_id,
+        query=query,
+        fields=fields,
+        limit=limit,
+        from_id=from_id,
+        max_profiles=max_profiles,
+        lookahead=lookahead,
+        progress=progress,
+    ).to_arrow(dtypes=dtypes)
