@@ -44,9 +44,15 @@ _TRUSTED = "if the archive is trusted, extract its CSV and pass that to read_has
 # What zipfile and the decompressors raise on damaged data (bz2 raises a bare
 # OSError, a bad offset a ValueError from seek, bad UTF-8 names UnicodeDecodeError).
 _DAMAGED = (
-    zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError,
-    struct.error, OverflowError,
-)  # fmt: skip
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    OSError,
+    ValueError,
+    struct.error,
+    OverflowError,
+)
 
 
 @contextmanager

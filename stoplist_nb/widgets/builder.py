@@ -150,13 +150,17 @@ class QueryBuilder(w.VBox):  # type: ignore[misc]
         self.add_button = self.root_group.add_button
         self.add_group_button = self.root_group.add_group_button
         self.fields_box = TagEntry(
-            check=lambda name: None if name in catalog.returnable else (
-                f"unknown field {name!r}: pick one from the list"
+            check=lambda name: (
+                None
+                if name in catalog.returnable
+                else (f"unknown field {name!r}: pick one from the list")
             ),
-            resolve=catalog.resolve, options=catalog.return_options,
-            allowed=catalog.returnable, placeholder="a field to return, Enter",
+            resolve=catalog.resolve,
+            options=catalog.return_options,
+            allowed=catalog.returnable,
+            placeholder="a field to return, Enter",
             empty="all fields",
-        ).add_class("sn-fields")  # fmt: skip
+        ).add_class("sn-fields")
         self.fields_box.layout.width = "28em"
         self.fields_input = self.fields_box.tags
         self.limit_input = w.BoundedIntText(
@@ -164,9 +168,12 @@ class QueryBuilder(w.VBox):  # type: ignore[misc]
         ).add_class("sn-limit")
         self.message = w.HTML().add_class("sn-errors")
         self.json_toggle = w.ToggleButton(
-            value=True, description="JSON", icon="code", tooltip="show or hide the query as JSON",
+            value=True,
+            description="JSON",
+            icon="code",
+            tooltip="show or hide the query as JSON",
             layout=w.Layout(width="6em"),
-        ).add_class("sn-json-toggle")  # fmt: skip
+        ).add_class("sn-json-toggle")
         self.json_pretty = w.Checkbox(value=False, description="pretty", indent=False)
         self.json_pretty.add_class("sn-json-pretty")
         self.json_view = w.HTML(layout=w.Layout(max_width="100%")).add_class("sn-json")

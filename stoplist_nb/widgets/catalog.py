@@ -159,9 +159,10 @@ def sample_values(
     for profile in profiles:
         for name, counter in counts.items():
             counter.update(
-                v for v in _values_at(profile, name.split(".")) if isinstance(v, str) and v.strip()
-                and len(v) <= 80
-            )  # fmt: skip
+                v
+                for v in _values_at(profile, name.split("."))
+                if isinstance(v, str) and v.strip() and len(v) <= 80
+            )
     return {n: tuple(v for v, _ in c.most_common(cap)) for n, c in counts.items() if c}
 
 

@@ -57,23 +57,27 @@ class GroupBox(w.VBox):  # type: ignore[misc]
         self._on_change = on_change
         self.join = w.HTML(layout=w.Layout(width=JOIN_WIDTH)).add_class("sn-join")
         self.mode = w.ToggleButtons(
-            options=[("AND", "and"), ("OR", "or")], value="and",
+            options=[("AND", "and"), ("OR", "or")],
+            value="and",
             tooltips=["every row must match", "any row may match"],
-        ).add_class("sn-join-mode")  # fmt: skip
+        ).add_class("sn-join-mode")
         self.mode.style.button_width = "4.4em"
         self.negate = w.ToggleButton(
-            value=False, description="NOT", icon="ban",
+            value=False,
+            description="NOT",
+            icon="ban",
             tooltip="NOT: match the profiles this whole group does not match",
             layout=w.Layout(width="6em", margin="0 0 0 1.5em"),
-        ).add_class("sn-not")  # fmt: skip
+        ).add_class("sn-not")
         self.add_button = w.Button(description="add condition", icon="plus").add_class("sn-add-row")
         self.add_group_button = w.Button(description="add group", icon="folder").add_class(
             "sn-add-group"
         )
         self.remove = w.Button(
-            icon="times", tooltip="remove this group",
+            icon="times",
+            tooltip="remove this group",
             layout=w.Layout(width=REMOVE_WIDTH, padding="0"),
-        ).add_class("sn-group-remove")  # fmt: skip
+        ).add_class("sn-group-remove")
         self.headings = w.HBox(
             (
                 w.HTML(layout=w.Layout(width=JOIN_WIDTH)),

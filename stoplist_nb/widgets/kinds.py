@@ -40,9 +40,14 @@ DATE_FIELDS = frozenset({"_bdate", "_regdate", "subscriptions.reg_info.date"})
 #: on one it does not know, and statuses are also accepted as numbers).
 CHANNELS = ("email", "sms", "push", "notify", "viber", "whatsapp", "telegram_bot")
 STATUSES = (
-    "subscribed", "unsubscribed", "complained", "hardbounced", "unconfirmed", "suspended",
+    "subscribed",
+    "unsubscribed",
+    "complained",
+    "hardbounced",
+    "unconfirmed",
+    "suspended",
     "invalid",
-)  # fmt: skip
+)
 KNOWN_VALUES: dict[str, tuple[str, ...]] = {
     "subscriptions.channel": CHANNELS,
     "subscriptions.status": STATUSES,

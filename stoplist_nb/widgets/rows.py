@@ -43,9 +43,8 @@ from stoplist_nb.widgets.tags import TagEntry
 __all__ = ["OPERATORS", "ConditionRow", "kind_of"]
 
 # Column widths, shared with the groups' headings so that the columns line up.
-JOIN_WIDTH, FIELD_WIDTH, OP_WIDTH, VALUE_WIDTH, REMOVE_WIDTH = (
-    "2.6em", "22em", "9em", "21em", "2.4em",
-)  # fmt: skip
+JOIN_WIDTH, FIELD_WIDTH, OP_WIDTH, VALUE_WIDTH = "2.6em", "22em", "9em", "21em"
+REMOVE_WIDTH = "2.4em"
 ERROR_BORDER, NO_BORDER = "3px solid #d32f2f", "3px solid transparent"
 # The columns keep their widths when a row's error text needs room: it wraps instead.
 FIXED = "0 0 auto"
@@ -100,9 +99,11 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
         self.touched: set[str] = set()
         self.join = w.HTML(layout=w.Layout(width=JOIN_WIDTH, flex=FIXED)).add_class("sn-join")
         self.field = w.Combobox(
-            options=catalog.options, placeholder="field: type to search", ensure_option=False,
+            options=catalog.options,
+            placeholder="field: type to search",
+            ensure_option=False,
             layout=w.Layout(width=FIELD_WIDTH, flex=FIXED),
-        ).add_class("sn-field")  # fmt: skip
+        ).add_class("sn-field")
         self.op = w.Dropdown(
             options=OPERATORS["string"], layout=w.Layout(width=OP_WIDTH, flex=FIXED)
         ).add_class("sn-operator")
@@ -110,9 +111,10 @@ class ConditionRow(w.HBox):  # type: ignore[misc]
             value=False, description="ignore case", indent=False, layout=w.Layout(width="7.5em")
         ).add_class("sn-case")
         self.remove = w.Button(
-            icon="times", tooltip="remove this condition",
+            icon="times",
+            tooltip="remove this condition",
             layout=w.Layout(width=REMOVE_WIDTH, padding="0", flex=FIXED),
-        ).add_class("sn-remove")  # fmt: skip
+        ).add_class("sn-remove")
         self.slot = w.HBox(layout=w.Layout(width=VALUE_WIDTH, flex=FIXED)).add_class(
             "sn-value-slot"
         )

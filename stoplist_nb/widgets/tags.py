@@ -51,13 +51,18 @@ class TagEntry(w.VBox):  # type: ignore[misc]
             value=[], allowed_tags=list(allowed), allow_duplicates=False, placeholder="\u200b"
         ).add_class("sn-tags")
         self.entry = w.Combobox(
-            options=tuple(options), ensure_option=False, continuous_update=False,
-            placeholder=placeholder, layout=w.Layout(width="auto", flex="1 1 auto"),
-        ).add_class("sn-tag-input")  # fmt: skip
+            options=tuple(options),
+            ensure_option=False,
+            continuous_update=False,
+            placeholder=placeholder,
+            layout=w.Layout(width="auto", flex="1 1 auto"),
+        ).add_class("sn-tag-input")
         self.add_button = w.Button(
-            description="Add", icon="plus", tooltip="add what is typed (Enter does too)",
+            description="Add",
+            icon="plus",
+            tooltip="add what is typed (Enter does too)",
             layout=w.Layout(width="5em"),
-        ).add_class("sn-tag-add")  # fmt: skip
+        ).add_class("sn-tag-add")
         self.note = w.HTML().add_class("sn-tag-error")
         self.empty = w.HTML(
             f'<span style="font-size:12px;color:#888">{html.escape(empty)}</span>'
