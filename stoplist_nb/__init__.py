@@ -4,8 +4,10 @@
 >>> client = sn.connect()  # doctest: +SKIP
 >>> df = sn.read_profiles(client, db_id=1)  # doctest: +SKIP
 
-``connect()`` reads ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``; with neither
-set it starts the embedded demo service and says so.
+``connect()`` reads your account from ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``.
+It reads the embedded demo service only when asked (``connect(demo=True)``, or
+``STOPLIST_NB_DEMO=1`` with no account set) and then says so; with neither, it
+raises ``InvalidInput``.
 
 The widget (:mod:`stoplist_nb.widgets`), the plots (:mod:`stoplist_nb.plots`)
 and the demo service (:mod:`stoplist_nb.demo`) are imported on demand.

@@ -1,15 +1,19 @@
-"""``connect()``: your account when the environment names one, the demo service otherwise.
+"""``connect()``: your account when the environment names one, the demo service when asked.
 
-A notebook that starts with ``client = sn.connect()`` runs anywhere: on a laptop
-with ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` exported it reads the real
-service; on Binder, or in a fresh clone, it reads the embedded demo service and
-says so in one line.
+The answer of this package decides whom a campaign may contact, so demo data
+must never pass for an account's. ``sn.connect()`` reads the account that
+``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` name; it reads the embedded demo
+service only when asked to, by ``sn.connect(demo=True)`` or by
+``STOPLIST_NB_DEMO=1`` in an environment with no account (Binder sets it, and
+so does the notebooks' test run), and then says so in one line. With neither
+an account nor the demo asked for, it raises ``InvalidInput``.
 """
 
 from __future__ import annotations
 
 import atexit
 import getpass
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +25,12 @@ if TYPE_CHECKING:
 
 __all__ = ["connect"]
 
+#: With no account in the environment, ``connect()`` reads the demo service when
+#: this is ``1`` (also ``true``, ``yes``, ``on``); ``0`` or unset: it refuses.
+ENV_DEMO = "STOPLIST_NB_DEMO"
+_YES = ("1", "true", "yes", "on")
+_NO = ("", "0", "false", "no", "off")
+
 # One demo service per data set for the life of the kernel: re-running the
 # connect() cell must not start a new server (and a new token) every time.
 _services: dict[tuple[int, int], DemoService] = {}
@@ -29,26 +39,39 @@ _lock = threading.Lock()
 
 def connect(
     *,
+    demo: bool | None = None,
     ask_token: bool = False,
     profiles: int = 2000,
     seed: int = 0,
     quiet: bool = False,
     **client_options: Any,
 ) -> Client:
-    """Return a client for your account, or for the embedded demo service.
+    """Return a client for your account, or for the embedded demo service when asked.
 
-    The environment is read by :func:`~stoplist_nb.client.settings_from_env`,
-    as everywhere: with ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` set, this
-    is :meth:`Client.from_env`. With neither set, it starts the embedded demo
-    service on loopback (once per Python process and data set) and prints one
-    line saying that the data are demo data, with the demo's database id (1) and
-    suppression-list id (7).
+    The account comes from the environment, read by
+    :func:`~stoplist_nb.client.settings_from_env` as everywhere: with
+    ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` set, this is
+    :meth:`Client.from_env`. The demo service runs only when asked for:
+
+    - ``demo=True``: the demo service, whatever the environment says.
+    - ``demo=None`` (the default): your account when the environment names
+      one; with neither variable set, the demo service if ``STOPLIST_NB_DEMO``
+      is ``1`` (Binder sets it for the notebooks), else ``InvalidInput``.
+    - ``demo=False``: your account, never the demo service.
+
+    The demo service starts on loopback (once per Python process and data set),
+    and a line says that the data are demo data, with the demo's database id
+    (1) and suppression-list id (7).
 
     Args:
+        demo: Read the embedded demo service (``True``), never read it
+            (``False``), or let ``STOPLIST_NB_DEMO`` decide when no account is
+            set (``None``).
         ask_token: When ``STOPLIST_NB_URL`` is set but ``STOPLIST_NB_TOKEN`` is
             not, ask for the token with :func:`getpass.getpass`. What you type
             is neither echoed nor kept in the notebook; it lives only in the
-            returned client.
+            returned client. It asks for your account, so it never falls back
+            to the demo service.
         profiles: Size of the demo data set.
         seed: Seed of the demo data set.
         quiet: Do not print the demo line.
@@ -59,26 +82,70 @@ def connect(
         A :class:`Client`.
 
     Raises:
-        InvalidInput: Only one of the two variables is set (and ``ask_token``
-            cannot supply the missing token).
+        InvalidInput: No account in the environment and the demo service not
+            asked for (the message names ``STOPLIST_NB_URL`` and how to ask for
+            the demo); only one of the two variables set (and ``ask_token``
+            cannot supply the missing token); ``STOPLIST_NB_DEMO`` neither
+            ``1`` nor ``0``; or ``demo=True`` with ``ask_token=True``.
         ImportError: The demo service is needed but ``mongomock`` is missing
             (``pip install "stoplist_nb[demo]"``).
 
     >>> import stoplist_nb as sn
     >>> client = sn.connect()  # doctest: +SKIP
+    >>> client = sn.connect(demo=True)  # doctest: +SKIP
     Demo data: the embedded demo service (2000 generated profiles); database id 1, ...
     """
-    settings = settings_from_env(ask=_ask_token if ask_token else None)
-    if settings is not None:
-        return Client(settings.url, settings.token, **client_options)
+    if demo is not None and not isinstance(demo, bool):
+        raise errors.InvalidInput(f"demo must be True, False or None, not {demo!r}")
+    if demo and ask_token:
+        raise errors.InvalidInput(
+            "demo=True reads the demo service, ask_token=True asks for your account's "
+            "token: pass one of them"
+        )
+    if not demo:
+        settings = settings_from_env(ask=_ask_token if ask_token else None)
+        if settings is not None:
+            return Client(settings.url, settings.token, **client_options)
+        if demo is False or ask_token or not _demo_from_env():
+            raise _no_account(demo_allowed=demo is None)
     svc = _demo_service(profiles, seed)
     if not quiet:
+        account = (
+            f"Without demo=True, connect() reads your own account from {ENV_URL} and {ENV_TOKEN}."
+            if demo
+            else f"Set {ENV_URL} and {ENV_TOKEN} to read your own account."
+        )
         print(
             f"Demo data: the embedded demo service ({len(svc.profiles)} generated profiles); "
-            f"database id {svc.db_id}, suppression list id {svc.suppress_id}. "
-            f"Set {ENV_URL} and {ENV_TOKEN} to read your own account."
+            f"database id {svc.db_id}, suppression list id {svc.suppress_id}. {account}"
         )
     return Client(svc.base_url, svc.token, **client_options)
+
+
+def _demo_from_env() -> bool:
+    """Whether ``STOPLIST_NB_DEMO`` asks for the demo service (read only when no account is set)."""
+    value = os.environ.get(ENV_DEMO, "").strip()
+    if value.lower() in _YES:
+        return True
+    if value.lower() in _NO:
+        return False
+    exc = errors.InvalidInput(f"{ENV_DEMO} must be 1 or 0, not {value!r}")
+    exc.hint = f"{ENV_DEMO}=1 lets connect() read the embedded demo service when no account is set"
+    raise exc
+
+
+def _no_account(*, demo_allowed: bool) -> errors.InvalidInput:
+    exc = errors.InvalidInput(f"no account to read: {ENV_URL} and {ENV_TOKEN} are not set")
+    hint = (
+        f"export {ENV_URL}=https://your-platform.example and {ENV_TOKEN} before starting "
+        f"Python, or only {ENV_URL} with sn.connect(ask_token=True)"
+    )
+    if demo_allowed:
+        hint += (
+            f"; to read the embedded demo service instead, sn.connect(demo=True) or {ENV_DEMO}=1"
+        )
+    exc.hint = hint
+    return exc
 
 
 def _ask_token(url: str) -> str:

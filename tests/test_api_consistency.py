@@ -286,20 +286,16 @@ def test_iter_profile_pages_refuses_a_bad_max_profiles(
     assert demo.requests == []
 
 
-def test_wait_for_task_takes_task_timeout_and_the_old_name_warns(
-    client: sn.Client, demo: DemoService
-) -> None:
+def test_wait_for_task_takes_task_timeout_only(client: sn.Client, demo: DemoService) -> None:
     demo.plan_next_export(never=True)
     task_id = sn.start_suppression_export(client, demo.suppress_id)
     with pytest.raises(sn.TaskTimeout, match=r"after 0\.05 s"):
         sn.wait_for_task(client, task_id, poll_interval=0.01, task_timeout=0.05, progress=False)
-    with (
-        pytest.warns(DeprecationWarning, match=r"timeout=\.\.\.\) is deprecated.*task_timeout="),
-        pytest.raises(sn.TaskTimeout, match=r"after 0\.05 s"),
-    ):
-        sn.wait_for_task(client, task_id, poll_interval=0.01, timeout=0.05, progress=False)
-    with pytest.raises(sn.InvalidInput, match="task_timeout= only"):
-        sn.wait_for_task(client, task_id, task_timeout=1, timeout=2, progress=False)
+    polls = len(demo.requests)
+    # The client's socket timeout is another thing: no keyword of that name here.
+    with pytest.raises(TypeError, match="timeout"):
+        sn.wait_for_task(client, task_id, timeout=0.05, progress=False)  # type: ignore[call-arg]
+    assert len(demo.requests) == polls
 
 
 def test_read_suppression_list_picks_up_a_started_export(
@@ -319,27 +315,14 @@ def test_read_suppression_list_picks_up_a_started_export(
         sn.read_suppression_list(client, progress=False)
 
 
-def test_read_suppression_list_old_names_still_work_with_a_warning(
-    client: sn.Client, demo: DemoService, tmp_path: pathlib.Path
+@pytest.mark.parametrize("name", ["keep_file", "timeout"])
+def test_read_suppression_list_has_one_name_per_argument(
+    client: sn.Client, demo: DemoService, tmp_path: pathlib.Path, name: str
 ) -> None:
-    with pytest.warns(DeprecationWarning, match="is deprecated") as warned:
-        frame = sn.read_suppression_list(
-            client, demo.suppress_id, type="emails", poll_interval=0.01, progress=False,
-            keep_file=tmp_path, timeout=30,
-        )  # fmt: skip
-    said = sorted(str(w.message) for w in warned)
-    assert said == [
-        "read_suppression_list(keep_file=...) is deprecated and goes in the next release: "
-        "use dest=",
-        "read_suppression_list(timeout=...) is deprecated and goes in the next release: "
-        "use task_timeout=",
-    ]
-    assert all(w.filename == __file__ for w in warned)  # points at the caller
-    assert len(frame) == len(demo.suppressed["emails"])
-    assert [p.name for p in tmp_path.iterdir()] == [frame.attrs["file"]]
-    with pytest.raises(sn.InvalidInput, match="dest= only"):
-        sn.read_suppression_list(client, demo.suppress_id, dest=tmp_path, keep_file=tmp_path)
-    assert [r.method for r in demo.requests].count("suppresses/export") == 1
+    # dest= and task_timeout= only; an unknown keyword starts no export.
+    with pytest.raises(TypeError, match=name):
+        sn.read_suppression_list(client, demo.suppress_id, **{name: tmp_path})
+    assert demo.requests == []
 
 
 def test_read_suppression_list_max_interval_bounds_the_polls(

@@ -3,7 +3,8 @@
 The environment is made from the binder/ files alone, the way repo2docker's
 Python build pack does it (``pip install -r binder/requirements.txt`` run from
 the repository's root), and the notebooks then run in it, under nbval, with no
-token set.
+account set, through ``binder/start`` as Binder starts Jupyter: it asks for the
+demo service (``STOPLIST_NB_DEMO=1``), which ``sn.connect()`` reads only when asked.
 """
 
 from __future__ import annotations
@@ -40,6 +41,20 @@ def test_requirements_install_this_package_with_the_notebook_extras() -> None:
 
 def test_front_end_and_widget_versions_are_pinned_together() -> None:
     assert set(PINNED) <= set(pins())
+
+
+def test_start_asks_for_the_demo_and_runs_the_command_it_is_given(
+    tmp_path: pathlib.Path,
+) -> None:
+    start = BINDER / "start"
+    assert os.access(start, os.X_OK), "repo2docker runs binder/start as a program"
+    assert start.read_text(encoding="utf-8").startswith("#!/bin/bash\n")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("STOPLIST_NB_")}
+    done = subprocess.run(
+        [start, "sh", "-c", 'echo "demo=$STOPLIST_NB_DEMO args=$0 $1"', "one", "two words"],
+        env=environ, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout == "demo=1 args=one two words\n"
 
 
 def test_runtime_is_a_python_the_package_supports() -> None:
@@ -94,9 +109,11 @@ def test_notebooks_run_in_an_environment_built_from_binder_files(
     assert len(notebooks) >= 3
     # An ini file of its own: the checkout's pytest settings name plugins Binder lacks.
     (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    # As Binder starts Jupyter: through binder/start, which asks for the demo service.
     report = run(
-        python, "-m", "pytest", "-c", tmp_path / "pytest.ini", "-p", "no:cacheprovider",
-        "--nbval-lax", "--nbval-current-env", "-q", *notebooks, cwd=tmp_path,
+        BINDER / "start", python, "-m", "pytest", "-c", tmp_path / "pytest.ini",
+        "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", "-q", *notebooks,
+        cwd=tmp_path,
     )  # fmt: skip
     assert re.search(r"\b\d+ passed\b", report), report
     assert "failed" not in report, report

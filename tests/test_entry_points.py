@@ -3,6 +3,7 @@ tested elsewhere, but coverage does not see inside a child process)."""
 
 from __future__ import annotations
 
+import pathlib
 import runpy
 import socket
 import sys
@@ -21,6 +22,24 @@ def test_python_m_stoplist_nb_runs_the_command_line(
         runpy.run_module("stoplist_nb", run_name="__main__", alter_sys=True)
     assert info.value.code == 0
     assert stoplist_nb.__version__ in capsys.readouterr().out
+
+
+def test_the_demo_command_needs_no_variable_since_it_names_the_demo(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+) -> None:
+    # The README's first set-up command: no account, no STOPLIST_NB_DEMO, and still the demo.
+    for name in ("STOPLIST_NB_URL", "STOPLIST_NB_TOKEN", "STOPLIST_NB_DEMO"):
+        monkeypatch.delenv(name, raising=False)
+    argv = ["stoplist-nb", "demo", "--out", str(tmp_path), "--profiles", "20", "--no-plots"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as info:
+        runpy.run_module("stoplist_nb", run_name="__main__", alter_sys=True)
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "demo data: 20 generated profiles" in out
+    assert (tmp_path / "profiles.parquet").is_file()
 
 
 def test_demo_refuses_a_negative_profile_count(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,7 +2,9 @@
 
 The notebooks themselves run under nbval in the same test command (``notebooks/``
 is a test path, with ``--nbval-lax``): every cell runs, and the cells marked
-``# NBVAL_CHECK_OUTPUT`` must print exactly what is saved.
+``# NBVAL_CHECK_OUTPUT`` must print exactly what is saved. They read the demo
+service because their run asks for it (``STOPLIST_NB_DEMO=1``, as on Binder):
+without an account or that variable, their ``sn.connect()`` refuses.
 """
 
 from __future__ import annotations
@@ -69,6 +71,38 @@ def test_prose_leads_the_reader(path: pathlib.Path) -> None:
     assert "connect()" in "".join(source(c) for c in nb)
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_connect_reads_the_account_or_the_demo_asked_for(path: pathlib.Path) -> None:
+    # No demo=True in a cell: the environment decides, so the same notebook reads
+    # an account where one is set, the demo on Binder, and nothing by default.
+    nb = cells(path)
+    code = [source(c) for c in nb if c["cell_type"] == "code"]
+    assert sum("client = sn.connect()" in text for text in code) == 1
+    assert not any("demo=" in text for text in code)
+    connect = next(c for c in nb if "client = sn.connect()" in source(c))
+    assert MARK in source(connect)
+    said = "".join(connect["outputs"][0]["text"])
+    assert said.startswith("Demo data: the embedded demo service")
+    prose = "".join(source(c) for c in nb if c["cell_type"] == "markdown")
+    assert "STOPLIST_NB_DEMO=1" in prose
+    assert "sn.connect(demo=True)" in prose
+
+
+def test_without_an_account_or_the_demo_the_connect_cell_refuses(
+    tmp_path: pathlib.Path,
+) -> None:
+    code = next(source(c) for c in cells(NOTEBOOKS[0]) if "client = sn.connect()" in source(c))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STOPLIST_NB_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "Demo data" not in done.stdout
+    assert "InvalidInput: no account to read: STOPLIST_NB_URL" in done.stderr
+    assert "sn.connect(demo=True) or STOPLIST_NB_DEMO=1" in done.stderr
+
+
 def test_a_changed_number_in_a_checked_cell_fails_the_run(tmp_path: pathlib.Path) -> None:
     raw = json.loads(NOTEBOOKS[0].read_text(encoding="utf-8"))
     checked = [c for c in raw["cells"] if c["cell_type"] == "code" and MARK in source(c)]
@@ -80,6 +114,7 @@ def test_a_changed_number_in_a_checked_cell_fails_the_run(tmp_path: pathlib.Path
     altered.write_text(json.dumps(raw), encoding="utf-8")
     (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STOPLIST_NB_")}
+    env["STOPLIST_NB_DEMO"] = "1"  # as binder/start and notebooks/conftest.py set it
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-c", str(tmp_path / "pytest.ini"), "-p",
          "no:cacheprovider", "--nbval-lax", "--nbval-current-env", "-q", str(altered)],

@@ -34,7 +34,6 @@ from stoplist_nb.suppression.parquet import HashedParquet, check_out_path
 from stoplist_nb.suppression.tasks import (
     DEFAULT_TASK_TIMEOUT,
     TaskStatus,
-    _renamed,
     check_not_failed,
     get_task,
     how_to_resume,
@@ -173,8 +172,6 @@ def read_suppression_list(
     task_timeout: float = DEFAULT_TASK_TIMEOUT,
     max_size: int = 4 * 2**30,
     max_ratio: float = 200,
-    keep_file: str | os.PathLike[str] | None = None,
-    timeout: float | None = None,
 ) -> pd.DataFrame:
     """Export a suppression list and read its MD5 hashes into a DataFrame.
 
@@ -205,9 +202,6 @@ def read_suppression_list(
             list; it also caps the download.
         max_ratio: The zip-bomb limit on the packing ratio, as in
             :func:`~stoplist_nb.suppression.archive.read_hashed_csv`.
-        keep_file: The old name of ``dest``; deprecated, it goes in the next release.
-        timeout: The old name of ``task_timeout``; deprecated, it goes in the
-            next release.
 
     Returns:
         The hashes; ``attrs`` hold ``task_id``, ``list_id`` (``None`` for a
@@ -217,9 +211,9 @@ def read_suppression_list(
         :func:`~stoplist_nb.suppression.archive.read_hashed_csv`).
 
     Raises:
-        InvalidInput: Neither ``list_id`` nor ``task_id``, a bad argument, a
-            new and an old name both given, or a ``dest`` that is a file for
-            an export of several files (nothing is downloaded then).
+        InvalidInput: Neither ``list_id`` nor ``task_id``, a bad argument, or
+            a ``dest`` that is a file for an export of several files (nothing
+            is downloaded then).
         TaskFailed, TaskTimeout: The task failed or ran past ``task_timeout``;
             both name the task, and ``task_id=`` picks a timed-out one up.
             A file the done task names but the service does not serve yet
@@ -231,18 +225,11 @@ def read_suppression_list(
             and its message); ``exc.hint`` says how to pick it up when the task
             or its file is still there.
 
-    Warns:
-        DeprecationWarning: ``keep_file`` or ``timeout`` was given.
-
     >>> stop = read_suppression_list(client, 7, type="emails")  # doctest: +SKIP
     >>> stop["md5"].head(2)  # doctest: +SKIP
     >>> late = read_suppression_list(client, 7, task_id="exp-42")  # doctest: +SKIP
     """
     func = "read_suppression_list"
-    dest = _renamed(func, "keep_file", "dest", keep_file, dest, None)
-    task_timeout = _renamed(
-        func, "timeout", "task_timeout", timeout, task_timeout, DEFAULT_TASK_TIMEOUT
-    )
     _check_request(func, list_id, task_id, type, max_size, max_ratio)
     started = task_id is None
     if task_id is None:

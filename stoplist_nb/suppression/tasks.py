@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -185,27 +184,6 @@ def check_not_failed(status: TaskStatus) -> None:
     )
 
 
-def _renamed(func: str, old: str, new: str, old_value: Any, value: Any, default: Any) -> Any:
-    """The value of a keyword renamed from ``old`` to ``new``: the old one still works, warned.
-
-    Raises:
-        InvalidInput: Both names were given a value.
-
-    Warns:
-        DeprecationWarning: ``old`` was given; it goes in the next release.
-    """
-    if old_value is None:
-        return value
-    if value != default:
-        raise errors.InvalidInput(f"{func}: pass {new}= only ({old}= is its old name)")
-    warnings.warn(
-        f"{func}({old}=...) is deprecated and goes in the next release: use {new}=",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return old_value
-
-
 def wait_for_task(
     client: Client,
     task_id: str,
@@ -214,7 +192,6 @@ def wait_for_task(
     max_interval: float = 10.0,
     task_timeout: float = DEFAULT_TASK_TIMEOUT,
     progress: bool = True,
-    timeout: float | None = None,
 ) -> TaskStatus:
     """Poll a task until it is done, with a growing interval and a deadline.
 
@@ -228,14 +205,11 @@ def wait_for_task(
             at the service). Not the client's ``timeout``, which bounds each
             socket operation of one request.
         progress: Show a bar driven by the reported progress.
-        timeout: The old name of ``task_timeout``; deprecated, it goes in the
-            next release.
 
     Raises:
         TaskFailed: The task reported failure.
         TaskTimeout: The deadline passed; ``exc.task_id`` resumes the wait.
-        InvalidInput: An interval or the deadline is not a number of seconds,
-            or both ``task_timeout`` and ``timeout`` were given.
+        InvalidInput: An interval or the deadline is not a number of seconds.
         StoplistError: A poll failed after its retries. When the failure
             leaves the task running (no reply, a 5xx, a 429), ``exc.hint``
             says how to pick it up; a refusal (e.g. an unknown task id) has
@@ -245,9 +219,6 @@ def wait_for_task(
     >>> status.hashed_files  # doctest: +SKIP
     ('suppress/2b0e.../Stop list.md5.zip',)
     """
-    task_timeout = _renamed(
-        "wait_for_task", "timeout", "task_timeout", timeout, task_timeout, DEFAULT_TASK_TIMEOUT
-    )
     for name, value in (("poll_interval", poll_interval), ("max_interval", max_interval),
                         ("task_timeout", task_timeout)):  # fmt: skip
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
