@@ -9,6 +9,11 @@ One field seen with several kinds gets one by :func:`common_kind`: ``int``
 with ``float`` is ``float``; any other mix is ``string`` (the JSON text of
 each value); nulls take no part.
 
+The columns of a profile frame are of these kinds too
+(:mod:`stoplist_nb.profiles.columns`): a column of kind ``array`` holds lists
+of strings (tags, as ``fields_get`` types them), one of kind ``object`` any
+array or object as sent, and ``date`` a point in time.
+
 Callers refine this table, each for a reason documented where it does:
 ``records_to_arrow`` splits ``int`` by what a float64 and an int64 hold
 exactly; the flat frame keeps arrays and objects as Python values (object

@@ -1,7 +1,9 @@
 """The columns of the flat profile frame: their kinds, and how a value becomes its kind.
 
-Each column has a kind (``text``, ``int``, ``float``, ``bool``, ``time``,
-``list``, ``object``). Here are the kind's Arrow type and pandas dtype, the
+Each column has a kind, in the words of :mod:`stoplist_nb._json.kinds`
+(``string``, ``int``, ``float``, ``boolean``, ``date`` (a point in time),
+``array`` (a list of strings: tags, ``cats``) and ``object`` (any JSON array
+or object, as sent)). Here are the kind's Arrow type and pandas dtype, the
 rule by which a value joins a column of a kind only as itself (:func:`fit`;
 the rest is kept as its exact text in ``<column>__text``), settling the kind
 of a column whose pages disagree, how a field names its column, and the tables the
@@ -38,12 +40,12 @@ TEXT_LIST = pa.list_(pa.string())
 _INT_TEXT = r"^(0|-?[1-9][0-9]{0,17})$"
 _EXACT = 2.0**53  # the largest magnitude below which a float64 holds every integer
 ARROW_TYPES: dict[str, pa.DataType] = {
-    "text": TEXT,
-    "int": INT,
-    "float": FLOAT,
-    "bool": BOOL,
-    "time": TIME,
-    "list": TEXT_LIST,
+    kinds.STRING: TEXT,
+    kinds.INT: INT,
+    kinds.FLOAT: FLOAT,
+    kinds.BOOLEAN: BOOL,
+    kinds.DATE: TIME,
+    kinds.ARRAY: TEXT_LIST,
 }
 
 
@@ -84,10 +86,10 @@ def fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
     or a whole float within 2**53, or the text of an integer as JSON writes it
     (``"42"``, not ``"042"``, ``" 42"`` or ``"+42"``) in an ``int`` column; a
     number a float64 holds exactly in a ``float`` column; ``true``/``false``
-    (or that text) in a ``bool`` column; an ISO 8601 date or time, to the
-    millisecond, in a ``time`` column; a list of strings, or one bare string
-    (a one-item list), in a ``list`` column; arrays and objects in an
-    ``object`` column; anything in a ``text`` column. Every other value is
+    (or that text) in a ``boolean`` column; an ISO 8601 date or time, to the
+    millisecond, in a ``date`` column; a list of strings, or one bare string
+    (a one-item list), in an ``array`` column; arrays and objects in an
+    ``object`` column; anything in a ``string`` column. Every other value is
     null in the column, and its exact text (:func:`to_text`) is in the second
     array, which is ``None`` when every value fits.
 
@@ -95,7 +97,7 @@ def fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
     >>> value.to_pylist(), rest.to_pylist()
     ([42, None, None], [None, '010025', None])
     """
-    if kind == "text":
+    if kind == kinds.STRING:
         return to_text(array), None
     if mixed.is_json(array.type):
         value = _fit_values(kind, array)
@@ -109,7 +111,7 @@ def fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
 
 
 def _nulls(kind: str, length: int) -> pa.Array:
-    return pa.nulls(length, pa.null() if kind == "object" else ARROW_TYPES[kind])
+    return pa.nulls(length, pa.null() if kind == kinds.OBJECT else ARROW_TYPES[kind])
 
 
 def _fit_int(array: pa.Array, kind: str | None) -> pa.Array:
@@ -213,23 +215,23 @@ def _fit_object(array: pa.Array, kind: str | None) -> pa.Array:
 
 
 _FITS: dict[str, Callable[[pa.Array, str | None], pa.Array]] = {
-    "int": _fit_int,
-    "float": _fit_float,
-    "bool": _fit_bool,
-    "time": _fit_time,
-    "list": _fit_list,
-    "object": _fit_object,
+    kinds.INT: _fit_int,
+    kinds.FLOAT: _fit_float,
+    kinds.BOOLEAN: _fit_bool,
+    kinds.DATE: _fit_time,
+    kinds.ARRAY: _fit_list,
+    kinds.OBJECT: _fit_object,
 }
 
 
 def _fit_values(kind: str, array: pa.Array) -> pa.Array:
     """:func:`fit` for a :data:`~stoplist_nb._json.mixed.JSON` array: value by value."""
     decoded = mixed.values(array)
-    if kind == "object":
+    if kind == kinds.OBJECT:
         keep = [kinds.json_kind(v) in (kinds.ARRAY, kinds.OBJECT) for v in decoded]
         storage = pc.if_else(pa.array(keep), array.storage, pa.scalar(None, TEXT))
         return mixed.json_array(storage)
-    if kind == "list":
+    if kind == kinds.ARRAY:
         lists = [[v] if isinstance(v, str) else v if _text_list(v) else None for v in decoded]
         return pa.array(lists, TEXT_LIST)
     # One kind of value at a time through the vectorized rules above.
@@ -255,12 +257,12 @@ def _text_list(value: object) -> bool:
 # The column kind that holds each value kind (stoplist_nb._json.kinds). Arrays
 # and objects stay Python values, as returned: no column type fits them all.
 _COLUMN_KIND = {
-    kinds.STRING: "text",
-    kinds.INT: "int",
-    kinds.FLOAT: "float",
-    kinds.BOOLEAN: "bool",
-    kinds.ARRAY: "object",
-    kinds.OBJECT: "object",
+    kinds.STRING: kinds.STRING,
+    kinds.INT: kinds.INT,
+    kinds.FLOAT: kinds.FLOAT,
+    kinds.BOOLEAN: kinds.BOOLEAN,
+    kinds.ARRAY: kinds.OBJECT,
+    kinds.OBJECT: kinds.OBJECT,
 }
 
 
@@ -277,15 +279,17 @@ def unify(chunks: Sequence[pa.Array | int]) -> tuple[str, list[pa.Array]]:
     """
     arrays = [c for c in chunks if isinstance(c, pa.Array)]
     common = kinds.common_kind(k for c in arrays for k in value_kinds(c))
-    kind = "object" if common is None else _COLUMN_KIND[common]
+    kind = kinds.OBJECT if common is None else _COLUMN_KIND[common]
     out: list[pa.Array] = []
     for chunk in chunks:
         if isinstance(chunk, int):
             out.append(_nulls(kind, chunk))
             continue
-        value, rest = fit(kind, chunk) if kind != "object" or common else (chunk, None)
+        value, rest = fit(kind, chunk) if kind != kinds.OBJECT or common else (chunk, None)
         if rest is not None:
-            return "text", [_nulls("text", c) if isinstance(c, int) else to_text(c) for c in chunks]
+            return kinds.STRING, [
+                _nulls(kinds.STRING, c) if isinstance(c, int) else to_text(c) for c in chunks
+            ]
         out.append(value)
     return kind, out
 
@@ -310,12 +314,12 @@ DTYPE_BACKENDS = (None, "numpy_nullable", "pyarrow")
 
 def arrow_type(kind: str) -> pa.DataType:
     """The Arrow type of a column of ``kind`` in Arrow output: objects are JSON text there."""
-    return TEXT if kind == "object" else ARROW_TYPES[kind]
+    return TEXT if kind == kinds.OBJECT else ARROW_TYPES[kind]
 
 
 def arrow_chunks(kind: str, chunks: Sequence[pa.Array]) -> list[pa.Array]:
     """Chunks of a column of ``kind`` in their Arrow output type (see :func:`arrow_type`)."""
-    if kind != "object":
+    if kind != kinds.OBJECT:
         return list(chunks)
     return [c if c.type == TEXT else to_json(c) for c in chunks]
 
@@ -357,7 +361,7 @@ def settle(
             rests[i] = rest
     if not rests:
         return kind, values, None
-    twin = [rests.get(i) or _nulls("text", len(v)) for i, v in enumerate(values)]
+    twin = [rests.get(i) or _nulls(kinds.STRING, len(v)) for i, v in enumerate(values)]
     return kind, values, twin
 
 
@@ -373,7 +377,7 @@ def to_pandas(kind: str, chunks: Sequence[pa.Array], backend: str | None) -> Any
     if KIND_DTYPES[kind] is object:
         return object_values(chunks)
     chunked = pa.chunked_array(chunks, type=ARROW_TYPES[kind])
-    if kind == "time":
+    if kind == kinds.DATE:
         return chunked.to_pandas().array
     return KIND_DTYPES[kind].__from_arrow__(chunked)
 
@@ -381,24 +385,26 @@ def to_pandas(kind: str, chunks: Sequence[pa.Array], backend: str | None) -> Any
 _TEXT_BLOCKS = ["email", "email_md5", "email_domain", "email_domain_group", "phone", "phone_md5"]
 #: Kind of each fixed column, in column order; the kind decides coercion and dtype.
 KINDS: dict[str, str] = {
-    **dict.fromkeys(["profile_id", "channel", "status", "hash_id"], "text"),
-    **dict.fromkeys(["priority", "resource_id"], "int"),
-    "is_delete": "bool",
-    "reg_date": "time",
-    **dict.fromkeys(["reg_ip", *_TEXT_BLOCKS, "push_provider", "push_subscription_id"], "text"),
-    "cats": "list",
+    **dict.fromkeys(["profile_id", "channel", "status", "hash_id"], kinds.STRING),
+    **dict.fromkeys(["priority", "resource_id"], kinds.INT),
+    "is_delete": kinds.BOOLEAN,
+    "reg_date": kinds.DATE,
+    **dict.fromkeys(
+        ["reg_ip", *_TEXT_BLOCKS, "push_provider", "push_subscription_id"], kinds.STRING
+    ),
+    "cats": kinds.ARRAY,
 }
 #: The pandas dtype of each kind under the default ``dtype_backend``: fixed
 #: columns and dynamic ones alike. Lists and objects are Python values, so that
 #: such a frame goes through ``to_parquet`` and back with plain pandas.
 KIND_DTYPES: dict[str, Any] = {
-    "text": pd.StringDtype("pyarrow"),
-    "int": pd.Int64Dtype(),
-    "float": pd.Float64Dtype(),
-    "bool": pd.BooleanDtype(),
-    "time": pd.DatetimeTZDtype("ms", "UTC"),
-    "list": object,
-    "object": object,
+    kinds.STRING: pd.StringDtype("pyarrow"),
+    kinds.INT: pd.Int64Dtype(),
+    kinds.FLOAT: pd.Float64Dtype(),
+    kinds.BOOLEAN: pd.BooleanDtype(),
+    kinds.DATE: pd.DatetimeTZDtype("ms", "UTC"),
+    kinds.ARRAY: object,
+    kinds.OBJECT: object,
 }
 #: dtype of each fixed column.
 DTYPES: dict[str, Any] = {name: KIND_DTYPES[kind] for name, kind in KINDS.items()}

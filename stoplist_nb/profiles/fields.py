@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from stoplist_nb import errors
-from stoplist_nb._json.kinds import STRING, common_kind, json_kind
+from stoplist_nb._json.kinds import BOOLEAN, INT, STRING, common_kind, json_kind
 from stoplist_nb.client import Client
 from stoplist_nb.profiles.columns import KIND_DTYPES
 
@@ -27,17 +27,17 @@ FIELD_COLUMNS = ("name", "title", "type", "category", "required")
 
 #: Paths inside ``subscriptions`` worth filtering on: (name, title, type).
 SUBSCRIPTION_FIELDS: tuple[tuple[str, str, str], ...] = (
-    ("subscriptions.channel", "Subscription channel", "string"),
-    ("subscriptions.status", "Subscription status", "string"),
-    ("subscriptions.resource_id", "Subscription resource id", "int"),
-    ("subscriptions.priority", "Subscription priority", "int"),
-    ("subscriptions.is_delete", "Subscription deleted", "boolean"),
-    ("subscriptions.reg_info.date", "Subscription date", "string"),
-    ("subscriptions.email_data.email", "Subscription e-mail", "string"),
-    ("subscriptions.email_data.domain", "Subscription e-mail domain", "string"),
-    ("subscriptions.email_data.domain_group", "Subscription e-mail domain group", "string"),
-    ("subscriptions.phone_data.phone", "Subscription phone", "string"),
-    ("subscriptions.push_data.provider", "Subscription push provider", "string"),
+    ("subscriptions.channel", "Subscription channel", STRING),
+    ("subscriptions.status", "Subscription status", STRING),
+    ("subscriptions.resource_id", "Subscription resource id", INT),
+    ("subscriptions.priority", "Subscription priority", INT),
+    ("subscriptions.is_delete", "Subscription deleted", BOOLEAN),
+    ("subscriptions.reg_info.date", "Subscription date", STRING),
+    ("subscriptions.email_data.email", "Subscription e-mail", STRING),
+    ("subscriptions.email_data.domain", "Subscription e-mail domain", STRING),
+    ("subscriptions.email_data.domain_group", "Subscription e-mail domain group", STRING),
+    ("subscriptions.phone_data.phone", "Subscription phone", STRING),
+    ("subscriptions.push_data.provider", "Subscription push provider", STRING),
     ("subscriptions.cats", "Subscription categories", "array"),
 )
 
@@ -123,6 +123,6 @@ def _inferred(profiles: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    text = KIND_DTYPES["text"]
+    text = KIND_DTYPES[STRING]
     frame = pd.DataFrame(rows, columns=list(FIELD_COLUMNS))
     return frame.astype(dict.fromkeys(FIELD_COLUMNS[:4], text) | {"required": "boolean"})

@@ -75,6 +75,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from stoplist_nb._json import kinds
 from stoplist_nb._json.mixed import from_values
 from stoplist_nb._json.records import records_to_arrow
 from stoplist_nb.errors import InvalidInput
@@ -422,7 +423,7 @@ def _settled(
             kind, chunks, twin = cols.settle(pieces, cols.KINDS.get(name))
             settled.append((name, (kind, chunks)))
             if twin is not None:
-                settled.append((name + cols.TWIN_SUFFIX, ("text", twin)))
+                settled.append((name + cols.TWIN_SUFFIX, (kinds.STRING, twin)))
     return settled, sum(t.num_rows for t in tables)
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 
 from stoplist_nb import errors
+from stoplist_nb._json import kinds
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.query import Query, validate_query
 
@@ -124,15 +125,15 @@ def dtype_kind(dtype: Any) -> str:
         try:
             type_ = pa.Schema.from_pandas(pd.DataFrame({"x": pd.Series([], dtype=dtype)}))[0].type
         except (pa.ArrowException, TypeError, ValueError):
-            return "text"
+            return kinds.STRING
     if pa.types.is_integer(type_):
-        return "int"
+        return kinds.INT
     if pa.types.is_floating(type_):
-        return "float"
+        return kinds.FLOAT
     if pa.types.is_boolean(type_):
-        return "bool"
+        return kinds.BOOLEAN
     if pa.types.is_timestamp(type_) or pa.types.is_date(type_):
-        return "time"
+        return kinds.DATE
     if pa.types.is_list(type_) or pa.types.is_large_list(type_):
-        return "list"
-    return "text"
+        return kinds.ARRAY
+    return kinds.STRING

@@ -9,7 +9,7 @@ stream of pages:
 * The fixed columns (``profile_id``, ``channel`` ... ``cats``) are there from
   the first page, with the dtypes of the flat frame.
 * Any other column joins on the first page where it holds a value, with the
-  kind of that page's values: ``int``, ``float``, ``bool``, ``text``, or
+  kind of that page's values: ``int``, ``float``, ``boolean``, ``string``, or
   ``object`` (arrays and objects, as their JSON text). Pages before it do not
   have it; every page after it does, null where a profile lacks the field.
 * A column's kind never changes. A later value joins it only as itself (an
@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from stoplist_nb._json import kinds
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.profiles.normalize import FlatPage
@@ -76,12 +77,12 @@ class StreamSchema:
         self._sources: dict[tuple[str, str], str] = {}
         self._declared: set[str] = set()
         for name, kind in (declared or {}).items():
-            if kind not in cols.ARROW_TYPES and kind != "object":
+            if kind not in cols.ARROW_TYPES and kind != kinds.OBJECT:
                 raise InvalidInput(f"unknown column kind {kind!r} for {name!r}")
             if name in cols.KINDS:
                 # A fixed column keeps its kind: a declared dtype only changes its output.
                 continue
-            if name.endswith(TWIN_SUFFIX) and kind != "text":
+            if name.endswith(TWIN_SUFFIX) and kind != kinds.STRING:
                 raise InvalidInput(
                     f"dtypes: {name!r} names the text of the values that do not fit "
                     f"{name[: -len(TWIN_SUFFIX)]!r}: it can only be text"
@@ -140,7 +141,7 @@ class StreamSchema:
     def _twin(self, name: str) -> str:
         twin = name + TWIN_SUFFIX
         if twin not in self._columns:
-            self._columns[twin] = _Column(self._columns[name].role, "text")
+            self._columns[twin] = _Column(self._columns[name].role, kinds.STRING)
         return twin
 
     def to_dict(self) -> dict[str, Any]:
@@ -167,7 +168,7 @@ class StreamSchema:
             raise InvalidInput(f"not a schema description: {exc}") from None
         for name, column in schema._columns.items():
             if column.role not in cols.ROLES or (
-                column.kind not in cols.ARROW_TYPES and column.kind != "object"
+                column.kind not in cols.ARROW_TYPES and column.kind != kinds.OBJECT
             ):
                 raise InvalidInput(f"not a schema description: column {name!r}")
         if any(name not in schema._columns for name in cols.KINDS):

@@ -23,6 +23,7 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from stoplist_nb import errors
+from stoplist_nb._json.kinds import OBJECT
 from stoplist_nb.client import Client
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.profiles import request
@@ -198,7 +199,7 @@ def frame_from_table(
     data: dict[str, Any] = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         kind = kinds[name]
-        if kind == "object" and backend != "pyarrow":
+        if kind == OBJECT and backend != "pyarrow":
             # The stream holds JSON text: the frame holds what the service sent.
             values = (None if v is None else json.loads(v) for v in column.to_pylist())
             data[name] = np.fromiter(values, dtype=object, count=len(column))
