@@ -60,7 +60,8 @@ def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings
     """Read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``: the one rule for every entry point.
 
     Both set: that service. Neither set: ``None`` (``connect()`` then starts
-    the embedded demo service; ``Client.from_env`` and the command line refuse).
+    the embedded demo service only when asked, by ``demo=True`` or
+    ``STOPLIST_NB_DEMO=1``; ``Client.from_env`` and the command line refuse).
     Only one set: ``InvalidInput`` naming the missing one, since the API takes
     no call without a token. Blank values count as unset; both are stripped.
 
@@ -88,8 +89,8 @@ def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings
     elif token:
         missing, other = ENV_URL, ENV_TOKEN
         hint = (
-            f"export {ENV_URL} too (e.g. https://your-platform.example), or unset "
-            f"{ENV_TOKEN} for sn.connect() to use the embedded demo service"
+            f"export {ENV_URL} too (e.g. https://your-platform.example); for the "
+            f"embedded demo service, unset {ENV_TOKEN} and call sn.connect(demo=True)"
         )
     else:
         return None

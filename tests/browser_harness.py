@@ -116,7 +116,7 @@ class LabServer:
     """``jupyter lab`` on 127.0.0.1, token auth, serving ``root``; every state dir under ``home``.
 
     Kernels inherit an environment without ``STOPLIST_NB_URL`` / ``STOPLIST_NB_TOKEN``,
-    so ``sn.connect()`` in a notebook starts the embedded demo service.
+    so a notebook reads the embedded demo service with ``sn.connect(demo=True)``.
     """
 
     def __init__(self, root: Path, home: Path) -> None:

@@ -38,7 +38,7 @@ from playwright.sync_api import FloatRect, Locator, expect
 from stoplist_nb.query import And, Condition, Nor, Or
 
 NOTEBOOK = (
-    "import stoplist_nb as sn\n\nclient = sn.connect()\nDB_ID = 1",
+    "import stoplist_nb as sn\n\nclient = sn.connect(demo=True)\nDB_ID = 1",
     "df = sn.read_profiles(client, DB_ID)  # a progress bar while it reads\nlen(df)",
     "from stoplist_nb.widgets import QueryBuilder\n\nqb = QueryBuilder(client, DB_ID)\nqb",
 )
