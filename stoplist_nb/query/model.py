@@ -34,6 +34,7 @@ from typing import Any
 
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query.values import (
+    FIELD_OPERATORS,
     MAX_DEPTH,
     OPTIONS_WITHOUT_REGEX,
     FrozenDict,
@@ -50,11 +51,9 @@ from stoplist_nb.query.values import (
 
 __all__ = ["CONDITION_OPERATORS", "And", "Condition", "F", "Nor", "Or", "Query"]
 
-#: Field operators a :class:`Condition` can hold.
-CONDITION_OPERATORS = frozenset({
-    "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$regex",
-    "$elemMatch", "$all", "$size", "$type", "$mod",
-})  # fmt: skip
+#: Field operators a :class:`Condition` can hold: every one a query may use,
+#: but ``$options`` (a condition's ``options``) and ``$not`` (its ``negated``).
+CONDITION_OPERATORS = FIELD_OPERATORS - {"$options", "$not"}
 
 _OPPOSITE = {"$eq": "$ne", "$ne": "$eq", "$in": "$nin", "$nin": "$in"}
 _SYMBOL = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}

@@ -154,9 +154,15 @@ def download_export(
         status = get_task(client, task_id)
         check_not_failed(status)
         return _download_zip(
-            client, hashed_file, dest if dest is not None else ".", progress=progress,
-            max_size=2**63, what=f"export task {task_id}", status=status, wait=wait,
-        )  # fmt: skip
+            client,
+            hashed_file,
+            dest if dest is not None else ".",
+            progress=progress,
+            max_size=2**63,
+            what=f"export task {task_id}",
+            status=status,
+            wait=wait,
+        )
 
 
 def read_suppression_list(
@@ -239,16 +245,26 @@ def read_suppression_list(
     with naming_task(task_id, say):
         since = time.monotonic()
         status = wait_for_task(
-            client, task_id, poll_interval=poll_interval, max_interval=max_interval,
-            task_timeout=task_timeout, progress=progress,
-        )  # fmt: skip
+            client,
+            task_id,
+            poll_interval=poll_interval,
+            max_interval=max_interval,
+            task_timeout=task_timeout,
+            progress=progress,
+        )
         wait = _FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
         what = _what(list_id, task_id)
         with _download_target(status, dest, what) as target:
             frame, paths = _read_files(
-                client, status, target, progress=progress, max_size=max_size,
-                max_ratio=max_ratio, what=what, wait=wait,
-            )  # fmt: skip
+                client,
+                status,
+                target,
+                progress=progress,
+                max_size=max_size,
+                max_ratio=max_ratio,
+                what=what,
+                wait=wait,
+            )
     kinds = frame.attrs.get("kinds")
     frame.attrs = {
         "task_id": task_id,
@@ -316,9 +332,16 @@ def _download_target(
 
 
 def _download_zip(
-    client: Client, name: str, dest: str | os.PathLike[str], *, progress: bool, max_size: int,
-    what: str, status: TaskStatus | None = None, wait: _FileWait | None = None,
-) -> pathlib.Path:  # fmt: skip
+    client: Client,
+    name: str,
+    dest: str | os.PathLike[str],
+    *,
+    progress: bool,
+    max_size: int,
+    what: str,
+    status: TaskStatus | None = None,
+    wait: _FileWait | None = None,
+) -> pathlib.Path:
     """Download one file of an export and check that it is a ZIP archive.
 
     With ``wait``, a 404 is read as a file the task of ``status`` named before
@@ -406,9 +429,14 @@ def read_export_files(
     """
     with naming_task(status.task_id):
         return _read_files(
-            client, status, dest, progress=progress, max_size=max_size, max_ratio=max_ratio,
+            client,
+            status,
+            dest,
+            progress=progress,
+            max_size=max_size,
+            max_ratio=max_ratio,
             what=what,
-        )  # fmt: skip
+        )
 
 
 def _read_files(
@@ -427,9 +455,15 @@ def _read_files(
     for name in status.require_files():
         # Read each file before the next download: two files of one export may share a name.
         path = _download_zip(
-            client, name, dest, progress=progress, max_size=max_size, what=what, status=status,
+            client,
+            name,
+            dest,
+            progress=progress,
+            max_size=max_size,
+            what=what,
+            status=status,
             wait=wait,
-        )  # fmt: skip
+        )
         frames.append(read_hashed_csv(path, max_size=max_size, max_ratio=max_ratio))
         paths.append(path)
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

@@ -219,8 +219,11 @@ def wait_for_task(
     >>> status.hashed_files  # doctest: +SKIP
     ('suppress/2b0e.../Stop list.md5.zip',)
     """
-    for name, value in (("poll_interval", poll_interval), ("max_interval", max_interval),
-                        ("task_timeout", task_timeout)):  # fmt: skip
+    for name, value in (
+        ("poll_interval", poll_interval),
+        ("max_interval", max_interval),
+        ("task_timeout", task_timeout),
+    ):
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise errors.InvalidInput(f"{name} must be a number of seconds, not {value!r}")
     shown = repr(redact(task_id))  # the id is the service's: it may echo anything
