@@ -39,7 +39,7 @@ from stoplist_nb.errors import (
     TransportError,
     UnsafePath,
 )
-from stoplist_nb.profiles.dataset import DatasetSummary, write_profiles_parquet
+from stoplist_nb.profiles.dataset import DatasetSummary
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.profiles.files import FileSummary
 from stoplist_nb.profiles.normalize import normalize_profiles, split_channels
@@ -50,6 +50,7 @@ from stoplist_nb.profiles.reading import (
     iter_profile_tables,
     read_profiles,
     read_profiles_arrow,
+    write_profiles_parquet,
 )
 from stoplist_nb.query import And, Condition, F, Nor, Or, Query, parse_query, validate_query
 from stoplist_nb.suppression.archive import read_hashed_csv

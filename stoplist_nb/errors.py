@@ -188,7 +188,7 @@ class DatasetMismatch(InvalidInput):
     It holds the checkpoint of another pull (another ``db_id``, ``query``,
     ``fields`` or ``dtypes``), which is never carried on; or a dataset while
     neither resuming nor overwriting was asked; or files that are not the
-    dataset's. See :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
+    dataset's. See :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`.
     """
 
 

@@ -19,7 +19,7 @@ import pytest
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService, serve
 from stoplist_nb.demo._data import generate_profiles
-from stoplist_nb.profiles import dataset, parts
+from stoplist_nb.profiles import dataset
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGE, PER_PART = 10, 30
@@ -256,7 +256,7 @@ def test_a_part_renamed_but_not_checkpointed_is_read_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     out = tmp_path / "profiles"
-    save = parts._save
+    save = dataset._save
     saves = []
 
     def crash_before_the_third(directory: pathlib.Path, state: Any) -> None:
@@ -265,7 +265,7 @@ def test_a_part_renamed_but_not_checkpointed_is_read_again(
             raise KeyboardInterrupt
         save(directory, state)
 
-    monkeypatch.setattr(parts, "_save", crash_before_the_third)
+    monkeypatch.setattr(dataset, "_save", crash_before_the_third)
     with pytest.raises(KeyboardInterrupt):
         pull(client, out)
     monkeypatch.undo()
@@ -300,7 +300,7 @@ def test_a_pull_interrupted_while_sealing_seals_without_a_request(
     def interrupted(*args: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(parts, "conform_to", interrupted)
+    monkeypatch.setattr(dataset, "conform_to", interrupted)
     with pytest.raises(KeyboardInterrupt):
         pull(client, out)
     monkeypatch.undo()

@@ -22,7 +22,8 @@ import pytest
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService
 from stoplist_nb.demo._faults import Fault
-from stoplist_nb.profiles.dataset import CHECKPOINT, write_profiles_parquet
+from stoplist_nb.profiles.dataset import CHECKPOINT
+from stoplist_nb.profiles.reading import write_profiles_parquet
 
 READERS = [
     "read_profiles",

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from stoplist_nb import errors
 from stoplist_nb.cli.output import EXIT_USAGE, CliError, Ui, write_frame
 from stoplist_nb.client import Client
-from stoplist_nb.profiles.dataset import DatasetSummary, write_profiles_parquet
+from stoplist_nb.profiles.dataset import DatasetSummary
 from stoplist_nb.profiles.files import FileSummary
-from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles
+from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles, write_profiles_parquet
 from stoplist_nb.suppression.export import (
     download_export,
     read_suppression_list,
@@ -53,7 +53,7 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
 
     Page by page: a file through ``ProfilesRequest.to_parquet`` or ``to_csv``
     (complete or not there at all), a directory through
-    :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
+    :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`.
     """
     if args.out.dataset:
         if args.from_id is not None or args.max_profiles is not None:

@@ -22,6 +22,7 @@ from stoplist_nb.profiles.reading import (
     iter_profile_tables,
     read_profiles,
     read_profiles_arrow,
+    write_profiles_parquet,
 )
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "iter_profile_tables",
     "read_profiles",
     "read_profiles_arrow",
+    "write_profiles_parquet",
 ]

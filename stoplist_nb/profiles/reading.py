@@ -6,7 +6,7 @@ raw pages, Arrow tables or DataFrames page by page, one table or frame, a
 Parquet or CSV file, or a resumable Parquet dataset. The functions
 (:func:`read_profiles`, :func:`iter_profile_pages`, :func:`iter_profile_tables`,
 :func:`iter_profile_frames`, :func:`read_profiles_arrow`) are one call each
-on it; so is :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
+on it; so is :func:`write_profiles_parquet`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 from stoplist_nb.client import Client, Page
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles import stream as st
+from stoplist_nb.profiles.dataset import DEFAULT_PROFILES_PER_PART, DatasetSummary, write_dataset
 from stoplist_nb.profiles.files import FileSummary, check_file_path, write_file
 from stoplist_nb.profiles.normalize import FlatPage, frame_from_tables, table_from_tables
-from stoplist_nb.profiles.parts import DEFAULT_PROFILES_PER_PART, DatasetSummary, write_dataset
 from stoplist_nb.profiles.schema import StreamSchema
 from stoplist_nb.query import Query
 
@@ -38,6 +38,7 @@ __all__ = [
     "iter_profile_tables",
     "read_profiles",
     "read_profiles_arrow",
+    "write_profiles_parquet",
 ]
 
 
@@ -57,7 +58,7 @@ class ProfilesRequest:
     :func:`iter_profile_tables`, :meth:`frames` as :func:`iter_profile_frames`,
     :meth:`to_arrow` as :func:`read_profiles_arrow`, :meth:`to_frame` as
     :func:`read_profiles`, :meth:`to_parquet` of a directory as
-    :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`; a failed
+    :func:`write_profiles_parquet`; a failed
     read keeps what those keep (``exc.partial``, ``exc.resume_from``).
 
     Args:
@@ -294,7 +295,7 @@ class ProfilesRequest:
         written under a hidden name beside ``path`` and renamed when complete,
         so a pull that fails or is interrupted leaves no file (one already at
         ``path`` stays as it was). A dataset is that of
-        :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`: part
+        :func:`write_profiles_parquet`: part
         files and a checkpoint, carried on by calling again.
 
         Args:
@@ -319,7 +320,7 @@ class ProfilesRequest:
                 checkpoint), or the dataset options for a file: nothing was
                 sent or written.
             DatasetMismatch: As in
-                :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`.
+                :func:`write_profiles_parquet`.
             StoplistError: A request failed. A file is not there and
                 ``exc.partial`` is the ``FileSummary`` of what was read
                 (``written`` false), ``exc.resume_from`` the cursor after
@@ -517,7 +518,7 @@ def read_profiles(
     :func:`~stoplist_nb.profiles.normalize.normalize_profiles` for the columns.
     The whole result is held in memory: for more profiles than fit, see
     :func:`iter_profile_frames` and
-    :func:`~stoplist_nb.profiles.dataset.write_profiles_parquet`. The same
+    :func:`write_profiles_parquet`. The same
     as :meth:`ProfilesRequest.to_frame`.
 
     Args:
@@ -754,3 +755,93 @@ def read_profiles_arrow(
         lookahead=lookahead,
         progress=progress,
     ).to_arrow(dtypes=dtypes)
+
+
+def write_profiles_parquet(
+    client: Client,
+    db_id: int,
+    path: str | os.PathLike[str],
+    *,
+    query: Mapping[str, Any] | Query | None = None,
+    fields: Sequence[str] | None = None,
+    limit: int = 1000,
+    dtypes: Mapping[str, Any] | None = None,
+    resume: bool = True,
+    overwrite: bool = False,
+    progress: bool = True,
+    lookahead: int = DEFAULT_LOOKAHEAD,
+    profiles_per_part: int = DEFAULT_PROFILES_PER_PART,
+) -> DatasetSummary:
+    """Read a database's profiles into a Parquet dataset (a directory), holding one page at a time.
+
+    The columns are those of :func:`~stoplist_nb.profiles.reading.iter_profile_tables`
+    (a column joins on the first page where it has a value; objects and arrays
+    as their JSON text); each file carries pandas' metadata, so that
+    ``pd.read_parquet(path)`` gives the dtypes of ``read_profiles``. Parts
+    read in name order hold the profiles in the service's order.
+
+    A pull that stopped (an error, Ctrl-C, a killed process) leaves the parts
+    it finished and a checkpoint: calling again with the same arguments (and
+    ``resume=True``, the default) carries on after the last finished part,
+    and the result is the dataset an uninterrupted pull gives, each row once.
+    A part that was being written is dropped and its pages read again. Called
+    on a complete dataset of the same pull, it returns its summary and sends
+    nothing. One process at a time may write to a directory. The same as
+    :meth:`ProfilesRequest.to_parquet <stoplist_nb.profiles.reading.ProfilesRequest.to_parquet>`
+    of a directory.
+
+    Args:
+        client: The API client.
+        db_id: The database id.
+        path: The directory, created if missing. It must hold nothing but the
+            dataset (files whose names start with ``.`` or ``_`` aside).
+        query: A MongoDB filter (a dict or a :mod:`stoplist_nb.query` object).
+        fields: Profile fields to return.
+        limit: Profiles per request, and so per row group.
+        dtypes: ``{column: dtype}`` (pandas dtypes, their names, or pyarrow
+            types): those columns are in every part, in that type.
+        resume: Carry on from the checkpoint of an unfinished pull in ``path``.
+            With ``False`` a directory that holds a dataset is refused.
+        overwrite: Remove the dataset in ``path`` first and start again
+            (whatever ``resume`` says). Files that are not the dataset's are
+            never removed: their presence is refused.
+        progress: Show a progress bar counting profiles (of this call).
+        lookahead: Requests sent while earlier pages are being parsed.
+        profiles_per_part: A part is closed once it holds this many profiles
+            (whole pages: it may hold up to a page more).
+
+    Returns:
+        The summary of the dataset; ``complete`` is true.
+
+    Raises:
+        InvalidInput: An argument is wrong (nothing was sent or written).
+        DatasetMismatch: ``path`` holds the checkpoint of another pull (another
+            ``db_id``, ``query``, ``fields`` or ``dtypes``), a dataset while
+            ``resume`` and ``overwrite`` are false, or files not of a dataset.
+        StoplistError: A request failed. The finished parts and the checkpoint
+            stay; ``exc.partial`` is the :class:`DatasetSummary` so far (its
+            ``next_from_id`` is where the checkpoint carries on) and the
+            message says to call again with ``resume=True``.
+
+    >>> summary = write_profiles_parquet(client, 1, "profiles/")  # doctest: +SKIP
+    >>> summary.profiles, summary.parts  # doctest: +SKIP
+    (250000, 3)
+    >>> pd.read_parquet("profiles/").groupby("channel").size()  # doctest: +SKIP
+    """
+    request = ProfilesRequest(
+        client,
+        db_id,
+        query=query,
+        fields=fields,
+        limit=limit,
+        lookahead=lookahead,
+        progress=progress,
+    )
+    return request.to_parquet(
+        path,
+        dtypes=dtypes,
+        dataset=True,
+        resume=resume,
+        overwrite=overwrite,
+        profiles_per_part=profiles_per_part,
+    )
