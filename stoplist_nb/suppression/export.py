@@ -243,8 +243,7 @@ def read_suppression_list(
         task_id = start_suppression_export(client, list_id, type=type)
     say = _resume_call(func, *([repr(list_id)] if list_id is not None else []))
     with naming_task(task_id, say):
-        since = time.monotonic()
-        status = wait_for_task(
+        status, wait = _done_task(
             client,
             task_id,
             poll_interval=poll_interval,
@@ -252,7 +251,6 @@ def read_suppression_list(
             task_timeout=task_timeout,
             progress=progress,
         )
-        wait = _FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
         what = _what(list_id, task_id)
         with _download_target(status, dest, what) as target:
             frame, paths = _read_files(
@@ -290,6 +288,28 @@ def _resume_call(func: str, *args: str) -> Callable[[str], str]:
         return f"the export goes on at the service: {func}({call}) picks it up"
 
     return say
+
+
+def _done_task(
+    client: Client,
+    task_id: str,
+    *,
+    poll_interval: float,
+    max_interval: float,
+    task_timeout: float,
+    progress: bool,
+) -> tuple[TaskStatus, _FileWait]:
+    """The task once done, and how long its files may then be waited for (the same deadline)."""
+    since = time.monotonic()
+    status = wait_for_task(
+        client,
+        task_id,
+        poll_interval=poll_interval,
+        max_interval=max_interval,
+        task_timeout=task_timeout,
+        progress=progress,
+    )
+    return status, _FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -626,8 +646,7 @@ def _write_task_parquet(
     ``say`` tells how to pick the task up again, as :func:`naming_task` takes it.
     """
     with naming_task(task_id, say):
-        since = time.monotonic()
-        status = wait_for_task(
+        status, wait = _done_task(
             client,
             task_id,
             poll_interval=poll_interval,
@@ -635,7 +654,6 @@ def _write_task_parquet(
             task_timeout=task_timeout,
             progress=progress,
         )
-        wait = _FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
         # In this frame, not a helper's: the warnings' stacklevel counts on it.
         what = _what(list_id, task_id)
         with _download_target(status, dest, what) as target, HashedParquet(out) as sink:
