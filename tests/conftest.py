@@ -6,28 +6,19 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from demo_fixtures import served_and_cleared
 
 from stoplist_nb.cli import main
-from stoplist_nb.demo import DemoService, serve
+from stoplist_nb.demo import DemoService
 
 if TYPE_CHECKING:
     from stoplist_nb.client import Client
 
 
-@pytest.fixture(scope="module")
-def svc() -> Iterator[DemoService]:
-    """A demo service of 120 profiles, shared by the tests of one module."""
-    with serve(profiles=120, seed=7) as service:
-        yield service
-
-
-@pytest.fixture
-def demo(svc: DemoService) -> Iterator[DemoService]:
-    """The module's service with no faults left over and an empty request log."""
-    svc.clear_faults()
-    svc.requests.clear()
-    yield svc
-    svc.clear_faults()
+#: ``svc``: a demo service of 120 profiles, shared by the tests of one module (a module
+#: may define its own ``svc``); ``demo``: that service with no faults left over and an
+#: empty request log.
+svc, demo = served_and_cleared("svc", profiles=120, seed=7)
 
 
 @pytest.fixture

@@ -20,9 +20,7 @@ import pytest
 
 import stoplist_nb
 from stoplist_nb._http import transport
-from stoplist_nb.demo import DemoService, serve
-from stoplist_nb.demo._archive import CsvLayout
-from stoplist_nb.demo._data import generate_profiles
+from stoplist_nb.demo import DemoService, generate_profiles, serve
 from stoplist_nb.suppression.archive import read_hashed_csv
 from stoplist_nb.suppression.hashing import canonical_phone, hash_email
 
@@ -513,7 +511,7 @@ def test_export(run: Run, env: DemoService, tmp_path: pathlib.Path, suffix: str)
 
 @pytest.mark.parametrize("layout", ["semicolon", "two_columns"])
 def test_export_says_what_the_list_holds_per_kind(
-    run: Run, env: DemoService, tmp_path: pathlib.Path, layout: CsvLayout
+    run: Run, env: DemoService, tmp_path: pathlib.Path, layout: str
 ) -> None:
     env.plan_next_export(csv_layout=layout)
     out = tmp_path / "stop.parquet"
@@ -796,19 +794,10 @@ def test_unreachable_service_exits_4(
 
 @pytest.mark.usefixtures("fast_retry")
 def test_failure_after_some_pages_says_where_to_resume(
-    run: Run, env: DemoService, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+    run: Run, env: DemoService, tmp_path: pathlib.Path
 ) -> None:
-    take = env._faults.take
-    pages = []
-
-    def fail_after_the_first_page(method: str) -> Any:
-        if method == "profiles/list":
-            pages.append(method)
-            if len(pages) == 2:
-                env.add_fault("profiles/list", "status", status=503, times=50)
-        return take(method)
-
-    monkeypatch.setattr(env._faults, "take", fail_after_the_first_page)
+    # The first page is answered, every request after it (retries included) gets a 503.
+    env.add_fault("profiles/list", "status", status=503, times=None, after=1)
     out = tmp_path / "p.parquet"
     code, _, stderr = run("profiles", "--db-id", "1", "--limit", "10", "--out", str(out))
     assert code == EXIT_NETWORK

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 import pytest
@@ -140,11 +141,24 @@ def test_retryable_status_then_success(client: sn.Client, demo: DemoService, sta
     assert calls(demo) == 3
 
 
-def test_retry_after_is_honoured(client: sn.Client, demo: DemoService) -> None:
+def test_retry_after_is_honoured(
+    client: sn.Client, demo: DemoService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pauses the caller's thread takes are recorded, not waited out, with the
+    # requests the service had seen by then; the backoff alone would be none at all.
+    pauses: list[tuple[float, int]] = []
+    sleep, caller = time.sleep, threading.current_thread()
+
+    def recorded(seconds: float) -> None:
+        if threading.current_thread() is caller:
+            pauses.append((seconds, len(demo.requests)))
+        else:
+            sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", recorded)
     demo.add_fault("profiles/list", "status", status=429, retry_after=1)
-    start = time.monotonic()
     client.call("profiles/list", db_id=demo.db_id, limit=1)
-    assert time.monotonic() - start >= 0.9  # the backoff alone would be 0.01 s
+    assert pauses == [(1, 1)]  # Retry-After's second, after the 429 and before the retry
     assert calls(demo) == 2
 
 

@@ -13,12 +13,12 @@ import io
 import re
 import uuid
 import zipfile
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 import requests
+from demo_fixtures import served_and_cleared
 
 import stoplist_nb.demo._archive
 import stoplist_nb.demo._suppress
@@ -34,22 +34,11 @@ MD5 = re.compile(r"[0-9a-f]{32}")
 RESULT_KEYS = {"hashed_file", "regular_file", "is_api", "suppress_id", "total"}
 
 
-@pytest.fixture(scope="module")
-def service() -> Iterator[DemoService]:
-    """One service of 150 profiles for the whole module."""
-    with serve(profiles=150, seed=4, token=TOKEN) as svc:
-        yield svc
-
-
-@pytest.fixture
-def fresh(service: DemoService) -> Iterator[DemoService]:
-    """The module's service with no faults, an empty log and the default plan."""
-    service.clear_faults()
-    service.requests.clear()
-    service.plan_next_export()
-    yield service
-    service.clear_faults()
-    service.plan_next_export()
+#: One service of 150 profiles for the whole module; ``fresh``: it, cleared, with the
+#: default plan for its next export before and after each test.
+service, fresh = served_and_cleared(
+    "service", reset=DemoService.plan_next_export, profiles=150, seed=4, token=TOKEN
+)
 
 
 def md5(text: str) -> str:

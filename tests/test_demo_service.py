@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import requests
+from demo_fixtures import served_and_cleared
 
 import stoplist_nb.demo._data
 import stoplist_nb.demo._service
@@ -32,20 +33,8 @@ Profile = dict[str, Any]
 TIMEOUT = 5.0
 
 
-@pytest.fixture(scope="module")
-def service() -> Iterator[DemoService]:
-    """One service of 100 profiles for the whole module."""
-    with serve(profiles=100, seed=3, token="s3cr3t-token-value") as svc:
-        yield svc
-
-
-@pytest.fixture
-def fresh(service: DemoService) -> Iterator[DemoService]:
-    """The module's service with no faults and an empty request log."""
-    service.clear_faults()
-    service.requests.clear()
-    yield service
-    service.clear_faults()
+#: One service of 100 profiles for the whole module; ``fresh``: it, cleared.
+service, fresh = served_and_cleared("service", profiles=100, seed=3, token="s3cr3t-token-value")
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +56,17 @@ def call(
     body = {"token": svc.token, **params}
     poster = session.post if session is not None else requests.post
     return poster(f"{svc.base_url}/api/v1.1/{method}", json=body, timeout=timeout)
+
+
+def until(condition: Callable[[], bool], timeout: float = TIMEOUT) -> bool:
+    """Whether ``condition`` comes true within ``timeout`` seconds (looked at every 10 ms)."""
+    pause = threading.Event()
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        pause.wait(0.01)
+    return True
 
 
 def page(svc: DemoService, **params: Any) -> dict[str, Any]:
@@ -445,15 +445,22 @@ def test_api_error_fault(fresh: DemoService) -> None:
 
 
 def test_slow_fault(fresh: DemoService) -> None:
-    fresh.add_fault("profiles/list", "slow", delay=0.3)
-    started = time.monotonic()
-    body = page(fresh, limit=2)
-    assert time.monotonic() - started >= 0.3
-    assert body["data"] == fresh.profiles[:2]
+    # The slow request is logged, then held: one sent after it is answered first, and
+    # the slow one gets the normal reply after that.
+    fresh.add_fault("profiles/list", "slow", delay=1.0)
+    replies: list[tuple[str, dict[str, Any]]] = []
+    slow = threading.Thread(target=lambda: replies.append(("slow", page(fresh, limit=2))))
+    slow.start()
+    assert until(lambda: len(fresh.requests) == 1)  # logged before the wait
+    replies.append(("quick", page(fresh, limit=1)))
+    slow.join(timeout=TIMEOUT)
+    assert [name for name, _ in replies] == ["quick", "slow"]
+    assert replies[1][1]["data"] == fresh.profiles[:2]
+    # A client that waits less than the delay gets nothing.
     fresh.add_fault("profiles/list", "slow", delay=1.0)
     with pytest.raises(requests.exceptions.ReadTimeout):
         call(fresh, "profiles/list", db_id=fresh.db_id, timeout=0.2)
-    assert [r.status for r in fresh.requests] == [200, 200]  # logged before the wait
+    assert [r.status for r in fresh.requests] == [200, 200, 200]
 
 
 def test_stall_fault_repeats_the_cursor(fresh: DemoService) -> None:
@@ -634,25 +641,33 @@ def test_repr_and_lifecycle() -> None:
 
 
 def test_stop_is_prompt_with_idle_and_slow_connections() -> None:
+    # Neither an idle keep-alive (open until stop() returns) nor a reply due in 30 s
+    # holds stop() up, and the slow request is answered or cut off, not left hanging:
+    # all of it well before the slow reply or the client's own timeout could end it.
     outcome: list[object] = []
+    stopped = threading.Event()
 
     def slow_call(svc: DemoService) -> None:
         try:
-            outcome.append(call(svc, "profiles/list", db_id=1, timeout=5).status_code)
+            outcome.append(call(svc, "profiles/list", db_id=1, timeout=60).status_code)
         except requests.exceptions.RequestException as exc:
             outcome.append(exc)
+
+    def stop(svc: DemoService) -> None:
+        svc.stop()
+        stopped.set()
 
     with serve(profiles=5) as svc, requests.Session() as session:
         call(svc, "profiles/list", session=session, db_id=1)  # leaves an idle keep-alive
         svc.add_fault("profiles/list", "slow", delay=30)
-        sleeper = threading.Thread(target=slow_call, args=(svc,))
+        sleeper = threading.Thread(target=slow_call, args=(svc,), daemon=True)
         sleeper.start()
-        while not svc.requests[1:]:
-            time.sleep(0.01)
-        started = time.monotonic()
-    assert time.monotonic() - started < 2
-    sleeper.join(timeout=5)
-    assert len(outcome) == 1  # answered or cut off, but not left hanging for 30 s
+        assert until(lambda: len(svc.requests) == 2)  # the slow one is in, waiting
+        threading.Thread(target=stop, args=(svc,), daemon=True).start()
+        assert stopped.wait(timeout=10)
+        sleeper.join(timeout=10)
+        assert not sleeper.is_alive()
+    assert len(outcome) == 1
 
 
 def test_explicit_profiles_and_token() -> None:

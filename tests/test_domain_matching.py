@@ -10,11 +10,12 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from demo_fixtures import served_and_cleared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stoplist_nb as sn
-from stoplist_nb.demo import DemoService, serve
+from stoplist_nb.demo import DemoService
 from stoplist_nb.suppression.hashing import canonical_domain, canonical_email
 
 STR = pd.StringDtype("pyarrow")
@@ -74,17 +75,7 @@ def md5(text: str) -> str:
     return hashlib.md5(text.encode()).hexdigest()
 
 
-@pytest.fixture(scope="module")
-def listed_svc() -> Iterator[DemoService]:
-    with serve(profiles=3, seed=1, suppressed=SUPPRESSED) as service:
-        yield service
-
-
-@pytest.fixture
-def service(listed_svc: DemoService) -> Iterator[DemoService]:
-    listed_svc.clear_faults()
-    yield listed_svc
-    listed_svc.clear_faults()
+listed_svc, service = served_and_cleared("listed_svc", profiles=3, seed=1, suppressed=SUPPRESSED)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
+from demo_fixtures import served_and_cleared
 
 import stoplist_nb as sn
 from stoplist_nb._http.transport import DEFAULT_DEADLINE, MAX_REDIRECTS, default_retry
@@ -40,19 +41,8 @@ FORMS = {
 TEXT = f"bad token {TOKEN}; as sent: ?token={quote(TOKEN, safe='')}; body {json.dumps(TOKEN)}"
 
 
-@pytest.fixture(scope="module")
-def hostile() -> Iterator[DemoService]:
-    with serve(profiles=40, seed=5, token=TOKEN) as service:
-        yield service
-
-
-@pytest.fixture
-def svc3(hostile: DemoService) -> Iterator[DemoService]:
-    """The hostile-token service, cleared."""
-    hostile.clear_faults()
-    hostile.requests.clear()
-    yield hostile
-    hostile.clear_faults()
+#: ``svc3``: the hostile-token service, cleared.
+hostile, svc3 = served_and_cleared("hostile", profiles=40, seed=5, token=TOKEN)
 
 
 @pytest.fixture(scope="module")

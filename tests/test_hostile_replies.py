@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from contextlib import closing
 from typing import Any
 
@@ -383,12 +382,33 @@ def parse_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith(PARSE_THREAD)]
 
 
+def settle(client: sn.Client, before: set[threading.Thread]) -> list[threading.Thread]:
+    """Close ``client``, wait for every thread started since ``before``: those still running.
+
+    Requests leave from the caller's thread, the parse workers are threads, and the
+    service's handler threads end with the client's connections: once every one of
+    them is over, nothing is left that could send a request, and the log is final.
+    """
+    client.close()
+    # tqdm's monitor, once started, lives as long as the process; it sends nothing.
+    while running := [
+        t for t in threading.enumerate() if t not in before and t.name != "tqdm_monitor"
+    ]:
+        for thread in running:
+            thread.join(timeout=10)
+        if any(t.is_alive() for t in running):
+            return running
+    return []
+
+
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, sn.InvalidReply])
 def test_interrupt_leaves_nothing_running(
     client: sn.Client, demo: DemoService, monkeypatch: pytest.MonkeyPatch, stop: type
 ) -> None:
     # Ctrl-C lands in the caller's code between pages; a service fault inside the walk.
     import stoplist_nb.profiles.stream as stream
+
+    before = set(threading.enumerate())
 
     flatten, calls = stream.flatten_profiles, []
 
@@ -407,18 +427,19 @@ def test_interrupt_leaves_nothing_running(
     assert info.value is not None
     assert parse_threads() == []
     sent = len(demo.requests)
-    time.sleep(0.3)
+    assert settle(client, before) == []
     assert len(demo.requests) == sent  # no request after the exception
     assert sent <= 3 + 2  # the pages read, and at most the lookahead beyond them
 
 
 def test_interrupt_of_iter_profile_pages_closes_it(client: sn.Client, demo: DemoService) -> None:
+    before = set(threading.enumerate())
     with closing(sn.iter_profile_pages(client, demo.db_id, limit=5, lookahead=2)) as pages:
         next(pages)
         assert parse_threads()
     assert parse_threads() == []
     sent = len(demo.requests)
-    time.sleep(0.2)
+    assert settle(client, before) == []
     assert len(demo.requests) == sent
 
 

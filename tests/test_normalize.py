@@ -839,7 +839,8 @@ def test_property_rows_follow_subscriptions(records: list[dict[str, Any]]) -> No
 
 
 def test_records_to_arrow_restores_first_seen_key_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the reordering older pyarrow needs, exercised on any version
+    # The reordering older pyarrow needs, exercised on any version: nothing public
+    # turns it on (the installed pyarrow decides), so the test sets the module's flag.
     import stoplist_nb._json.records as rec
 
     monkeypatch.setattr(rec, "_SORTS_KEYS", True)

@@ -5,28 +5,19 @@ from __future__ import annotations
 import logging
 import socket
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
+from demo_fixtures import served_and_cleared
 from urllib3.util.retry import Retry
 
 import stoplist_nb as sn
-from stoplist_nb.demo import DemoService, serve
+from stoplist_nb.demo import DemoService
 
 SECRET = "s3cr3t-T0KEN-9f8e7d6c"
 
 
-@pytest.fixture(scope="module")
-def secret_svc() -> Iterator[DemoService]:
-    with serve(profiles=30, seed=3, token=SECRET) as svc:
-        yield svc
-
-
-@pytest.fixture
-def fresh(secret_svc: DemoService) -> Iterator[DemoService]:
-    secret_svc.clear_faults()
-    yield secret_svc
-    secret_svc.clear_faults()
+secret_svc, fresh = served_and_cleared("secret_svc", profiles=30, seed=3, token=SECRET)
 
 
 def everything_said(exc: BaseException) -> str:

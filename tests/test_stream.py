@@ -11,9 +11,10 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
+from demo_fixtures import served_and_cleared
 
 import stoplist_nb as sn
-from stoplist_nb.demo import DemoService, serve
+from stoplist_nb.demo import DemoService
 from stoplist_nb.profiles.schema import TWIN_SUFFIX, StreamSchema
 
 
@@ -22,8 +23,7 @@ def person(i: int, **fields: Any) -> dict[str, Any]:
     return {"id": f"p{i:03d}", "_fname": f"Name{i}", "subscriptions": [sub], **fields}
 
 
-@pytest.fixture(scope="module")
-def mixed() -> Iterator[DemoService]:
+def mixed_profiles() -> list[dict[str, Any]]:
     """Eight profiles whose custom fields change kind and appear late."""
     profiles = [person(i, score=i) for i in range(8)]
     profiles[3]["score"] = "high"  # text in an int column
@@ -32,15 +32,15 @@ def mixed() -> Iterator[DemoService]:
     profiles[7]["late"] = False
     profiles[2]["tags"] = {"a": [1, 2]}  # an object
     profiles[4]["big"] = 2**53 + 1
-    with serve(profiles=profiles) as service:
-        yield service
+    return profiles
+
+
+mixed, mixed_cleared = served_and_cleared("mixed", profiles=mixed_profiles())
 
 
 @pytest.fixture
-def mixed_client(mixed: DemoService) -> Iterator[sn.Client]:
-    mixed.requests.clear()
-    mixed.clear_faults()
-    with mixed.client() as c:
+def mixed_client(mixed_cleared: DemoService) -> Iterator[sn.Client]:
+    with mixed_cleared.client() as c:
         yield c
 
 

@@ -27,7 +27,6 @@ from archives import make_zip, serve_download
 import stoplist_nb as sn
 from stoplist_nb.cli import commands, main
 from stoplist_nb.demo import DemoService, serve
-from stoplist_nb.demo._archive import ArchiveKind, CsvLayout
 from stoplist_nb.suppression import parquet
 
 OUT = "stop.parquet"
@@ -78,8 +77,8 @@ def test_the_file_reads_back_as_read_suppression_list(
     client: sn.Client,
     demo: DemoService,
     tmp_path: pathlib.Path,
-    layout: CsvLayout,
-    archive: ArchiveKind,
+    layout: str,
+    archive: str,
 ) -> None:
     demo.plan_next_export(steps=1, csv_layout=layout, archive=archive)
     frame = read_list(client, demo, type="all")
@@ -167,7 +166,7 @@ def test_a_refused_archive_leaves_no_file(
     client: sn.Client,
     demo: DemoService,
     tmp_path: pathlib.Path,
-    archive: ArchiveKind,
+    archive: str,
     error: type[Exception],
 ) -> None:
     demo.plan_next_export(archive=archive)
