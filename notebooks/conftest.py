@@ -8,6 +8,7 @@ tests under tests/ see the environment without it.
 """
 
 import os
+import pathlib
 
 import pytest
 
@@ -15,6 +16,15 @@ for name in ("STOPLIST_NB_URL", "STOPLIST_NB_TOKEN"):
     os.environ.pop(name, None)
 
 _env = pytest.MonkeyPatch()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the cells of the notebooks (nbval's items, under this folder) notebooks and slow."""
+    here = pathlib.Path(__file__).parent
+    for item in items:
+        if item.path.parent == here:
+            item.add_marker(pytest.mark.notebooks)
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(tryfirst=True)

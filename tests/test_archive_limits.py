@@ -371,6 +371,7 @@ def test_a_member_whose_name_is_empty_is_passed_over() -> None:
     assert len(read_quiet(buf.getvalue())) == 2
 
 
+@pytest.mark.slow
 def test_fuzzed_archives_raise_only_the_package_s_own_errors() -> None:
     # In a child process: a crash in pyarrow's native code must fail the test, not end the run.
     script = textwrap.dedent(

@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.slow]
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 

@@ -15,6 +15,10 @@ import re
 import subprocess
 import venv
 
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.packaging, pytest.mark.network]
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 PINNED = ("jupyterlab", "ipywidgets", "jupyterlab_widgets", "widgetsnbextension")

@@ -37,6 +37,8 @@ from playwright.sync_api import FloatRect, Locator, expect
 
 from stoplist_nb.query import And, Condition, Nor, Or
 
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
 NOTEBOOK = (
     "import stoplist_nb as sn\n\nclient = sn.connect(demo=True)\nDB_ID = 1",
     "df = sn.read_profiles(client, DB_ID)  # a progress bar while it reads\nlen(df)",

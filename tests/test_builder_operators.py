@@ -238,6 +238,7 @@ def _always_present(profiles: list[Profile], path: str) -> bool:
     return all(_leaves(p, path.split(".")) for p in profiles)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("field", "op", "variant"), CASES)
 def test_operator_selects_what_mongodb_would(
     demo: DemoService, client: Client, field: str, op: str, variant: Any

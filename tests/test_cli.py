@@ -97,6 +97,7 @@ def found_line(kinds: dict[str, int]) -> str:
     return f"found in the list: {sum(kinds.values())} ({per_kind}), of "
 
 
+@pytest.mark.slow
 def test_demo_writes_frames_and_plots(
     run: Run, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,6 +164,7 @@ def test_demo_writes_frames_and_plots(
     assert secret not in stdout + stderr
 
 
+@pytest.mark.slow
 def test_demo_reports_a_kind_checked_and_never_found(
     run: Run, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -213,6 +215,7 @@ def fake_plots(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     return calls
 
 
+@pytest.mark.slow
 def test_demo_gives_each_plot_its_frame(
     run: Run, tmp_path: pathlib.Path, fake_plots: dict[str, list[Any]]
 ) -> None:
@@ -228,6 +231,7 @@ def test_demo_gives_each_plot_its_frame(
     assert (tmp_path / "suppression_overlap.png").read_bytes().startswith(PNG_MAGIC)
 
 
+@pytest.mark.slow
 def test_demo_without_plots_is_quiet(
     run: Run, tmp_path: pathlib.Path, fake_plots: dict[str, list[Any]]
 ) -> None:
@@ -835,6 +839,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+@pytest.mark.slow
 def test_python_dash_m(tmp_path: pathlib.Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "stoplist_nb", "profiles", "--help"],
@@ -848,6 +853,7 @@ def test_python_dash_m(tmp_path: pathlib.Path) -> None:
     assert result.stdout.startswith("usage: stoplist-nb profiles")
 
 
+@pytest.mark.slow
 def test_console_script(svc: DemoService, tmp_path: pathlib.Path) -> None:
     script = pathlib.Path(sys.executable).with_name("stoplist-nb")
     if not script.exists():

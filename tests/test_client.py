@@ -168,6 +168,7 @@ def test_retry_after_is_capped() -> None:
     assert retry.get_retry_after(response) == CappedRetry.retry_after_cap
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("status", "cls"), [(429, sn.RateLimited), (503, sn.ServerError)])
 def test_budget_exhausted_is_typed(
     client: sn.Client, demo: DemoService, status: int, cls: type[sn.APIError]
@@ -193,6 +194,8 @@ def test_malformed_json_is_invalid_reply(client: sn.Client, demo: DemoService) -
         client.call("profiles/list", db_id=demo.db_id)
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_slow_reply_times_out(demo: DemoService) -> None:
     demo.add_fault("profiles/list", "slow", delay=1.0, times=None)
     client = demo.client(timeout=(2, 0.2), retry=default_retry().new(backoff_factor=0))

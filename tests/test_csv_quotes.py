@@ -123,6 +123,7 @@ VARIANTS: dict[str, tuple[Edit, int, int]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["first", "middle", "last", "last, no newline"])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_line_is_a_row_whatever_its_quotes(variant: str, where: str) -> None:
@@ -239,6 +240,7 @@ def serve(demo: DemoService, body: bytes, total: int) -> None:
     demo.add_fault("download", "raw", body=body, headers={"Content-Type": "application/zip"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "warning"),
     [

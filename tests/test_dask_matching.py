@@ -125,6 +125,7 @@ def test_local_scheduler_matches_in_memory_row_for_row(
     assert got.attrs["checked"] == expected.attrs["checked"]
 
 
+@pytest.mark.slow
 def test_distributed_cluster_matches_in_memory_row_for_row(
     crm: pd.DataFrame, stop: pd.DataFrame, cluster_client: Client
 ) -> None:
@@ -199,6 +200,7 @@ def test_bad_arguments_raise_at_the_call(
         sn.flag_suppressed(lazy_frame(crm), [], **options)
 
 
+@pytest.mark.slow
 def test_importing_the_package_leaves_dask_out() -> None:
     code = (
         "import sys, pandas as pd, stoplist_nb as sn;"

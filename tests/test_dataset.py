@@ -495,6 +495,7 @@ print(pa.default_memory_pool().max_memory(), page.nbytes, summary.profiles)
 """
 
 
+@pytest.mark.slow
 def test_memory_stays_at_a_few_pages(tmp_path: pathlib.Path) -> None:
     def peak(mode: str) -> tuple[int, int, int]:
         result = subprocess.run(

@@ -444,6 +444,8 @@ def test_api_error_fault(fresh: DemoService) -> None:
     assert_error(call(fresh, "profiles/list", db_id=fresh.db_id), 402, 200, "tariff limit")
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_slow_fault(fresh: DemoService) -> None:
     # The slow request is logged, then held: one sent after it is answered first, and
     # the slow one gets the normal reply after that.
@@ -828,6 +830,7 @@ def test_demo_imports_nothing_else_from_the_package_at_module_level() -> None:
                     assert name.startswith("stoplist_nb.demo"), f"{source.name} imports {name}"
 
 
+@pytest.mark.slow
 def test_cli_help() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "stoplist_nb.demo", "--help"],
@@ -840,6 +843,7 @@ def test_cli_help() -> None:
     assert "--profiles" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name == "nt", reason="SIGINT to a child process is POSIX-only")
 def test_cli_serves_until_interrupted() -> None:
     proc = subprocess.Popen(

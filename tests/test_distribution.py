@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.packaging]
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # What a clean clone lacks: never in a distribution, wherever it sits.
 JUNK = shutil.ignore_patterns(

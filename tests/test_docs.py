@@ -13,6 +13,8 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.docs]
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PUBLIC = ("stoplist_nb", "stoplist_nb.plots", "stoplist_nb.widgets", "stoplist_nb.demo")
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.docs]
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 

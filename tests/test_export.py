@@ -248,6 +248,7 @@ def test_hostile_archives(
         sn.read_suppression_list(client, demo.suppress_id, poll_interval=0.01, progress=False)
 
 
+@pytest.mark.slow
 def test_zip_limits_can_be_raised(client: sn.Client, demo: DemoService) -> None:
     demo.plan_next_export(steps=1, archive="bomb")
     with pytest.warns(UserWarning, match="reported 64 contacts"):  # the bomb is not the list

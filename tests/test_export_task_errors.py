@@ -98,6 +98,8 @@ def test_progress_100_with_a_file_before_the_final_word_is_waited_for(
     assert took >= 0.05 + 0.05 + 0.075
 
 
+@pytest.mark.slow
+@pytest.mark.network
 def test_a_file_never_served_ends_in_a_timeout_naming_the_task(
     client: sn.Client, demo: DemoService
 ) -> None:

@@ -74,6 +74,8 @@ def test_http_500_is_not_retried_and_keeps_what_was_read(
     assert_rest_completes(client, demo, info.value, full)
 
 
+@pytest.mark.slow
+@pytest.mark.network
 @pytest.mark.parametrize(
     ("status", "cls"), [(429, sn.RateLimited), (502, sn.ServerError), (504, sn.ServerError)]
 )
@@ -92,6 +94,7 @@ def test_retried_statuses_that_persist_keep_what_was_read(
     assert_rest_completes(client, demo, info.value, full)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body",
     ["<html><body><h1>Please sign in</h1></body></html>", '{"error":0,"data":[{"id":', "OK"],
@@ -125,6 +128,7 @@ def test_truncated_reply_to_a_read_keeps_what_was_read(
     assert_rest_completes(client, demo, info.value, full)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "envelope",
     [{}, {"error": None}, {"error_text": "Successful operation"}],
@@ -183,6 +187,7 @@ def test_error_code_with_a_4xx_status(
 # --- what the rows hold -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("row", [None, 42, "profile", ["a", "b"]], ids=repr)
 def test_profile_that_is_not_an_object_keeps_what_was_read(
     client: sn.Client, demo: DemoService, row: Any

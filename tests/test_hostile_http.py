@@ -75,6 +75,8 @@ def finished_export(client: sn.Client, svc: DemoService) -> str:
 # -- 1. The overall deadline ----------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.network
 @pytest.mark.timeout(30)
 def test_trickled_call_ends_at_the_deadline(demo: DemoService) -> None:
     demo.add_fault("profiles/list", "trickle", delay=0.2)
@@ -85,6 +87,8 @@ def test_trickled_call_ends_at_the_deadline(demo: DemoService) -> None:
     assert demo.token not in everything_said(info.value)
 
 
+@pytest.mark.slow
+@pytest.mark.network
 @pytest.mark.timeout(30)
 def test_trickled_download_ends_at_the_deadline(demo: DemoService, tmp_path: pathlib.Path) -> None:
     client = fast(demo, deadline=1.0)
@@ -136,6 +140,8 @@ class _SlowHeaders:
         self.listener.close()
 
 
+@pytest.mark.slow
+@pytest.mark.network
 @pytest.mark.timeout(30)
 def test_headers_sent_byte_by_byte_end_at_the_deadline() -> None:
     server = _SlowHeaders(delay=0.2)  # 75 header bytes: 15 s, each well within the read timeout
@@ -159,6 +165,8 @@ def test_a_retry_pause_past_the_deadline_is_not_made(demo: DemoService) -> None:
     assert sum(r.method == "profiles/list" for r in demo.requests) == 1
 
 
+@pytest.mark.slow
+@pytest.mark.network
 @pytest.mark.timeout(60)
 def test_a_download_earns_time_for_what_arrives(demo: DemoService) -> None:
     client = fast(demo, deadline=0.3, min_download_rate=100)  # 10 ms earned per byte
@@ -387,6 +395,7 @@ def test_max_bytes_is_checked(demo: DemoService) -> None:
 # -- 5. The stoplist_nb logger --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_logger_is_silent_unless_configured() -> None:
     # A fresh interpreter: pytest puts handlers of its own on the root logger.
     probe = (

@@ -65,6 +65,7 @@ DEEP_SHAPES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lookahead", [0, 2])
 @pytest.mark.parametrize("shape", sorted(DEEP_SHAPES))
 def test_deep_nesting_is_refused_keeping_what_was_read(shape: str, lookahead: int) -> None:
@@ -139,6 +140,7 @@ def test_deep_reply_to_a_call_or_an_error_is_typed(client: sn.Client, demo: Demo
         sn.Client(demo.base_url, demo.token, retry=False).call("tasks/status", task_id="1")
 
 
+@pytest.mark.slow
 def test_deep_values_are_refused_on_any_thread() -> None:
     # The reader may be called on a thread with a small stack: it measures, then refuses.
     result = run_child(
@@ -223,6 +225,7 @@ def test_depth_bound_reads_each_text_alone_after_a_longer_one() -> None:
 # --- data that is not a list -----------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lookahead", [0, 2])
 @pytest.mark.parametrize(
     ("data", "kind"),
@@ -512,6 +515,7 @@ def fuzz_bytes() -> None:
     run()
 
 
+@pytest.mark.slow
 def test_fuzzed_replies_raise_only_the_package_s_own_errors() -> None:
     # In a child process: a crash in pyarrow's native code must fail the test, not end the run.
     run_child(

@@ -86,6 +86,7 @@ def test_every_reader_puts_a_messenger_number_in_phone(
         assert df.loc[2, "cc_data.id"] in (7, "7"), name
 
 
+@pytest.mark.slow
 def test_flag_suppressed_checks_messenger_numbers(client: sn.Client, service: DemoService) -> None:
     df = sn.read_profiles(client, service.db_id, progress=False)
     stop = sn.read_suppression_list(client, service.suppress_id, progress=False)

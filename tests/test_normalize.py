@@ -811,6 +811,7 @@ _profile = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_profile, max_size=12))
 def test_property_rows_follow_subscriptions(records: list[dict[str, Any]]) -> None:

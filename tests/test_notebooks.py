@@ -88,6 +88,8 @@ def test_connect_reads_the_account_or_the_demo_asked_for(path: pathlib.Path) -> 
     assert "sn.connect(demo=True)" in prose
 
 
+@pytest.mark.slow
+@pytest.mark.notebooks
 def test_without_an_account_or_the_demo_the_connect_cell_refuses(
     tmp_path: pathlib.Path,
 ) -> None:
@@ -103,6 +105,8 @@ def test_without_an_account_or_the_demo_the_connect_cell_refuses(
     assert "sn.connect(demo=True) or STOPLIST_NB_DEMO=1" in done.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.notebooks
 def test_a_changed_number_in_a_checked_cell_fails_the_run(tmp_path: pathlib.Path) -> None:
     raw = json.loads(NOTEBOOKS[0].read_text(encoding="utf-8"))
     checked = [c for c in raw["cells"] if c["cell_type"] == "code" and MARK in source(c)]

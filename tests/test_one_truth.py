@@ -354,6 +354,7 @@ def read_and_judge(profiles: list[dict[str, Any]], limit: int, per_part: int) ->
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(profiles=profile_pages(), limit=st.integers(1, 3), per_part=st.integers(1, 3))
 def test_every_reader_gives_what_was_sent(
@@ -362,6 +363,7 @@ def test_every_reader_gives_what_was_sent(
     read_and_judge(profiles, limit, per_part)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(profiles=profile_pages(subscriptions=False), limit=st.integers(1, 3))
 def test_drifting_profile_fields_read_back_as_sent(
@@ -370,6 +372,7 @@ def test_drifting_profile_fields_read_back_as_sent(
     read_and_judge(profiles, limit, 2)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(profiles=profile_pages(fields=False), limit=st.integers(1, 3))
 def test_drifting_subscription_fields_read_back_as_sent(

@@ -80,6 +80,7 @@ def test_doctests(module: Any) -> None:
     assert result.failed == 0
 
 
+@pytest.mark.slow
 def test_importing_plots_leaves_the_backend_alone() -> None:
     code = (
         "import sys, stoplist_nb; assert 'matplotlib' not in sys.modules;"
@@ -275,6 +276,7 @@ def overlap_expected(flagged: pd.DataFrame) -> list[tuple[str, int]]:
     return [*bars, ("not suppressed", flags.count(False))]
 
 
+@pytest.mark.slow
 def test_overlap_real_data(flagged: pd.DataFrame) -> None:
     hit = int(flagged["suppressed"].fillna(False).sum())
     expected = overlap_expected(flagged)
@@ -294,6 +296,7 @@ def test_overlap_real_data(flagged: pd.DataFrame) -> None:
     assert ax.get_ylabel() == "contacts"
 
 
+@pytest.mark.slow
 def test_overlap_shows_a_domain_match(svc: DemoService, frame: pd.DataFrame) -> None:
     # The addresses at a listed domain that are not listed themselves: found by domain only.
     domains = set(svc.suppressed["domains"])
@@ -374,6 +377,7 @@ def test_overlap_refuses_a_bad_record_of_kinds(checked: Any) -> None:
     assert not plt.get_fignums()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("func", [*PROFILE_PLOTS, plots.plot_suppression_overlap])
 def test_draws_on_the_axes_given(
     func: Callable[..., Axes], frame: pd.DataFrame, flagged: pd.DataFrame

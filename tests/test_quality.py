@@ -18,21 +18,28 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=False)
 
 
+@pytest.mark.slow
+@pytest.mark.lint
 def test_ruff_check() -> None:
     result = run(sys.executable, "-m", "ruff", "check", ".")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.lint
 def test_ruff_format() -> None:
     result = run(sys.executable, "-m", "ruff", "format", "--check", ".")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.lint
 def test_mypy_strict() -> None:
     result = run(sys.executable, "-m", "mypy")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_import_pulls_no_optional_packages() -> None:
     code = (
         "import sys, stoplist_nb;"

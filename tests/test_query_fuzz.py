@@ -195,6 +195,7 @@ def outcome(call: Any, query: Any) -> tuple[Any, InvalidQuery | None]:
         return None, exc
 
 
+@pytest.mark.slow
 @FUZZ
 @given(ANY_QUERY)
 def test_validate_query_accepts_or_raises_invalid_query(query: Any) -> None:
@@ -213,6 +214,7 @@ UNHELD = re.compile(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(ANY_QUERY)
 def test_parse_query_accepts_what_validate_does_and_round_trips(query: Any) -> None:
@@ -351,6 +353,7 @@ def test_a_query_at_the_limit_reaches_the_service(client: sn.Client, demo: DemoS
 # --- the query model built with Python operators --------------------------------------
 
 
+@pytest.mark.slow
 def test_long_chains_of_one_operator_flatten_and_keep_working() -> None:
     query: Query = F("a") == 1
     either: Query = F("a") == 1

@@ -114,6 +114,7 @@ FAIL = {"kind": "status", "status": 500}
 # --- 1. a service that ignores limit: no profile becomes unreachable -------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lookahead", LOOKAHEAD)
 @pytest.mark.parametrize("reader", READERS)
 def test_a_capped_read_past_limit_is_cut_and_resumes_at_its_last_profile(
@@ -172,6 +173,7 @@ def test_a_capped_read_past_limit_keeps_the_whole_page_of_an_opaque_cursor(
     assert capped.ids + rest.ids == all_ids(demo)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lookahead", LOOKAHEAD)
 @pytest.mark.parametrize("reader", READERS)
 def test_pages_past_limit_without_a_cursor_go_on_from_the_last_profile(
@@ -207,6 +209,7 @@ def test_a_full_last_page_without_a_cursor_is_read(
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lookahead", LOOKAHEAD)
 @pytest.mark.parametrize("reader", READERS)
 def test_full_pages_without_cursors_capped_and_interrupted_miss_no_profile(
@@ -255,6 +258,7 @@ def test_a_full_page_without_a_cursor_or_ids_is_kept_and_says_so(
 # --- 3. a cursor cycle is caught wherever it starts --------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lookahead", LOOKAHEAD)
 @pytest.mark.parametrize("reader", READERS)
 def test_a_cursor_back_to_the_starting_from_id_is_a_stall(
@@ -285,6 +289,7 @@ def pull(client: sn.Client, demo: DemoService, path: pathlib.Path, **kwargs: Any
     return write_profiles_parquet(client, demo.db_id, path, **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lookahead", LOOKAHEAD)
 @pytest.mark.parametrize(
     "quirk",

@@ -413,6 +413,7 @@ def measured(
     return result
 
 
+@pytest.mark.slow
 def test_memory_stays_far_below_the_whole_list(large: DemoService, tmp_path: pathlib.Path) -> None:
     out, kept = tmp_path / OUT, tmp_path / "list.md5.zip"
     large.plan_next_export(steps=0, csv_layout="semicolon")
@@ -428,6 +429,7 @@ def test_memory_stays_far_below_the_whole_list(large: DemoService, tmp_path: pat
     assert pq.ParquetFile(out).metadata.num_row_groups > 10  # a row group per block
 
 
+@pytest.mark.slow
 def test_the_benchmark_runs_both_routes(tmp_path: pathlib.Path) -> None:
     script = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "suppression_parquet.py"
     done = subprocess.run(

@@ -643,6 +643,7 @@ def test_field_list_error_goes_to_the_output(demo: DemoService) -> None:
     assert qb.query == {"loyalty_level": "3"}
 
 
+@pytest.mark.slow
 def test_missing_ipywidgets_says_how_to_install() -> None:
     code = "import sys; sys.modules['ipywidgets'] = None; import stoplist_nb.widgets"
     result = subprocess.run(
@@ -652,6 +653,7 @@ def test_missing_ipywidgets_says_how_to_install() -> None:
     assert "pip install 'stoplist_nb[widgets]'" in result.stderr
 
 
+@pytest.mark.slow
 def test_importing_the_package_does_not_import_ipywidgets() -> None:
     code = "import sys, stoplist_nb; sys.exit('ipywidgets' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], check=False)
@@ -1124,6 +1126,7 @@ def test_the_query_models_own_refusals_land_on_their_row() -> None:
     assert qb.query == {"vip": True}
 
 
+@pytest.mark.slow
 def test_groups_nested_deeper_than_mongodb_takes_are_an_error_not_a_crash() -> None:
     qb = builder()
     group = qb.root_group
