@@ -102,11 +102,13 @@ class StoplistError(Exception):
         if self.resume_from == "":
             text += " (nothing was read yet: call again without from_id)"
         elif self.resume_from is not None:
-            fetched = (
-                f"{len(self.partial)} rows fetched so far are in .partial; "
-                if (self.partial is not None)
-                else ""
-            )
+            if self.partial is None:
+                fetched = ""
+            elif getattr(self.partial, "written", True) is False:
+                # A file written page by page: what was read is not kept, only counted.
+                fetched = f"{len(self.partial)} rows were read, no file was written; "
+            else:
+                fetched = f"{len(self.partial)} rows fetched so far are in .partial; "
             text += f" ({fetched}resume with from_id={self.resume_from!r})"
         return redact(text)
 

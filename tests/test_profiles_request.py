@@ -286,6 +286,9 @@ def test_a_fault_mid_pull_leaves_no_file_and_an_old_one_as_it_was(
     cursor = demo.profiles[2 * LIMIT - 1]["id"]
     assert exc.resume_from == cursor  # as every reader says it
     assert isinstance(exc.partial, sn.FileSummary)
+    # The message says what was kept: nothing but the count, no rows in .partial.
+    assert f"{exc.partial.rows} rows were read, no file was written" in str(exc)
+    assert "are in .partial" not in str(exc)
     assert (exc.partial.written, exc.partial.profiles, exc.partial.next_from_id) == (
         False,
         2 * LIMIT,
