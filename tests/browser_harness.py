@@ -14,6 +14,7 @@ switched off (the closed network would refuse them and stall the page).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -302,17 +303,32 @@ class NotebookPage:
         picked.
         """
         for _ in range(3):
-            self.accept_dialog()
-            self.page.locator(".lm-MenuBar-itemLabel").filter(has_text=_exact("Run")).click()
-            self.page.locator(".lm-Menu-itemLabel").filter(has_text=_exact("Run All Cells")).click()
-            if self._wait_started() or (self.accept_dialog() and self._wait_started()):
-                break
-        self.page.wait_for_function(
+            for _ in range(3):
+                self.accept_dialog()
+                self.page.locator(".lm-MenuBar-itemLabel").filter(has_text=_exact("Run")).click()
+                run_all = self.page.locator(".lm-Menu-itemLabel")
+                run_all.filter(has_text=_exact("Run All Cells")).click()
+                if self._wait_started() or (self.accept_dialog() and self._wait_started()):
+                    break
+            self.page.wait_for_function(
+                """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+                    .every(p => /\\[\\d+\\]/.test(p.textContent))""",
+                timeout=timeout,
+            )
+            self.wait_idle(timeout=timeout)
+            if self._ran_in_order():
+                return
+            # On a loaded machine the kernel can drop the first cell sent while it
+            # settles, and the rest then run without what it defines: run all again.
+        raise AssertionError("Run All Cells ran the cells out of order three times")
+
+    def _ran_in_order(self) -> bool:
+        """Whether the code cells ran one after another, in order (as one Run All runs them)."""
+        counts: list[int] = self.page.evaluate(
             """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
-                .every(p => /\\[\\d+\\]/.test(p.textContent))""",
-            timeout=timeout,
+                .map(p => parseInt((p.textContent.match(/\\[(\\d+)\\]/) || [0, -1])[1]))"""
         )
-        self.wait_idle(timeout=timeout)
+        return all(b == a + 1 for a, b in itertools.pairwise(counts))
 
     def _wait_started(self) -> bool:
         """Wait up to 10 s for a cell to be queued or run, or for a dialog; say which."""
