@@ -680,8 +680,13 @@ def iter_profile_frames(
         StoplistError: A request failed; ``exc.resume_from`` is the cursor
             after the last frame yielded.
 
+    >>> per_channel = collections.Counter()  # doctest: +SKIP
     >>> for frame in iter_profile_frames(client, 1, limit=500):  # doctest: +SKIP
-    ...     frame.to_csv("profiles.csv", mode="a", header=frame.attrs["from_id"] == "")
+    ...     per_channel.update(frame["channel"].dropna())
+
+    For one CSV file of every profile, ``ProfilesRequest(client, 1).to_csv(path)``:
+    frames appended to a file would leave the columns that join on later pages
+    out of its header.
     """
     return ProfilesRequest(
         client,
