@@ -17,7 +17,10 @@
     ├── InvalidInput              bad arguments, caught before anything is sent
     │   ├── InvalidQuery          a MongoDB query the service would not accept
     │   ├── UnsafePath            a download path that leaves the service's base URL
+    │   ├── OutputExists          a file is where the output goes, and replacing it was not asked
     │   └── DatasetMismatch       a dataset directory that holds another pull, or other files
+    │       └── DatasetDamaged    a dataset's checkpoint or parts are not what it recorded
+    ├── DatasetLocked             another writer is writing the dataset directory
     ├── CursorStalled             paging: the cursor stopped advancing
     ├── TaskFailed                an export task ended in failure
     ├── TaskTimeout               an export task was still running at the deadline
@@ -50,11 +53,14 @@ __all__ = [
     "BadRequest",
     "ConnectError",
     "CursorStalled",
+    "DatasetDamaged",
+    "DatasetLocked",
     "DatasetMismatch",
     "IncompleteDownload",
     "InvalidInput",
     "InvalidQuery",
     "InvalidReply",
+    "OutputExists",
     "RateLimited",
     "RequestTimeout",
     "ServerError",
@@ -192,6 +198,46 @@ class DatasetMismatch(InvalidInput):
     neither resuming nor overwriting was asked; or files that are not the
     dataset's. See :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`.
     """
+
+
+class OutputExists(InvalidInput, FileExistsError):
+    """Raised when the output file exists and ``overwrite`` was not given; nothing is sent.
+
+    Attributes:
+        path: The file that is there.
+    """
+
+    def __init__(self, message: str, *, path: Any = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class DatasetDamaged(DatasetMismatch):
+    """Raised when a dataset's checkpoint or part files differ from what was recorded.
+
+    Found when a pull is resumed, before any request. ``part`` names the first
+    part that fails its check (``None``: the checkpoint itself); the message
+    says how to carry on from the parts before it.
+
+    Attributes:
+        part: The damaged part's file name, or ``None``.
+    """
+
+    def __init__(self, message: str, *, part: str | None = None) -> None:
+        super().__init__(message)
+        self.part = part
+
+
+class DatasetLocked(StoplistError, RuntimeError):
+    """Raised when another writer, named in the message, is writing the dataset directory.
+
+    Attributes:
+        holder: What the lock file says of its holder (host, process id, start time).
+    """
+
+    def __init__(self, message: str, *, holder: str = "") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class CursorStalled(StoplistError, RuntimeError):
