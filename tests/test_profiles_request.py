@@ -116,7 +116,8 @@ def test_the_query_is_checked_once_however_often_it_is_read(
         (lambda r, d: r.frames(dtypes={"age": "no such dtype"}), "dtypes"),
         (lambda r, d: r.tables(schema={}), "schema"),
         (lambda r, d: r.to_arrow(dtypes=["age"]), "dtypes"),
-        (lambda r, d: r.to_parquet(d / "x.parquet", overwrite=True), "overwrite= goes with a"),
+        (lambda r, d: r.to_parquet(d / "x.parquet", resume=False), "resume= goes with a"),
+        (lambda r, d: r.to_csv(d / "x.csv", overwrite="yes"), "overwrite must be True or False"),
         (lambda r, d: r.to_parquet(d / "x.parquet", profiles_per_part=5), "profiles_per_part"),
         (lambda r, d: r.to_parquet(d / "nowhere" / "x.parquet"), "no directory"),
         (lambda r, d: r.to_csv(d), "names a directory"),
@@ -278,8 +279,9 @@ def test_a_fault_mid_pull_leaves_no_file_and_an_old_one_as_it_was(
     out.write_text("the old file\n")
     demo.add_fault("profiles/list", "status", status=503, retry_after=0, after=2, times=None)
     req = build(client, demo, lookahead=0)
+    write = req.to_csv if name.endswith(".csv") else req.to_parquet
     with pytest.raises(sn.ServerError) as info:
-        req.to_csv(out) if name.endswith(".csv") else req.to_parquet(out)
+        write(out, overwrite=True)
     exc = info.value
     assert listing(tmp_path) == [name]
     assert out.read_text() == "the old file\n"

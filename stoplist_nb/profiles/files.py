@@ -6,10 +6,12 @@ beside the file, a new one each time a column joins the stream (a Parquet file
 has one schema). At the end a single segment becomes the Parquet file; several
 are copied into it row group by row group, in the final columns; a CSV file is
 written from them the same way, under a header of every column. A column that
-joined on a later page is empty in the rows before it. The file is written
-under a hidden name and renamed when complete, as
-:meth:`~stoplist_nb.client.Client.download` and the Parquet dataset do: a pull
-that fails or is interrupted leaves no file under the name, and no segment.
+joined on a later page is empty in the rows before it. The segments and the
+file are hidden temporaries of an :class:`~stoplist_nb._output.Output`, the
+one rule of every single-file writer: a file already there is refused unless
+``overwrite``, the file gets its name when complete, a pull that fails or is
+interrupted leaves no file under the name and no segment, and a later write
+clears what a killed one left.
 
 CSV is UTF-8 with a header and no index; list and object cells are JSON
 (``["promo", "news"]``), missing values empty (:func:`csv_ready`).
@@ -17,6 +19,7 @@ CSV is UTF-8 with a header and no index; list and object cells are JSON
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -32,11 +35,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stoplist_nb import errors
+from stoplist_nb._output import Output
 from stoplist_nb.profiles.dataset import COMPRESSION, conform_to, parquet_schema
 from stoplist_nb.profiles.schema import StreamSchema
 from stoplist_nb.profiles.stream import META_NEXT, META_PROFILES, cast_columns, frame_from_table
 
-__all__ = ["FORMATS", "FileSummary", "as_text", "check_file_path", "csv_ready", "write_file"]
+__all__ = ["FORMATS", "FileSummary", "as_text", "csv_ready", "write_file"]
 
 #: The formats of :func:`write_file`.
 FORMATS = ("parquet", "csv")
@@ -71,54 +75,45 @@ class FileSummary:
         return self.rows
 
 
-def check_file_path(path: object) -> pathlib.Path:
-    """``path`` as a :class:`~pathlib.Path` of a file that can be written.
-
-    Raises:
-        InvalidInput: Not a ``str`` or ``os.PathLike``, a directory, or in a
-            directory that does not exist.
-    """
-    if not isinstance(path, str | os.PathLike) or isinstance(path, bytes):
-        raise errors.InvalidInput(f"path must be a file name (str or os.PathLike), not {path!r}")
-    out = pathlib.Path(path)
-    if out.is_dir() or not out.name:
-        raise errors.InvalidInput(f"path {str(path)!r} names a directory, not a file")
-    if not out.parent.is_dir():
-        raise errors.InvalidInput(f"path {str(path)!r}: no directory {str(out.parent)!r}")
-    return out
-
-
 def write_file(
-    path: pathlib.Path,
+    path: str | os.PathLike[str],
     fmt: str,
     schema: StreamSchema,
     declared: Mapping[str, Any],
     pages: Generator[pa.Table, None, None],
+    *,
+    overwrite: bool = False,
 ) -> FileSummary:
     """Write the tables of a stream (in ``schema``, ``declared`` dtypes) as one ``fmt`` file.
 
-    Whole or not at all: see the module's description.
+    Whole or not at all: see the module's description. ``pages`` is not
+    started when a file at ``path`` is refused.
 
     Raises:
+        OutputExists: A file is at ``path`` and ``overwrite`` is false, before
+            the first page is asked for; or one appeared there meanwhile
+            (``exc.partial`` then says what was read).
         StoplistError: A request failed; nothing was written, ``exc.partial``
             is the :class:`FileSummary` of what was read (``written`` false).
-        OSError: The file or a segment beside it cannot be written.
+        OSError: The file or a segment beside it cannot be written (a full
+            disk, a read-only directory), naming ``path``.
     """
-    stem = f".{path.name}.{os.getpid()}"
-    tmp = path.with_name(f"{stem}.part")
-    segments: list[pathlib.Path] = []
+    path = pathlib.Path(path)
     rows, meta = 0, dict[bytes, bytes]()
-    try:
-        writer: pq.ParquetWriter | None = None
+    with closing(pages), Output(path, overwrite=overwrite) as output:
+        # Made before the first page is asked for: a directory that cannot be
+        # written is found before anything is sent.
+        segments = [output.temporary("segment0")]
         try:
-            with closing(pages):
+            writer: pq.ParquetWriter | None = None
+            try:
                 for table in pages:
                     if writer is None or not table.schema.equals(
                         writer.schema, check_metadata=False
                     ):
                         if writer is not None:
                             writer.close()
-                        segments.append(path.with_name(f"{stem}.{len(segments)}.segment"))
+                            segments.append(output.temporary(f"segment{len(segments)}"))
                         file_schema = parquet_schema(table, schema, declared)
                         writer = pq.ParquetWriter(
                             segments[-1], file_schema, compression=COMPRESSION
@@ -126,32 +121,33 @@ def write_file(
                     writer.write_table(table, row_group_size=max(1, table.num_rows))
                     rows += table.num_rows
                     meta = table.schema.metadata or {}
-        finally:
+            except BaseException:
+                # Closing flushes: on a full disk it fails again, and must not hide why.
+                with contextlib.suppress(Exception):
+                    if writer is not None:
+                        writer.close()
+                raise
             if writer is not None:
                 writer.close()
-        if not segments:  # no profile: the file still names the columns
-            empty = cast_columns(schema.arrow_schema.empty_table(), declared)
-            segments.append(path.with_name(f"{stem}.0.segment"))
-            metadata = parquet_schema(empty, schema, declared).metadata
-            pq.write_table(
-                empty.replace_schema_metadata(metadata), segments[-1], compression=COMPRESSION
-            )
-        final = pq.read_schema(segments[-1])
-        if fmt == "parquet" and len(segments) == 1:
-            os.replace(segments[0], path)
-        else:
-            if fmt == "parquet":
-                _combine(segments, final, tmp)
+            else:  # no profile: the file still names the columns
+                empty = cast_columns(schema.arrow_schema.empty_table(), declared)
+                metadata = parquet_schema(empty, schema, declared).metadata
+                pq.write_table(
+                    empty.replace_schema_metadata(metadata), segments[-1], compression=COMPRESSION
+                )
+            final = pq.read_schema(segments[-1])
+            if fmt == "parquet" and len(segments) == 1:
+                output.put(segments[0])
             else:
-                _csv(segments, final, schema, tmp)
-            os.replace(tmp, path)
-    except errors.StoplistError as exc:
-        exc.partial = _summary(path, rows, meta, (), written=False)
-        raise
-    finally:
-        for segment in segments:
-            segment.unlink(missing_ok=True)
-        tmp.unlink(missing_ok=True)
+                whole = output.temporary("part")
+                if fmt == "parquet":
+                    _combine(segments, final, whole)
+                else:
+                    _csv(segments, final, schema, whole)
+                output.put(whole)
+        except errors.StoplistError as exc:
+            exc.partial = _summary(path, rows, meta, (), written=False)
+            raise
     return _summary(path, rows, meta, tuple(final.names), written=True)
 
 

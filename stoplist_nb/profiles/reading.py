@@ -21,12 +21,13 @@ import pandas as pd
 import pyarrow as pa
 
 from stoplist_nb import errors
+from stoplist_nb._output import check_target
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 from stoplist_nb.client import Client, Page
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles import stream as st
 from stoplist_nb.profiles.dataset import DEFAULT_PROFILES_PER_PART, DatasetSummary, write_dataset
-from stoplist_nb.profiles.files import FileSummary, check_file_path, write_file
+from stoplist_nb.profiles.files import FileSummary, write_file
 from stoplist_nb.profiles.normalize import FlatPage, frame_from_tables, table_from_tables
 from stoplist_nb.profiles.schema import StreamSchema
 from stoplist_nb.query import Query
@@ -294,7 +295,8 @@ class ProfilesRequest:
         ``pd.read_parquet(path)`` gives the dtypes of :meth:`to_frame`; it is
         written under a hidden name beside ``path`` and renamed when complete,
         so a pull that fails or is interrupted leaves no file (one already at
-        ``path`` stays as it was). A dataset is that of
+        ``path`` stays as it was), and a file already there is replaced only
+        with ``overwrite=True``. A dataset is that of
         :func:`write_profiles_parquet`: part
         files and a checkpoint, carried on by calling again.
 
@@ -307,7 +309,9 @@ class ProfilesRequest:
             resume: A dataset only: carry on from the checkpoint of an
                 unfinished pull in ``path`` (``False`` refuses a directory
                 that holds a dataset).
-            overwrite: A dataset only: remove the dataset in ``path`` first.
+            overwrite: A file: replace one already at ``path`` (else
+                ``OutputExists``, before anything is sent). A dataset: remove
+                the dataset in ``path`` first.
             profiles_per_part: A dataset only: profiles per part file.
 
         Returns:
@@ -321,6 +325,10 @@ class ProfilesRequest:
                 sent or written.
             DatasetMismatch: As in
                 :func:`write_profiles_parquet`.
+            OutputExists: A file is at ``path`` and ``overwrite`` is false
+                (nothing was sent), or one appeared there during the pull.
+            OSError: The file cannot be written (a full disk, a read-only
+                directory); one already at ``path`` is left as it was.
             StoplistError: A request failed. A file is not there and
                 ``exc.partial`` is the ``FileSummary`` of what was read
                 (``written`` false), ``exc.resume_from`` the cursor after
@@ -336,10 +344,11 @@ class ProfilesRequest:
         request.check_flag("dataset", dataset)
         if dataset:
             return self._dataset(path, declared, resume, overwrite, profiles_per_part)
-        defaults = (True, False, DEFAULT_PROFILES_PER_PART)
+        request.check_flag("overwrite", overwrite)
+        defaults = (True, DEFAULT_PROFILES_PER_PART)
         for name, value, default in zip(
-            ("resume", "overwrite", "profiles_per_part"),
-            (resume, overwrite, profiles_per_part),
+            ("resume", "profiles_per_part"),
+            (resume, profiles_per_part),
             defaults,
             strict=True,
         ):
@@ -347,10 +356,14 @@ class ProfilesRequest:
                 raise errors.InvalidInput(
                     f"{name}= goes with a dataset directory, not the file {str(path)!r}"
                 )
-        return self._file(path, "parquet", declared)
+        return self._file(path, "parquet", declared, overwrite)
 
     def to_csv(
-        self, path: str | os.PathLike[str], *, dtypes: Mapping[str, Any] | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        dtypes: Mapping[str, Any] | None = None,
+        overwrite: bool = False,
     ) -> FileSummary:
         """Write the profiles to one CSV file, page by page, complete or not there at all.
 
@@ -359,17 +372,22 @@ class ProfilesRequest:
         rows before it). UTF-8, no index; list and object cells are JSON
         (``["promo", "news"]``, which ``json.loads`` reads back), missing
         values empty. Written under a hidden name beside ``path`` and renamed
-        when complete.
+        when complete; a file already there is replaced only with ``overwrite=True``.
 
         Args:
             path: The file; its directory must exist.
             dtypes: ``{column: dtype}``: those columns are in the file.
+            overwrite: Replace a file already at ``path``.
 
         Returns:
             The :class:`~stoplist_nb.profiles.files.FileSummary`.
 
         Raises:
             InvalidInput: An argument is wrong (nothing was sent).
+            OutputExists: A file is at ``path`` and ``overwrite`` is false
+                (nothing was sent), or one appeared there during the pull.
+            OSError: The file cannot be written (a full disk, a read-only
+                directory); one already at ``path`` is left as it was.
             StoplistError: A request failed: no file, ``exc.partial`` is the
                 ``FileSummary`` of what was read (``written`` false).
 
@@ -377,7 +395,8 @@ class ProfilesRequest:
         1834
         """
         declared = request.check_dtypes(dtypes, None)
-        return self._file(path, "csv", declared)
+        request.check_flag("overwrite", overwrite)
+        return self._file(path, "csv", declared, overwrite)
 
     def _flat_pages(
         self, from_id: str | None = None, seen: Sequence[str] = ()
@@ -393,12 +412,12 @@ class ProfilesRequest:
         )
 
     def _file(
-        self, path: str | os.PathLike[str], fmt: str, declared: Mapping[str, Any]
+        self, path: str | os.PathLike[str], fmt: str, declared: Mapping[str, Any], overwrite: bool
     ) -> FileSummary:
-        out = check_file_path(path)
+        out = check_target(path)
         schema = _schema(declared)
         pages = st.tables(schema, declared, self._flat_pages())
-        return write_file(out, fmt, schema, declared, pages)
+        return write_file(out, fmt, schema, declared, pages, overwrite=overwrite)
 
     def _dataset(
         self,

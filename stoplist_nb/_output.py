@@ -1,0 +1,322 @@
+"""A file put in place whole: written under hidden names beside it, given its name when complete.
+
+Every writer of one file (a profiles file, a suppression list's Parquet file,
+a download, the command line's frames) writes through :class:`Output`, which
+holds the rules they share:
+
+- **Hidden temporaries, one naming scheme.** Whatever a write makes on its
+  way (the file's body, segments, a directory of downloads) is named
+  ``.<target name>.stoplist_nb-<host>-<pid>-<nonce>.<label>`` beside the
+  target: ``<host>`` is eight hex digits of a hash of the host name,
+  ``<pid>`` the writing process, ``<nonce>`` eight random hex digits,
+  ``<label>`` what it is (``part``, ``segment0``, ``zips``). A scratch
+  directory with no target (:func:`scratch_directory`) is
+  ``.stoplist_nb-<host>-<pid>-<nonce>.<label>``, in the system's temporary
+  directory. On every way out but success (an error, Ctrl-C, SIGTERM as the
+  command line turns it into ``KeyboardInterrupt``) they are removed.
+- **Debris is cleared by the next write.** A run that is killed (SIGKILL, a
+  power cut) cannot clean up. A later write in the same directory removes
+  the temporaries whose writer is dead: made on this host by a process id
+  that no longer runs. Anything else stays: a live writer's (whatever it
+  is now: a process id taken again keeps the files), another host's (a
+  shared disk), a name of any other shape.
+- **No file is replaced unasked.** With ``overwrite`` false a file at the
+  target raises :class:`~stoplist_nb.errors.OutputExists` when the output is
+  opened, before anything is sent; the file is then given its name with a
+  hard link, which fails if the name was taken meanwhile, so a file that
+  appeared during the write is kept too (``OutputExists`` again). Where hard
+  links are not supported the name is claimed with an empty file first,
+  then replaced by the written one.
+- **One mode.** Files are created ``0o666`` and directories ``0o777``, less
+  the user's umask, as any file they make: Parquet, CSV and ZIP alike.
+- **A clean error.** An ``OSError`` of the write (a full disk, a read-only
+  directory) leaves as a plain ``OSError`` of the same kind naming the
+  target; cleaning up never hides it, and a file already at the target is
+  left as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import pathlib
+import re
+import secrets
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from types import TracebackType
+
+from stoplist_nb import errors
+
+__all__ = [
+    "Output",
+    "check_target",
+    "refuse_existing",
+    "remove_debris",
+    "scratch_directory",
+    "writer_alive",
+]
+
+_TAG = "stoplist_nb"
+_LABEL = re.compile(r"[a-z0-9]+")
+#: ``.<name>.stoplist_nb-<host>-<pid>-<nonce>.<label>``, or without ``<name>.``.
+_TEMPORARY = re.compile(
+    rf"\.(?:.*\.)?{_TAG}-(?P<host>[0-9a-f]{{8}})-(?P<pid>[1-9][0-9]{{0,9}})-[0-9a-f]{{8}}\.[a-z0-9]+",
+    re.DOTALL,
+)
+# link() errors that say the file system has no hard links (FAT, some network disks).
+_NO_LINKS = frozenset(
+    {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
+)
+
+
+def _host() -> str:
+    # Hashed: a host name may hold characters that do not belong in a file name.
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def writer_alive(host: str, pid: int) -> bool:
+    """Whether the writer ``pid`` of ``host`` (as in the temporaries' names) may still run.
+
+    Only a process of this host that is gone is known to be dead; where that
+    cannot be told (another host, a system without ``kill(pid, 0)``), it
+    counts as alive.
+
+    >>> writer_alive(_host(), os.getpid()), writer_alive("00000000", 1)
+    (True, True)
+    """
+    if host != _host() or pid <= 0 or pid == os.getpid() or os.name != "posix":
+        return True  # on Windows, os.kill would end the process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process (EPERM) is alive too
+        return True
+    return True
+
+
+def remove_debris(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
+    """Remove the temporaries in ``directory`` whose writer is dead; return what went.
+
+    Each is removed on its own and a failure (a file another user owns, a
+    directory that cannot be listed) is passed over: clearing debris never
+    stops a write.
+
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     pathlib.Path(tmp, "stop.parquet").touch()
+    ...     remove_debris(tmp)
+    []
+    """
+    gone: list[pathlib.Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return gone
+    for entry in entries:
+        found = _TEMPORARY.fullmatch(entry.name)
+        if found is None or writer_alive(found["host"], int(found["pid"])):
+            continue
+        path = pathlib.Path(entry.path)
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            gone.append(path)
+    return gone
+
+
+def check_target(path: object) -> pathlib.Path:
+    """``path`` as a :class:`~pathlib.Path` of a file that can be written.
+
+    Raises:
+        InvalidInput: Not a ``str`` or ``os.PathLike``, a directory, or in a
+            directory that does not exist.
+
+    >>> check_target("stop.parquet")
+    PosixPath('stop.parquet')
+    """
+    if not isinstance(path, str | os.PathLike) or isinstance(path, bytes):
+        raise errors.InvalidInput(f"path must be a file name (str or os.PathLike), not {path!r}")
+    out = pathlib.Path(path)
+    if out.is_dir() or not out.name:
+        raise errors.InvalidInput(f"path {str(path)!r} names a directory, not a file")
+    if not out.parent.is_dir():
+        raise errors.InvalidInput(f"path {str(path)!r}: no directory {str(out.parent)!r}")
+    return out
+
+
+def refuse_existing(path: pathlib.Path, overwrite: bool) -> None:
+    """Raise ``OutputExists`` if something is at ``path`` and ``overwrite`` is false.
+
+    A broken symbolic link counts: the name is taken.
+    """
+    if not overwrite and (path.exists() or path.is_symlink()):
+        raise errors.OutputExists(
+            f"{str(path)!r} exists; nothing was written (overwrite=True replaces it)", path=path
+        )
+
+
+class Output:
+    """One file, written under hidden temporaries beside it and given its name when complete.
+
+    Opening it (``with``) refuses a file already at ``path`` unless
+    ``overwrite``, and clears the debris of dead writers beside it;
+    :meth:`temporary` and :meth:`temporary_directory` make the hidden names
+    the write uses, :meth:`put` gives one of them the name ``path``. Leaving
+    the block removes every temporary still there. See the module's description.
+
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> with Output(tmp / "note.txt") as out:
+    ...     part = out.temporary("part")
+    ...     _ = part.write_text("whole")
+    ...     _ = out.put(part)
+    >>> [p.name for p in tmp.iterdir()], (tmp / "note.txt").read_text()
+    (['note.txt'], 'whole')
+    >>> with Output(tmp / "note.txt"):
+    ...     pass
+    Traceback (most recent call last):
+    stoplist_nb.errors.OutputExists: '.../note.txt' exists; nothing was written (...)
+    >>> shutil.rmtree(tmp)
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        self.path = pathlib.Path(path)
+        self.overwrite = overwrite
+        self._stem = f".{self.path.name}.{_TAG}-{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+        self._made: list[pathlib.Path] = []
+
+    def __enter__(self) -> Output:
+        refuse_existing(self.path, self.overwrite)
+        remove_debris(self.path.parent)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.discard()
+        # Only the system's error of this write: one naming another file is that
+        # file's to tell, and ours (ConnectError is an OSError too) are already clean.
+        if (
+            isinstance(exc, OSError)
+            and not isinstance(exc, errors.StoplistError)
+            and exc.errno is not None
+        ):
+            named = exc.filename
+            if named is None or str(named) == str(self.path) or self._stem in str(named):
+                # OSError(errno, ...) is of the errno's kind: PermissionError, ...
+                plain = OSError(exc.errno, os.strerror(exc.errno), str(self.path))
+                raise plain from exc
+
+    def _name(self, label: str) -> pathlib.Path:
+        if not _LABEL.fullmatch(label):
+            raise ValueError(f"a temporary's label is lower-case letters and digits, not {label!r}")
+        path = self.path.with_name(f"{self._stem}.{label}")
+        if path in self._made:
+            raise ValueError(f"this output already has a temporary {label!r}")
+        return path
+
+    def temporary(self, label: str) -> pathlib.Path:
+        """A new empty hidden file beside the target, removed unless :meth:`put` in place."""
+        path = self._name(label)
+        # Created here, new, with the umask's mode (not mkstemp's 0600).
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        self._made.append(path)
+        return path
+
+    def temporary_directory(self, label: str) -> pathlib.Path:
+        """A new hidden directory beside the target, removed with what it holds on leaving."""
+        path = self._name(label)
+        path.mkdir(0o777)
+        self._made.append(path)
+        return path
+
+    def put(self, temporary: pathlib.Path) -> pathlib.Path:
+        """Give the file ``temporary`` the target's name; return the target.
+
+        Raises:
+            OutputExists: ``overwrite`` is false and a file appeared at the
+                target during the write; it is left as it is.
+        """
+        if self.overwrite:
+            os.replace(temporary, self.path)
+        else:
+            _link(temporary, self.path)
+        self._made.remove(temporary)
+        return self.path
+
+    def discard(self) -> None:
+        """Remove every temporary still there; a failure to remove is passed over."""
+        while self._made:
+            path = self._made.pop()
+            # The error that got here, if any, is the one to tell.
+            with contextlib.suppress(OSError):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink(missing_ok=True)
+
+
+def _link(temporary: pathlib.Path, target: pathlib.Path) -> None:
+    """Move ``temporary`` to ``target`` unless something is there, atomically where links are."""
+    appeared = errors.OutputExists(
+        f"{str(target)!r} appeared while it was being written; it was left as it is and "
+        "nothing was written (overwrite=True replaces it)",
+        path=target,
+    )
+    try:
+        os.link(temporary, target)
+    except FileExistsError:
+        raise appeared from None
+    except OSError as exc:
+        if exc.errno not in _NO_LINKS:
+            raise
+        try:  # no hard links here: claim the name, then fill it
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            raise appeared from None
+        try:
+            os.replace(temporary, target)
+        except BaseException:
+            with contextlib.suppress(OSError):  # the empty file that claimed the name
+                target.unlink()
+            raise
+    else:
+        with contextlib.suppress(OSError):  # left over, it goes with the other temporaries
+            temporary.unlink()
+
+
+@contextlib.contextmanager
+def scratch_directory(
+    label: str, where: str | os.PathLike[str] | None = None
+) -> Iterator[pathlib.Path]:
+    """A hidden directory of this scheme in ``where`` (default: the system's temporary one).
+
+    For files a step needs for a while and no target stands beside (the
+    downloads of :func:`~stoplist_nb.suppression.export.read_suppression_list`);
+    removed on leaving, and as debris by a later one once its process is gone.
+
+    >>> with scratch_directory("zips") as tmp:
+    ...     tmp.name.startswith(".stoplist_nb-"), tmp.is_dir()
+    (True, True)
+    >>> tmp.exists()
+    False
+    """
+    parent = pathlib.Path(where if where is not None else tempfile.gettempdir())
+    if not _LABEL.fullmatch(label):
+        raise ValueError(f"a temporary's label is lower-case letters and digits, not {label!r}")
+    remove_debris(parent)
+    path = parent / f".{_TAG}-{_host()}-{os.getpid()}-{secrets.token_hex(4)}.{label}"
+    path.mkdir(0o777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
