@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import tempfile
 import unicodedata
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from stoplist_nb._http import (
     check_envelope,
 )
 from stoplist_nb._json import Reply, read_reply
+from stoplist_nb._output import Output
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
 from stoplist_nb._redact import redact
 
@@ -298,14 +298,18 @@ class Client:
         *,
         progress: bool = True,
         max_bytes: int | None = None,
+        overwrite: bool = False,
     ) -> pathlib.Path:
         """Download ``/api/download/<path>`` from this client's service to a file.
 
-        The file is written under a temporary name beside ``dest`` and renamed
-        into place only when complete: a failed download leaves nothing behind.
-        A redirect is followed only within the client's origin (scheme, host,
-        port). The client's ``deadline``, extended by ``min_download_rate``,
-        bounds the download's time.
+        The file is written under a hidden name beside its target and given
+        its name only when complete (see :meth:`download_target`): a failed
+        or interrupted download leaves nothing behind, and a file already at
+        the target is replaced only with ``overwrite=True``. Its mode is the
+        umask's, as for any file the user creates. A redirect is followed
+        only within the client's origin (scheme, host, port). The client's
+        ``deadline``, extended by ``min_download_rate``, bounds the
+        download's time.
 
         Args:
             path: The path relative to ``/api/download/``, as a task result
@@ -319,14 +323,20 @@ class Client:
             progress: Show a byte progress bar.
             max_bytes: Stop, and raise, once the file would exceed this many
                 bytes (or the service announces more); ``None``: no limit.
+            overwrite: Replace a file already at the target.
 
         Raises:
             UnsafePath: ``path`` leaves ``/api/download/`` of this client's
                 origin, has ``..``, backslashes or control characters.
+            OutputExists: A file is at the target and ``overwrite`` is false:
+                before the request, or once the download is complete for one
+                that appeared meanwhile (it is kept).
             IncompleteDownload: The body ended before its announced length.
             ArchiveTooLarge: The file exceeds ``max_bytes``.
             RequestTimeout: The download outran its deadline.
             InvalidReply: The service redirected to another origin.
+            OSError: The file cannot be written (a full disk, a read-only
+                directory), naming the target.
 
         >>> client.download("suppress/1f0c/My list.md5.zip", "exports/")  # doctest: +SKIP
         PosixPath('exports/My list.md5.zip')
@@ -334,22 +344,17 @@ class Client:
         quoted = safe_download_path(path, base_url=self.base_url)
         if max_bytes is not None:
             errors.require_int("max_bytes", max_bytes, minimum=0)
-        name = unquote(quoted.rsplit("/", 1)[-1])
-        target = pathlib.Path(dest) if dest is not None else pathlib.Path.cwd()
-        if target.is_dir() or (dest is not None and str(dest).endswith(("/", os.sep))):
-            target = target / name
+        target = self.download_target(path, dest)
         target.parent.mkdir(parents=True, exist_ok=True)
-        part = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, on every path
-            dir=target.parent, prefix=f".{target.name}.", suffix=".part", delete=False
-        )
-        try:
+        with Output(target, overwrite=overwrite) as output:
+            part = output.temporary("part")
             with (
-                part,
+                open(part, "wb") as file,
                 tqdm(
                     unit="B",
                     unit_scale=True,
                     unit_divisor=1024,
-                    desc=redact(name),  # the name is the service's
+                    desc=target.name,
                     disable=not progress,
                 ) as bar,
             ):
@@ -358,12 +363,30 @@ class Client:
                     bar.reset(total=size)
 
                 self._transport.download(
-                    quoted, part, on_start=start, on_chunk=bar.update, max_bytes=max_bytes
+                    quoted, file, on_start=start, on_chunk=bar.update, max_bytes=max_bytes
                 )
-            os.replace(part.name, target)
-        except BaseException:
-            pathlib.Path(part.name).unlink(missing_ok=True)
-            raise
+            return output.put(part)
+
+    def download_target(
+        self, path: str, dest: str | os.PathLike[str] | None = None
+    ) -> pathlib.Path:
+        """The file :meth:`download` writes ``path`` to, for ``dest``; nothing is sent.
+
+        ``dest`` is a directory when it is one or ends in ``/``: the file goes
+        in it under the last segment of ``path``, scrubbed of the token (the
+        name is the service's, and a directory listing is text too).
+
+        Raises:
+            UnsafePath: As :meth:`download`.
+
+        >>> client.download_target("suppress/1f0c/My%20list.md5.zip", "exports/")  # doctest: +SKIP
+        PosixPath('exports/My list.md5.zip')
+        """
+        quoted = safe_download_path(path, base_url=self.base_url)
+        name = redact(unquote(quoted.rsplit("/", 1)[-1]))
+        target = pathlib.Path(dest) if dest is not None else pathlib.Path.cwd()
+        if target.is_dir() or (dest is not None and str(dest).endswith(("/", os.sep))):
+            target = target / name
         return target
 
 

@@ -213,7 +213,7 @@ def test_an_interruption_leaves_no_file_and_an_old_one_as_it_was(
 
     monkeypatch.setattr(pq.ParquetWriter, "write_batch", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        write_list(client, demo, tmp_path / OUT)
+        write_list(client, demo, tmp_path / OUT, overwrite=True)
     assert written(tmp_path) == [OUT]
     assert (tmp_path / OUT).read_bytes() == b"the file of yesterday"
 

@@ -8,6 +8,15 @@ bounded memory; the steps are public for when a step must be retried on its own.
 
 Waiting on the task (status words, polling, the deadline) is in
 :mod:`stoplist_nb.suppression.tasks`; its names are re-exported here.
+
+Every file written here (a kept ZIP, the Parquet file) follows the one rule
+of :class:`~stoplist_nb._output.Output`: hidden temporaries beside it, its
+name only when complete, never over a file that is there unless
+``overwrite=True``. The downloads a call does not keep go to a hidden
+directory of that scheme: beside the Parquet file, or in the system's
+temporary directory for a frame; what a killed run left there is cleared by
+the next one. What the service names (the task id, the file names) is
+scrubbed of the token before it reaches a file, its metadata or ``attrs``.
 """
 
 from __future__ import annotations
@@ -16,21 +25,21 @@ import contextlib
 import dataclasses
 import os
 import pathlib
-import tempfile
 import time
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 import pandas as pd
 
 from stoplist_nb import errors
+from stoplist_nb._output import Output, check_target, refuse_existing, scratch_directory
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.archive import check_limits, read_hashed_csv
 from stoplist_nb.suppression.kinds import add_counts
-from stoplist_nb.suppression.parquet import HashedParquet, check_out_path
+from stoplist_nb.suppression.parquet import HashedParquet
 from stoplist_nb.suppression.tasks import (
     DEFAULT_TASK_TIMEOUT,
     TaskStatus,
@@ -104,6 +113,7 @@ def download_export(
     dest: str | os.PathLike[str] | None = None,
     *,
     progress: bool = True,
+    overwrite: bool = False,
     task_id: str | None = None,
     task_timeout: float = DEFAULT_TASK_TIMEOUT,
     poll_interval: float = 2.0,
@@ -111,11 +121,16 @@ def download_export(
 ) -> pathlib.Path:
     """Download an export's ZIP of hashed contacts; return where it was saved.
 
+    As :meth:`~stoplist_nb.client.Client.download`: complete or not there,
+    and a file already where it goes (``dest``, or the file's own name in
+    ``dest``) is refused before anything is sent, unless ``overwrite``.
+
     Args:
         client: The API client (the file comes only from its service).
         hashed_file: ``result.hashed_file`` of the task (a path, or a list of one).
         dest: A file or a directory; default: the current directory.
         progress: Show a byte progress bar.
+        overwrite: Replace a file already where the download goes.
         task_id: The task that named the file. Given, every error names it,
             the download must be a ZIP archive, and a file the service does
             not serve yet (404) is asked for again, the task asked in
@@ -127,9 +142,12 @@ def download_export(
         max_interval: The longest pause, in seconds.
 
     Raises:
+        OutputExists: A file is where the download goes and ``overwrite`` is
+            false; nothing was sent.
         TaskTimeout: With ``task_id``: the file was still not served after
             ``task_timeout`` seconds.
         TaskFailed: With ``task_id``: asked again, the task reported failure.
+        OSError: The file cannot be written (a full disk, a read-only directory).
 
     >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
     PosixPath('exports/Stop list.md5.zip')
@@ -139,7 +157,7 @@ def download_export(
             raise errors.InvalidInput("hashed_file lists more than one file: download each")
         hashed_file = hashed_file[0]
     if task_id is None:
-        return client.download(hashed_file, dest, progress=progress)
+        return client.download(hashed_file, dest, progress=progress, overwrite=overwrite)
     if not isinstance(task_id, str) or not task_id:
         raise errors.InvalidInput(f"task_id must be the export's task id, not {task_id!r}")
     for name, value in (
@@ -151,6 +169,7 @@ def download_export(
             raise errors.InvalidInput(f"{name} must be a positive number of seconds, not {value!r}")
     wait = _FileWait(time.monotonic() + task_timeout, task_timeout, poll_interval, max_interval)
     with naming_task(task_id):
+        refuse_existing(client.download_target(hashed_file, dest), overwrite)
         status = get_task(client, task_id)
         check_not_failed(status)
         return _download_zip(
@@ -159,7 +178,8 @@ def download_export(
             dest if dest is not None else ".",
             progress=progress,
             max_size=2**63,
-            what=f"export task {task_id}",
+            what=f"export task {redact(task_id)}",
+            overwrite=overwrite,
             status=status,
             wait=wait,
         )
@@ -173,6 +193,7 @@ def read_suppression_list(
     task_id: str | None = None,
     progress: bool = True,
     dest: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
     poll_interval: float = 1.0,
     max_interval: float = 10.0,
     task_timeout: float = DEFAULT_TASK_TIMEOUT,
@@ -198,7 +219,10 @@ def read_suppression_list(
         progress: Show progress bars for the task and the download.
         dest: Where the downloaded ZIP goes and stays (a file or a directory,
             as in :func:`download_export`; a directory when the export has
-            several files); default: a temporary directory removed afterwards.
+            several files); default: a hidden directory in the system's
+            temporary one, removed afterwards.
+        overwrite: Replace a ZIP already in ``dest`` under the name of a
+            file of the export (else ``OutputExists``, once the name is known).
         poll_interval: Seconds before the second status poll (it grows after).
         max_interval: The longest wait between two status polls.
         task_timeout: Seconds to wait for the task (not the client's socket
@@ -214,7 +238,8 @@ def read_suppression_list(
         task picked up without one), ``type`` (``None`` for a task picked
         up), ``total`` (as the service reported it), ``file`` and, when the
         CSV names the kind of each row, ``kinds`` (rows per kind, see
-        :func:`~stoplist_nb.suppression.archive.read_hashed_csv`).
+        :func:`~stoplist_nb.suppression.archive.read_hashed_csv`). The task
+        id and the file names are the service's words scrubbed of the token.
 
     Raises:
         InvalidInput: Neither ``list_id`` nor ``task_id``, a bad argument, or
@@ -261,23 +286,43 @@ def read_suppression_list(
                 max_size=max_size,
                 max_ratio=max_ratio,
                 what=what,
+                overwrite=overwrite or dest is None,
                 wait=wait,
             )
     kinds = frame.attrs.get("kinds")
-    frame.attrs = {
-        "task_id": task_id,
-        "list_id": list_id,
-        "type": type if started else None,
-        "total": status.total,
-        "file": paths[0].name if len(paths) == 1 else [p.name for p in paths],
-    }
+    frame.attrs.clear()
+    frame.attrs.update(_attrs(task_id, list_id, type if started else None, status, paths))
     if kinds is not None:
         frame.attrs["kinds"] = kinds
     return frame
 
 
+def _attrs(
+    task_id: str,
+    list_id: int | None,
+    type: str | None,
+    status: TaskStatus,
+    paths: list[pathlib.Path],
+) -> dict[str, Any]:
+    """What a list read or written records of its export (``attrs``, the file's metadata).
+
+    The task id and the file names are the service's: scrubbed of the token,
+    they can be shown, saved and shared.
+    """
+    names = [redact(path.name) for path in paths]
+    return {
+        "task_id": redact(task_id),
+        "list_id": list_id,
+        "type": type,
+        "total": status.total,
+        "file": names[0] if len(names) == 1 else names,
+    }
+
+
 def _what(list_id: int | None, task_id: str) -> str:
-    return f"suppression list {list_id}" if list_id is not None else f"export task {task_id}"
+    if list_id is not None:
+        return f"suppression list {list_id}"
+    return f"export task {redact(task_id)}"
 
 
 def _resume_call(func: str, *args: str) -> Callable[[str], str]:
@@ -338,17 +383,29 @@ def _names_a_directory(dest: str | os.PathLike[str]) -> bool:
 
 @contextlib.contextmanager
 def _download_target(
-    status: TaskStatus, dest: str | os.PathLike[str] | None, what: str
+    status: TaskStatus,
+    dest: str | os.PathLike[str] | None,
+    what: str,
+    beside: Output | None = None,
 ) -> Iterator[pathlib.Path]:
-    """Where the export's files go: ``dest``, or a temporary directory removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="stoplist_nb-") as tmp:
-        files = status.require_files()
-        if len(files) > 1 and dest is not None and not _names_a_directory(dest):
-            raise errors.InvalidInput(
-                f"{what}: the export has {len(files)} files and dest={str(dest)!r} names "
-                "one file: give a directory"
-            )
-        yield pathlib.Path(dest) if dest is not None else pathlib.Path(tmp)
+    """Where the export's files go: ``dest``, or a hidden directory removed afterwards.
+
+    That directory is one of ``beside``'s temporaries (removed with them), or,
+    without it, a scratch directory in the system's temporary directory.
+    """
+    files = status.require_files()
+    if len(files) > 1 and dest is not None and not _names_a_directory(dest):
+        raise errors.InvalidInput(
+            f"{what}: the export has {len(files)} files and dest={str(dest)!r} names "
+            "one file: give a directory"
+        )
+    if dest is not None:
+        yield pathlib.Path(dest)
+    elif beside is not None:
+        yield beside.temporary_directory("zips")
+    else:
+        with scratch_directory("zips") as scratch:
+            yield scratch
 
 
 def _download_zip(
@@ -359,6 +416,8 @@ def _download_zip(
     progress: bool,
     max_size: int,
     what: str,
+    overwrite: bool,
+    replaceable: Collection[pathlib.Path] = (),
     status: TaskStatus | None = None,
     wait: _FileWait | None = None,
 ) -> pathlib.Path:
@@ -367,6 +426,8 @@ def _download_zip(
     With ``wait``, a 404 is read as a file the task of ``status`` named before
     the service serves it: the task is asked again (it may have failed after
     all) and the file fetched again, with a growing pause, until ``wait.deadline``.
+    ``replaceable``: files of the same export, already read, that a file of
+    the same name may replace whatever ``overwrite`` says.
 
     Raises:
         TaskTimeout: The file was still not served at ``wait.deadline``.
@@ -377,7 +438,13 @@ def _download_zip(
         try:
             # Packed, a CSV is no larger than unpacked (headers aside): past max_size the
             # download could not be read anyway, so it is stopped there, on the wire.
-            path = client.download(name, dest, progress=progress, max_bytes=max_size)
+            path = client.download(
+                name,
+                dest,
+                progress=progress,
+                max_bytes=max_size,
+                overwrite=overwrite or client.download_target(name, dest) in replaceable,
+            )
             break
         except errors.APIError as exc:
             if wait is None or status is None or exc.http_status != 404:
@@ -401,7 +468,7 @@ def _download_zip(
     if not zipfile.is_zipfile(path):
         # An empty body or a proxy's sign-in page would read as a list of no hashes.
         raise errors.BadArchive(
-            f"{what}: the download {name!r} is not a ZIP archive "
+            f"{what}: the download {redact(name)!r} is not a ZIP archive "
             f"({path.stat().st_size:,} bytes), so it is not the hashed list"
         )
     return path
@@ -424,8 +491,12 @@ def read_export_files(
     max_size: int = 4 * 2**30,
     max_ratio: float = 200,
     what: str = "the export",
+    overwrite: bool = False,
 ) -> tuple[pd.DataFrame, list[pathlib.Path]]:
     """Download the files of a finished export task into ``dest`` and read them as one frame.
+
+    A ZIP already in ``dest`` under a file's name is replaced only with
+    ``overwrite=True`` (else ``OutputExists``, before that file's download).
 
     The step after :func:`wait_for_task` in :func:`read_suppression_list`, apart
     for a task that was started elsewhere (``stoplist-nb export --task-id``).
@@ -456,6 +527,7 @@ def read_export_files(
             max_size=max_size,
             max_ratio=max_ratio,
             what=what,
+            overwrite=overwrite,
         )
 
 
@@ -468,10 +540,12 @@ def _read_files(
     max_size: int,
     max_ratio: float,
     what: str,
+    overwrite: bool,
     wait: _FileWait | None = None,
 ) -> tuple[pd.DataFrame, list[pathlib.Path]]:
     """:func:`read_export_files`; with ``wait``, a file not served yet is waited for."""
-    paths, frames = [], []
+    paths: list[pathlib.Path] = []
+    frames = []
     for name in status.require_files():
         # Read each file before the next download: two files of one export may share a name.
         path = _download_zip(
@@ -481,6 +555,8 @@ def _read_files(
             progress=progress,
             max_size=max_size,
             what=what,
+            overwrite=overwrite,
+            replaceable=paths,
             status=status,
             wait=wait,
         )
@@ -523,6 +599,7 @@ def write_suppression_parquet(
     type: str | None = None,
     task_id: str | None = None,
     progress: bool = True,
+    overwrite: bool = False,
     dest: str | os.PathLike[str] | None = None,
     poll_interval: float = 1.0,
     max_interval: float = 10.0,
@@ -542,10 +619,15 @@ def write_suppression_parquet(
     The same limits, checks, errors
     and warnings apply.
 
-    The file is written under a temporary name in the same directory and
-    renamed to ``path`` once complete: after an error or an interruption there
+    The file is written under a hidden name in the same directory and given
+    the name ``path`` once complete: after an error or an interruption there
     is no new file at ``path`` (one already there is left as it was) and no
-    temporary one.
+    temporary one. A file already at ``path`` is replaced only with
+    ``overwrite=True``; without it, it is refused before the export is
+    started, and a file that appears there meanwhile is kept too. The ZIPs
+    not kept (no ``dest``) are downloaded to a hidden directory beside
+    ``path``, so that a directory that cannot be written is found before
+    anything is sent.
 
     Args:
         client: The API client.
@@ -564,8 +646,11 @@ def write_suppression_parquet(
             :class:`~stoplist_nb.errors.TaskTimeout`, or another program):
             wait for it and write its file instead of starting an export.
         progress: Show progress bars for the task and the download.
+        overwrite: Replace a file at ``path``, and a ZIP in ``dest`` under
+            the name of a file of the export.
         dest: Where the downloaded ZIP goes and stays, as in
-            :func:`read_suppression_list`; default: a temporary directory.
+            :func:`read_suppression_list`; default: a hidden directory beside
+            ``path``, removed afterwards.
         poll_interval: Seconds before the second status poll (it grows after).
         max_interval: The longest wait between two status polls.
         task_timeout: Seconds to wait for the task.
@@ -583,6 +668,10 @@ def write_suppression_parquet(
             ``path`` that is a directory or in none, or a ``dest`` that is a
             file for an export of several files; all but the last before
             anything is sent.
+        OutputExists: A file is at ``path`` and ``overwrite`` is false
+            (nothing was sent), or one appeared there during the export.
+        OSError: The file cannot be written (a full disk, a read-only
+            directory: then before anything is sent), naming ``path``.
         TaskFailed, TaskTimeout: As in :func:`read_suppression_list`, a file
             not served yet included; every error once the task exists names it.
         ArchiveTooLarge: The download or the archive is beyond ``max_size`` or
@@ -601,38 +690,43 @@ def write_suppression_parquet(
     >>> task_id = start_suppression_export(client, 7, type="emails")  # doctest: +SKIP
     >>> write_suppression_parquet(client, 7, "e.parquet", task_id=task_id)  # doctest: +SKIP
     """
-    out = check_out_path(path)
+    out = check_target(path)
     kind = "all" if type is None else type
     _check_request("write_suppression_parquet", list_id, task_id, kind, max_size, max_ratio)
-    if task_id is None:
-        assert list_id is not None  # checked above
-        task_id = start_suppression_export(client, list_id, type=kind)
-        type = kind
-    return _write_task_parquet(
-        client,
-        task_id,
-        out,
-        list_id=list_id,
-        type=type,
-        progress=progress,
-        dest=dest,
-        poll_interval=poll_interval,
-        max_interval=max_interval,
-        task_timeout=task_timeout,
-        max_size=max_size,
-        max_ratio=max_ratio,
-        say=_resume_call("write_suppression_parquet", repr(list_id), repr(str(out))),
-    )
+    # Opened first: a file that is there, or a directory that cannot be written, is
+    # found before an export is started for nothing.
+    with HashedParquet(out, overwrite=overwrite) as sink:
+        if task_id is None:
+            assert list_id is not None  # checked above
+            task_id = start_suppression_export(client, list_id, type=kind)
+            type = kind
+        return _write_task_parquet(
+            client,
+            task_id,
+            sink,
+            list_id=list_id,
+            type=type,
+            progress=progress,
+            overwrite=overwrite,
+            dest=dest,
+            poll_interval=poll_interval,
+            max_interval=max_interval,
+            task_timeout=task_timeout,
+            max_size=max_size,
+            max_ratio=max_ratio,
+            say=_resume_call("write_suppression_parquet", repr(list_id), repr(str(out))),
+        )
 
 
 def _write_task_parquet(
     client: Client,
     task_id: str,
-    out: pathlib.Path,
+    sink: HashedParquet,
     *,
     list_id: int | None,
     type: str | None,
     progress: bool = True,
+    overwrite: bool = False,
     dest: str | os.PathLike[str] | None = None,
     poll_interval: float = 1.0,
     max_interval: float = 10.0,
@@ -641,7 +735,9 @@ def _write_task_parquet(
     max_ratio: float = 200,
     say: Callable[[str], str] | None = None,
 ) -> SuppressionSummary:
-    """:func:`write_suppression_parquet` once the task is known; ``type`` is what the file records.
+    """:func:`write_suppression_parquet` once the task is known, into the open ``sink``.
+
+    ``type`` is what the file records.
 
     ``say`` tells how to pick the task up again, as :func:`naming_task` takes it.
     """
@@ -656,8 +752,8 @@ def _write_task_parquet(
         )
         # In this frame, not a helper's: the warnings' stacklevel counts on it.
         what = _what(list_id, task_id)
-        with _download_target(status, dest, what) as target, HashedParquet(out) as sink:
-            paths = []
+        with _download_target(status, dest, what, beside=sink.output) as target:
+            paths: list[pathlib.Path] = []
             for name in status.require_files():
                 # Each file goes in before the next download: two may share a name.
                 path = _download_zip(
@@ -667,20 +763,14 @@ def _write_task_parquet(
                     progress=progress,
                     max_size=max_size,
                     what=what,
+                    overwrite=overwrite or dest is None,
+                    replaceable=paths,
                     status=status,
                     wait=wait,
                 )
-                label = f"{what}: {name!r}"
-                sink.add(path, max_size=max_size, max_ratio=max_ratio, label=label, stacklevel=3)
+                label = f"{what}: {redact(name)!r}"
+                sink.add(path, max_size=max_size, max_ratio=max_ratio, label=label, stacklevel=4)
                 paths.append(path)
             _check_total(status, sink.rows, what)
-            sink.finish(
-                {
-                    "task_id": task_id,
-                    "list_id": list_id,
-                    "type": type,
-                    "total": status.total,
-                    "file": paths[0].name if len(paths) == 1 else [p.name for p in paths],
-                }
-            )
-        return SuppressionSummary(path=out, rows=sink.rows, task_id=task_id, kinds=sink.kinds)
+            sink.finish(_attrs(task_id, list_id, type, status, paths))
+        return SuppressionSummary(path=sink.path, rows=sink.rows, task_id=task_id, kinds=sink.kinds)

@@ -9,9 +9,12 @@ held does not grow with the list. The file carries pandas' metadata, so
 ``pd.read_parquet`` gives back the frame ``read_hashed_csv`` would have built
 (``string[pyarrow]`` columns, a RangeIndex, ``attrs``).
 
-It is written under a temporary name beside its destination, then renamed
-into place (:func:`os.replace`) once closed: an error or an interruption
-leaves no new file at the destination, and no temporary one.
+It is written as an :class:`~stoplist_nb._output.Output`, the rule of every
+single-file writer: under a hidden temporary name beside its destination,
+given its name once closed, never over a file that is there unless
+``overwrite``; an error or an interruption leaves no new file at the
+destination and no temporary one, and a later write clears what a killed one
+left.
 """
 
 from __future__ import annotations
@@ -20,18 +23,18 @@ import contextlib
 import json
 import os
 import pathlib
-import secrets
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stoplist_nb.errors import BadArchive, InvalidInput
+from stoplist_nb._output import Output
+from stoplist_nb.errors import BadArchive
 from stoplist_nb.suppression.archive import HashedBatches, Source
 from stoplist_nb.suppression.kinds import add_counts
 
-__all__ = ["BLOCK_SIZE", "HashedParquet", "check_out_path"]
+__all__ = ["BLOCK_SIZE", "HashedParquet"]
 
 #: Bytes of CSV read at once, and written as one row group (about 27,000 rows
 #: of ``md5;type``, 32,000 of bare hashes): what sets the memory a list takes
@@ -39,22 +42,6 @@ __all__ = ["BLOCK_SIZE", "HashedParquet", "check_out_path"]
 BLOCK_SIZE = 1 << 20
 
 _STR = pd.StringDtype("pyarrow")
-
-
-def check_out_path(path: Any) -> pathlib.Path:
-    """The output path as a :class:`~pathlib.Path`; ``InvalidInput`` for one that cannot be written.
-
-    Checked before anything is sent: a path that is not a ``str`` or
-    ``os.PathLike``, names a directory, or lies in a directory that does not exist.
-    """
-    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
-        raise InvalidInput(f"path must be a file name (str or os.PathLike), not {path!r}")
-    out = pathlib.Path(path)
-    if out.is_dir() or not out.name:
-        raise InvalidInput(f"path {str(path)!r} names a directory, not a file")
-    if not out.parent.is_dir():
-        raise InvalidInput(f"path {str(path)!r}: no directory {str(out.parent)!r}")
-    return out
 
 
 def _pandas_metadata(names: list[str], attrs: dict[str, Any]) -> dict[bytes, bytes]:
@@ -72,7 +59,10 @@ class HashedParquet:
 
     Use it as a context manager: :meth:`add` streams an archive in,
     :meth:`finish` puts the file in place; leaving the block before
-    :meth:`finish`, by an error or not, removes what was written.
+    :meth:`finish`, by an error or not, removes what was written. Entering
+    it refuses a file at ``path`` unless ``overwrite``
+    (:class:`~stoplist_nb.errors.OutputExists`), and so does :meth:`finish`
+    for one that appeared meanwhile.
 
     >>> import io, pathlib, tempfile, zipfile
     >>> buf = io.BytesIO()
@@ -90,8 +80,10 @@ class HashedParquet:
     (1, {'email': 1})
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.path = pathlib.Path(path)
+        #: The file's :class:`~stoplist_nb._output.Output`: its temporaries go beside it.
+        self.output = Output(self.path, overwrite=overwrite)
         #: Rows written so far.
         self.rows = 0
         #: Rows per kind word over the archives that have a kind column, else ``None``.
@@ -100,29 +92,23 @@ class HashedParquet:
         self._first = ""
         self._writer: Any = None
         self._part: pathlib.Path | None = None
-        self._done = False
 
     def __enter__(self) -> HashedParquet:
-        # A name of our own, created here (not by mkstemp, whose file would keep mode 0600).
-        part = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.part")
-        os.close(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        self._part = part
+        self.output.__enter__()
+        try:
+            self._part = self.output.temporary("part")
+        except BaseException as exc:
+            self.output.__exit__(type(exc), exc, exc.__traceback__)
+            raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if not self._done:
-            self._discard()
-
-    def _discard(self) -> None:
+    def __exit__(self, *exc: Any) -> None:
         writer, self._writer = self._writer, None
-        try:
-            # The file goes anyway; the error that got here is the one to tell.
-            with contextlib.suppress(Exception):
-                if writer is not None:
-                    writer.close()
-        finally:
-            if self._part is not None:
-                self._part.unlink(missing_ok=True)
+        # The file goes anyway; the error that got here is the one to tell.
+        with contextlib.suppress(Exception):
+            if writer is not None:
+                writer.close()
+        self.output.__exit__(*exc)
 
     def _open(self, names: list[str]) -> None:
         assert self._part is not None, "use HashedParquet in a with block"
@@ -197,16 +183,11 @@ class HashedParquet:
         attrs = dict(attrs or {})
         if self.kinds is not None:
             attrs["kinds"] = self.kinds
-        try:
-            if self._writer is None:
-                self._open(self._names or ["md5"])
-            names = self._names or ["md5"]
-            self._writer.add_key_value_metadata(_pandas_metadata(names, attrs))
-            writer, self._writer = self._writer, None
-            writer.close()
-            assert self._part is not None
-            os.replace(self._part, self.path)
-        except BaseException:
-            self._discard()
-            raise
-        self._done = True
+        if self._writer is None:
+            self._open(self._names or ["md5"])
+        names = self._names or ["md5"]
+        self._writer.add_key_value_metadata(_pandas_metadata(names, attrs))
+        writer, self._writer = self._writer, None
+        writer.close()
+        assert self._part is not None
+        self.output.put(self._part)
