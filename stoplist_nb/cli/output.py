@@ -10,7 +10,6 @@ name a later step would trust; CSV cells as the library writes them
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import sys
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from stoplist_nb import errors
+from stoplist_nb._output import Output
 from stoplist_nb.profiles.files import as_text, csv_ready
 
 __all__ = [
@@ -117,27 +118,32 @@ def _is_json(value: Any) -> bool:
     return True
 
 
-def write_frame(frame: pd.DataFrame, path: pathlib.Path) -> None:
+def write_frame(frame: pd.DataFrame, path: pathlib.Path, *, overwrite: bool = False) -> None:
     """Write a frame as Parquet or CSV (by the suffix of ``path``), whole or not at all.
 
     CSV is UTF-8 with a header and no index; list and object cells are JSON
-    (``["promo", "news"]``), missing values empty.
+    (``["promo", "news"]``), missing values empty. The file is the library's
+    :class:`~stoplist_nb._output.Output`: hidden beside ``path`` until
+    complete, with the umask's mode, never over a file that is there unless
+    ``overwrite``.
 
     Raises:
         CliError: The suffix is neither ``.parquet`` nor ``.csv``, or the file
             cannot be written.
+        OutputExists: A file is at ``path`` and ``overwrite`` is false.
     """
     suffix = path.suffix.lower()
     if suffix not in FRAME_SUFFIXES:
         raise CliError(f"{path}: the file name must end in .parquet or .csv", code=EXIT_USAGE)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
-        if suffix == ".csv":
-            csv_ready(frame).to_csv(tmp, index=False, encoding="utf-8", lineterminator="\n")
-        else:
-            _for_parquet(frame).to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        with Output(path, overwrite=overwrite) as output:
+            part = output.temporary("part")
+            if suffix == ".csv":
+                csv_ready(frame).to_csv(part, index=False, encoding="utf-8", lineterminator="\n")
+            else:
+                _for_parquet(frame).to_parquet(part, index=False)
+            output.put(part)
+    except errors.OutputExists:
+        raise
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
