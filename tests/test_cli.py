@@ -792,7 +792,7 @@ def test_unreachable_service_exits_4(
         "profiles", "--db-id", "1", "--retries", "0", "--out", str(tmp_path / "p.csv")
     )
     assert code == EXIT_NETWORK
-    assert "the connection failed" in stderr
+    assert f"error: profiles/list: the connection to 127.0.0.1:{port} was refused" in stderr
     assert "t0ken-not-to-show" not in stderr
 
 

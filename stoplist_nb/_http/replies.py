@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+import socket
+import ssl
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 import urllib3
@@ -20,48 +24,155 @@ import urllib3
 from stoplist_nb import errors
 from stoplist_nb._redact import redact
 
-__all__ = ["check_envelope", "error_from_status", "too_large", "translate"]
-
-# Which foreign error becomes which of ours, most specific first.
-_FOREIGN: tuple[tuple[type[BaseException], type[errors.TransportError]], ...] = (
-    (requests.exceptions.ConnectTimeout, errors.RequestTimeout),
-    (requests.exceptions.ReadTimeout, errors.RequestTimeout),
-    (requests.exceptions.ConnectionError, errors.ConnectError),
-    (requests.exceptions.ChunkedEncodingError, errors.ConnectError),
-    (requests.exceptions.RequestException, errors.TransportError),
-)
+__all__ = ["check_envelope", "error_from_status", "too_large", "translate", "what_to_check"]
 
 
-def _timed_out(exc: BaseException) -> bool:
-    """Whether a timeout lies anywhere under ``exc`` (args, reason, cause)."""
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception under it: args, ``reason`` (urllib3's), causes, contexts."""
     todo: list[Any] = [exc]
+    found: list[BaseException] = []
     seen: set[int] = set()
     while todo:
-        item = todo.pop()
+        item = todo.pop(0)
         if id(item) in seen or not isinstance(item, BaseException):
             continue
         seen.add(id(item))
-        # urllib3 derives NewConnectionError (refused, unreachable) from its TimeoutError
-        if isinstance(item, urllib3.exceptions.TimeoutError | TimeoutError) and not isinstance(
-            item, urllib3.exceptions.NewConnectionError
-        ):
-            return True
-        todo.extend([*item.args, getattr(item, "reason", None), item.__cause__])
-    return False
+        found.append(item)
+        todo.extend([*item.args, getattr(item, "reason", None), item.__cause__, item.__context__])
+    return found
+
+
+def _kind(*kinds: type[BaseException], but: tuple[type[BaseException], ...] = ()) -> _Test:
+    def test(chain: list[BaseException]) -> bool:
+        return any(isinstance(e, kinds) and not isinstance(e, but) for e in chain)
+
+    return test
+
+
+_Test = Callable[[list[BaseException]], bool]
+_NEW = urllib3.exceptions.NewConnectionError
+_RESOLVE = (urllib3.exceptions.NameResolutionError, socket.gaierror)
+
+
+@dataclass(frozen=True)
+class _Row:
+    """What one kind of foreign failure becomes.
+
+    ``words`` say what happened (``{address}`` is the host and port tried,
+    ``{host}`` the host, ``{url}`` the base URL); ``check``, for a connection
+    that never opened, says what to check, in words of ``{var}`` (``base_url``,
+    or the command line's variable).
+    """
+
+    test: _Test
+    error: type[errors.TransportError]
+    words: str
+    check: str | None = None
+
+
+# requests' and urllib3's errors, by what lies under them; the first row that fits wins.
+# urllib3 derives NewConnectionError (refused, unreachable, no such name) from its
+# ConnectTimeoutError, and requests reports a read timeout that used up the retries as
+# ConnectionError(MaxRetryError(ReadTimeoutError)): hence the tests of the chain.
+_TABLE = (
+    _Row(
+        _kind(*_RESOLVE),
+        errors.ConnectError,
+        "the host name {host!r} does not resolve (no such name in DNS)",
+        "check the host name in {var} ({address})",
+    ),
+    _Row(
+        _kind(ConnectionRefusedError),
+        errors.ConnectError,
+        "the connection to {address} was refused: nothing listens there",
+        "check that the service runs at {address}, the address {var} names",
+    ),
+    _Row(
+        _kind(
+            urllib3.exceptions.ConnectTimeoutError,
+            requests.exceptions.ConnectTimeout,
+            but=(_NEW,),
+        ),
+        errors.RequestTimeout,
+        "no connection to {address} within the timeout",
+        "check {var} ({address}), and that this machine may reach it (a firewall, a proxy)",
+    ),
+    _Row(
+        _kind(_NEW),
+        errors.ConnectError,
+        "no connection to {address} could be opened",
+        "check {var} ({address}), and that this machine may reach it",
+    ),
+    _Row(
+        _kind(requests.exceptions.SSLError, ssl.SSLError),
+        errors.ConnectError,
+        "the TLS handshake with {address} failed",
+        "check {var}: does {address} speak https, with a certificate this machine trusts?",
+    ),
+    _Row(
+        _kind(urllib3.exceptions.TimeoutError, TimeoutError, but=(_NEW,)),
+        errors.RequestTimeout,
+        "no reply within the timeout at {url}",
+    ),
+    _Row(_kind(ConnectionResetError), errors.ConnectError, "the connection was reset at {url}"),
+    _Row(
+        _kind(requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError),
+        errors.ConnectError,
+        "the connection failed at {url}",
+    ),
+    _Row(lambda chain: True, errors.TransportError, "the request failed at {url}"),
+)
+
+
+def _row(exc: BaseException) -> _Row:
+    chain = _chain(exc)
+    return next(row for row in _TABLE if row.test(chain))
+
+
+def _where(base_url: str) -> dict[str, str]:
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
+    except ValueError:
+        port = 0
+    shown = f"[{host}]" if ":" in host else host
+    return {"address": f"{shown}:{port}", "host": host, "url": base_url}
 
 
 def translate(method: str, exc: requests.exceptions.RequestException, base_url: str) -> Exception:
-    """Our error for a requests exception (to be raised ``from`` the scrubbed ``exc``)."""
-    ours = next(
-        (cls for foreign, cls in _FOREIGN if isinstance(exc, foreign)), errors.TransportError
-    )
-    if _timed_out(exc):  # requests reports read timeouts that exhausted retries as
-        ours = errors.RequestTimeout  # ConnectionError(MaxRetryError(ReadTimeoutError))
-    what = {
-        errors.RequestTimeout: "no reply within the timeout",
-        errors.ConnectError: "the connection failed",
-    }.get(ours, "the request failed")
-    return ours(f"{method}: {what} ({type(exc).__name__}) at {base_url}")
+    """Our error for a requests exception (to be raised ``from`` the scrubbed ``exc``).
+
+    Its words say what happened: a name that does not resolve, a connection
+    refused, no connection or no reply in time, a reset, a failed handshake.
+    """
+    row = _row(exc)
+    return row.error(f"{method}: " + row.words.format(**_where(base_url)))
+
+
+def what_to_check(exc: BaseException, base_url: str, var: str = "base_url") -> str | None:
+    """For an error of a connection to ``base_url`` that never opened: what to check.
+
+    ``exc`` is one of ours, raised ``from`` the foreign error as the transport
+    raises it; the words name ``var``, where the address comes from. ``None``
+    for any other error: the service was reached.
+
+    >>> import requests
+    >>> try:
+    ...     requests.get("http://name.invalid:8000", timeout=5)
+    ... except requests.exceptions.ConnectionError as exc:
+    ...     ours = translate("profiles/list", exc, "http://name.invalid:8000")
+    ...     ours.__cause__ = exc
+    >>> print(ours)
+    profiles/list: the host name 'name.invalid' does not resolve (no such name in DNS)
+    >>> what_to_check(ours, "http://name.invalid:8000", "STOPLIST_NB_URL")
+    'check the host name in STOPLIST_NB_URL (name.invalid:8000)'
+    """
+    cause = exc.__cause__
+    if cause is None or not isinstance(exc, errors.TransportError):
+        return None
+    row = _row(cause)
+    return None if row.check is None else row.check.format(var=var, **_where(base_url))
 
 
 def check_envelope(method: str, envelope: Mapping[str, Any], http_status: int = 200) -> None:

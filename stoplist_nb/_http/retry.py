@@ -18,7 +18,7 @@ import copy
 from types import TracebackType
 from typing import Any
 
-from urllib3.exceptions import MaxRetryError, ResponseError
+from urllib3.exceptions import MaxRetryError, NameResolutionError, ResponseError
 from urllib3.util.retry import Retry
 
 from stoplist_nb._http.deadline import current
@@ -111,6 +111,10 @@ class DeadlineRetry(Retry):
     Giving up here is running out of budget: a retried status (429, 503) hands
     back its last reply, so the caller sees the service's own error; a broken
     connection raises urllib3's ``MaxRetryError`` with the error as its reason.
+
+    A host name that does not resolve is never tried again: the system's
+    resolver has already asked, and retried, before it said so, and a typo in
+    the address would otherwise cost the whole connect budget (15 s) to report.
     """
 
     def increment(
@@ -122,6 +126,8 @@ class DeadlineRetry(Retry):
         _pool: Any = None,
         _stacktrace: TracebackType | None = None,
     ) -> DeadlineRetry:
+        if isinstance(error, NameResolutionError):
+            raise MaxRetryError(_pool, url or "", error) from error
         new = super().increment(method, url, response, error, _pool, _stacktrace)
         deadline = current()
         if deadline is not None and new._pause(response) >= deadline.remaining():
