@@ -1,18 +1,25 @@
 """Run the demo service in the foreground: ``python -m stoplist_nb.demo``.
 
-Prints the base URL, the token and the database id, then serves until Ctrl-C.
+Prints its URL, token and database id, one a line, then the lines that point
+``stoplist-nb profiles`` and ``export`` (or ``Client.from_env()``) at it, for a
+POSIX shell, PowerShell and cmd, and serves until Ctrl-C or SIGTERM. Its data
+set is that of ``stoplist-nb demo`` and ``connect(demo=True)``: 2000 profiles
+of seed 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from stoplist_nb.demo._service import DemoService
+from stoplist_nb.demo._service import DEFAULT_PROFILES, DemoService
+# The names of the client's variables, written out: the demo imports nothing of it.
+_URL, _TOKEN = "STOPLIST_NB_URL", "STOPLIST_NB_TOKEN"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -20,20 +27,49 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m stoplist_nb.demo",
         description="Serve a local demo of the Altcraft Platform API v1.1 "
         "(profiles/list, databases/fields_get, suppresses/export, tasks/status and "
-        "the download) with generated profiles and a suppression list.",
+        "the download) with generated profiles and a suppression list. It prints the "
+        f"{_URL} and {_TOKEN} lines to paste into another terminal, where "
+        "stoplist-nb profiles and stoplist-nb export then read it.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument(
-        "--port", type=int, default=8000, help="port to listen on, 0 for any free one"
+        "--host", default="127.0.0.1", metavar="ADDRESS", help="address to listen on"
     )
-    parser.add_argument("--profiles", type=int, default=300, help="number of profiles")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated data")
-    parser.add_argument("--token", default=None, help="API token to accept (default: random)")
-    parser.add_argument("--db-id", type=int, default=1, help="database id (default: 1)")
     parser.add_argument(
-        "--suppress-id", type=int, default=7, help="suppression list id (default: 7)"
+        "--port", type=int, default=8000, metavar="N", help="port to listen on, 0 for any free one"
+    )
+    parser.add_argument(
+        "--profiles", type=int, default=DEFAULT_PROFILES, metavar="N", help="number of profiles"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of the generated data"
+    )
+    parser.add_argument(
+        "--token",
+        default=argparse.SUPPRESS,  # no "(default: None)": a random one is drawn
+        help="API token to accept (default: a random one)",
+    )
+    parser.add_argument("--db-id", type=int, default=1, metavar="N", help="database id")
+    parser.add_argument(
+        "--suppress-id", type=int, default=7, metavar="N", help="suppression list id"
     )
     return parser
+
+
+def paste_lines(base_url: str, token: str) -> list[str]:
+    """What to paste into another terminal: a POSIX shell, PowerShell, then cmd.
+
+    >>> print("\\n".join(paste_lines("http://127.0.0.1:8000", "t0k")))
+    export STOPLIST_NB_URL=http://127.0.0.1:8000 STOPLIST_NB_TOKEN=t0k
+    $env:STOPLIST_NB_URL = 'http://127.0.0.1:8000'; $env:STOPLIST_NB_TOKEN = 't0k'
+    set STOPLIST_NB_URL=http://127.0.0.1:8000& set STOPLIST_NB_TOKEN=t0k
+    """
+    quoted = {name: value.replace("'", "''") for name, value in ((_URL, base_url), (_TOKEN, token))}
+    return [
+        f"export {_URL}={shlex.quote(base_url)} {_TOKEN}={shlex.quote(token)}",
+        f"$env:{_URL} = '{quoted[_URL]}'; $env:{_TOKEN} = '{quoted[_TOKEN]}'",
+        f"set {_URL}={base_url}& set {_TOKEN}={token}",
+    ]
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -50,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         service = DemoService(
             args.profiles,
             args.seed,
-            token=args.token,
+            token=getattr(args, "token", None),
             host=args.host,
             port=args.port,
             db_id=args.db_id,
@@ -64,13 +100,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
     try:
+        sh, powershell, cmd = paste_lines(service.base_url, service.token)
         print(f"base_url: {service.base_url}")
         print(f"token:    {service.token}")
         print(f"db_id:    {service.db_id}")
         # The list's name is not printed: it is not ASCII, and stdout may not be UTF-8.
         print(
             f"Serving {len(service.profiles)} profiles and suppression list "
-            f"{service.suppress_id}; press Ctrl-C to stop.",
+            f"{service.suppress_id}; press Ctrl-C to stop.\n"
+            "\nTo read it with stoplist-nb, paste one of these into another terminal:\n"
+            f"\n  {sh}\n"
+            f"  # PowerShell\n  {powershell}\n"
+            f"  # cmd.exe\n  {cmd}\n"
+            "\nthen, for instance:\n"
+            f"\n  stoplist-nb profiles --db-id {service.db_id} --out profiles.parquet\n"
+            f"  stoplist-nb export --list-id {service.suppress_id} --out stop.parquet\n",
             flush=True,
         )
         threading.Event().wait()

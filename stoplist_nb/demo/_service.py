@@ -21,7 +21,11 @@ from stoplist_nb.demo._tasks import ExportStore
 if TYPE_CHECKING:  # only for the annotation: the demo must not import the client at run time
     from stoplist_nb.client import Client
 
-__all__ = ["DemoService", "serve"]
+__all__ = ["DEFAULT_PROFILES", "DemoService", "serve"]
+
+#: The size of the demo data set wherever none is named: ``python -m stoplist_nb.demo``,
+#: ``stoplist-nb demo`` and ``connect(demo=True)`` read the same 2000 profiles.
+DEFAULT_PROFILES = 2000
 
 # Short enough that stop() returns promptly (shutdown waits for one poll).
 _POLL_INTERVAL = 0.05
@@ -59,7 +63,7 @@ class DemoService(ExportControls):
 
     def __init__(
         self,
-        profiles: int | Iterable[Mapping[str, Any]] = 300,
+        profiles: int | Iterable[Mapping[str, Any]] = DEFAULT_PROFILES,
         seed: int = 0,
         *,
         token: str | None = None,
@@ -254,7 +258,7 @@ class DemoService(ExportControls):
 
 @contextlib.contextmanager
 def serve(
-    profiles: int | Iterable[Mapping[str, Any]] = 300,
+    profiles: int | Iterable[Mapping[str, Any]] = DEFAULT_PROFILES,
     seed: int = 0,
     *,
     token: str | None = None,
