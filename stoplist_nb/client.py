@@ -71,11 +71,15 @@ def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings
             empty answer is refused like a missing variable.
 
     Raises:
-        InvalidInput: Only one of the two is set. The message names the
-            variables, never their values.
+        InvalidInput: Only one of the two is set (the message names the
+            variables, never their values), or ``STOPLIST_NB_URL`` is no
+            ``http://`` or ``https://`` address (the message names it, and
+            the hint gives it with a scheme).
     """
     url = os.environ.get(ENV_URL, "").strip()
     token = os.environ.get(ENV_TOKEN, "").strip()
+    if url:
+        _check_env_url(url)
     if url and not token and ask is not None:
         token = ask(url).strip()
     if url and token:
@@ -96,6 +100,33 @@ def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings
         return None
     exc = errors.InvalidInput(f"{other} is set but {missing} is not")
     exc.hint = hint
+    raise exc
+
+
+_LOOPBACK = ("localhost", "127.", "::1", "[::1]")
+
+
+def _check_env_url(url: str) -> None:
+    """Refuse a ``STOPLIST_NB_URL`` that ``Client`` would refuse, naming the variable.
+
+    Raises:
+        InvalidInput: Not ``http://`` or ``https://`` and a host; the hint
+            gives the same address with a scheme (``http://`` for this
+            machine, ``https://`` elsewhere).
+    """
+    try:
+        parts = urlsplit(url)
+        good = url.startswith(("http://", "https://")) and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number
+    except ValueError:
+        good = False
+    if good:
+        return
+    shown = url.split("?", 1)[0].rsplit("@", 1)[-1]  # never a query or a user's password
+    exc = errors.InvalidInput(f"{ENV_URL} must be an http:// or https:// address, not {shown!r}")
+    bare = shown.split("://", 1)[-1].lstrip("/")
+    scheme = "http" if bare.startswith(_LOOPBACK) else "https"
+    exc.hint = f"e.g. export {ENV_URL}={scheme}://{bare}"
     raise exc
 
 
