@@ -42,7 +42,7 @@ from stoplist_nb.errors import (
     TransportError,
     UnsafePath,
 )
-from stoplist_nb.profiles.dataset import DatasetSummary
+from stoplist_nb.profiles.dataset import DatasetSummary, dataset_summary
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.profiles.files import FileSummary
 from stoplist_nb.profiles.normalize import normalize_profiles, split_channels
@@ -110,6 +110,7 @@ __all__ = [
     "UnsafePath",
     "connect",
     "database_fields",
+    "dataset_summary",
     "default_retry",
     "download_export",
     "flag_suppressed",

@@ -193,10 +193,11 @@ class UnsafePath(InvalidInput):
 class DatasetMismatch(InvalidInput):
     """Raised when a directory cannot take the Parquet dataset asked for; nothing is changed.
 
-    It holds the checkpoint of another pull (another ``db_id``, ``query``,
-    ``fields`` or ``dtypes``), which is never carried on; or a dataset while
-    neither resuming nor overwriting was asked; or files that are not the
-    dataset's. See :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`.
+    It holds the checkpoint of another pull (another service, ``db_id``,
+    ``query``, ``fields`` or ``dtypes``), which is never carried on; or a
+    checkpoint of another version's format; or a dataset while neither
+    resuming nor overwriting was asked; or files that are not the dataset's.
+    See :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`.
     """
 
 
@@ -213,14 +214,19 @@ class OutputExists(InvalidInput, FileExistsError):
 
 
 class DatasetDamaged(DatasetMismatch):
-    """Raised when a dataset's checkpoint or part files differ from what was recorded.
+    """Raised when a dataset's checkpoint or files differ from what was written.
 
-    Found when a pull is resumed, before any request. ``part`` names the first
-    part that fails its check (``None``: the checkpoint itself); the message
-    says how to carry on from the parts before it.
+    Found when a pull is resumed (or called on a complete dataset), before any
+    request, and by :func:`~stoplist_nb.profiles.dataset.dataset_summary`.
+    ``part`` names the first file that fails its check: a part, a segment of
+    the part being written, or ``_common_metadata``; the message says how many
+    profiles come before it and that ``repair=True`` pulls on from there.
+    ``part`` is ``None`` when the checkpoint itself is not what a pull wrote (a
+    value of the wrong type, totals or cursors that disagree with its files):
+    only ``overwrite=True`` starts again.
 
     Attributes:
-        part: The damaged part's file name, or ``None``.
+        part: The damaged file's name, or ``None`` for the checkpoint.
     """
 
     def __init__(self, message: str, *, part: str | None = None) -> None:
@@ -231,8 +237,14 @@ class DatasetDamaged(DatasetMismatch):
 class DatasetLocked(StoplistError, RuntimeError):
     """Raised when another writer, named in the message, is writing the dataset directory.
 
+    Nothing was removed, written or sent. The writer holds an OS lock on
+    ``.lock`` in the directory, which dies with its process: a writer that was
+    killed blocks nothing. Also raised, with ``holder`` empty, where the
+    filesystem refuses to lock at all.
+
     Attributes:
-        holder: What the lock file says of its holder (host, process id, start time).
+        holder: What the lock file says of its holder (host, process id, start
+            time); empty when it has not said yet.
     """
 
     def __init__(self, message: str, *, holder: str = "") -> None:

@@ -15,35 +15,29 @@ import pandas as pd
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 import pytest
+from dataset_helpers import (
+    LATE,
+    PER_PART,
+    ROOT,
+    assert_same_dataset,
+    checkpoint,
+    held_writer,
+    listing,
+    pages_from,
+    profiles,
+    pull,
+)
 
 import stoplist_nb as sn
-from stoplist_nb.demo import DemoService, generate_profiles, serve
+from stoplist_nb.demo import DemoService, serve
 from stoplist_nb.profiles import dataset
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAGE, PER_PART = 10, 30
-LATE = 105  # the first profile with "late_score": its column joins on the eleventh page
-
-
-def _profiles() -> list[dict[str, Any]]:
-    profiles = generate_profiles(150, seed=11)
-    for i, profile in enumerate(profiles):
-        if i >= LATE:
-            profile["late_score"] = i
-    return profiles
 
 
 @pytest.fixture(scope="module")
 def svc() -> Iterator[DemoService]:
     """The demo service of this module: 150 profiles, a custom field from profile 105 on."""
-    with serve(profiles=_profiles()) as service:
+    with serve(profiles=profiles()) as service:
         yield service
-
-
-def pull(client: sn.Client, path: pathlib.Path, **options: Any) -> sn.DatasetSummary:
-    options = {"limit": PAGE, "profiles_per_part": PER_PART, "progress": False, **options}
-    db_id = options.pop("db_id", 1)
-    return sn.write_profiles_parquet(client, db_id, path, **options)
 
 
 @pytest.fixture(scope="module")
@@ -54,29 +48,6 @@ def reference(svc: DemoService, tmp_path_factory: pytest.TempPathFactory) -> pat
         summary = pull(client, path)
     assert summary.complete
     return path
-
-
-def checkpoint(path: pathlib.Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((path / dataset.CHECKPOINT).read_text(encoding="utf-8"))
-    return data
-
-
-def listing(path: pathlib.Path) -> list[str]:
-    return sorted(p.name for p in path.iterdir())
-
-
-def assert_same_dataset(path: pathlib.Path, reference: pathlib.Path) -> None:
-    """Same files, same rows in the same order, same checkpoint as the uninterrupted pull."""
-    assert listing(path) == listing(reference)
-    pd.testing.assert_frame_equal(pd.read_parquet(path), pd.read_parquet(reference))
-    for name in listing(reference):
-        if name.endswith(".parquet"):
-            assert pq.read_table(path / name).equals(pq.read_table(reference / name), True)
-    assert checkpoint(path) == checkpoint(reference)
-
-
-def pages_from(demo: DemoService) -> list[str | None]:
-    return [r.params.get("from_id") for r in demo.requests if r.method == "profiles/list"]
 
 
 # --- the dataset -----------------------------------------------------------------
@@ -120,7 +91,7 @@ def test_a_column_that_joins_late_is_in_every_part(reference: pathlib.Path) -> N
     scores = table.column("late_score").to_pylist()
     ids = table.column("profile_id").to_pylist()
     assert {i for i, s in zip(ids, scores, strict=True) if s is not None} == {
-        p["id"] for p in _profiles()[LATE:]
+        p["id"] for p in profiles()[LATE:]
     }
 
 
@@ -200,15 +171,24 @@ def test_a_pull_failed_by_the_service_resumes_exactly(
         pull(client, out)
     exc = info.value
     assert isinstance(exc, sn.StoplistError)
-    # Seven pages read: two parts of 30 committed, the third (one page in) dropped.
-    cursor = demo.profiles[59]["id"]
-    assert exc.partial == sn.DatasetSummary(out, 2, 60, exc.partial.rows, False, cursor)
+    # Seven pages read: two parts of 30 closed, and the third's first page, whole,
+    # committed as the first segment of that part when the eighth request failed.
+    cursor = demo.profiles[69]["id"]
+    assert exc.partial == sn.DatasetSummary(out, 2, 70, exc.partial.rows, False, cursor)
     assert exc.resume_from is None  # the checkpoint carries on: no from_id to advise
+    assert f"70 profiles are saved in {out}" in str(exc)
     assert "resume=True" in str(exc)
     assert "from_id" not in str(exc)
     state = checkpoint(out)
-    assert (state["next_from_id"], state["profiles"], state["complete"]) == (cursor, 60, False)
-    assert listing(out) == ["_checkpoint.json", "part-00000.parquet", "part-00001.parquet"]
+    assert (state["next_from_id"], state["profiles"], state["complete"]) == (cursor, 70, False)
+    assert [p["profiles"] for p in state["parts"]] == [30, 30]
+    assert [s["profiles"] for s in state["open"]] == [10]
+    assert listing(out) == [
+        ".part-00002.parquet.seg-00000",
+        "_checkpoint.json",
+        "part-00000.parquet",
+        "part-00001.parquet",
+    ]
     demo.clear_faults()
     demo.requests.clear()
     summary = pull(client, out)
@@ -218,7 +198,7 @@ def test_a_pull_failed_by_the_service_resumes_exactly(
     assert_same_dataset(out, reference)
 
 
-def test_a_pull_interrupted_by_ctrl_c_resumes_exactly(
+def test_a_pull_interrupted_by_ctrl_c_in_a_write_resumes_exactly(
     client: sn.Client,
     demo: DemoService,
     reference: pathlib.Path,
@@ -236,10 +216,13 @@ def test_a_pull_interrupted_by_ctrl_c_resumes_exactly(
         write(self, table, *args, **kwargs)
 
     monkeypatch.setattr(pq.ParquetWriter, "write_table", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as info:
         pull(client, out)
     monkeypatch.undo()
+    # A write that did not finish may have left half a page in the file: the pages
+    # since the last commit go, and come again.
     assert listing(out) == ["_checkpoint.json", "part-00000.parquet"]  # no temporary file
+    assert f"30 profiles are saved in {out}" in "".join(getattr(info.value, "__notes__", []))
     assert checkpoint(out)["next_from_id"] == demo.profiles[29]["id"]
     demo.requests.clear()
     pull(client, out)
@@ -317,56 +300,25 @@ def test_a_pull_interrupted_while_sealing_seals_without_a_request(
     assert_same_dataset(out, reference)
 
 
-KILLED = """
-import os, sys, time
-import pyarrow.parquet as pq
-import stoplist_nb as sn
-
-write = pq.ParquetWriter.write_table
-calls = 0
-
-def write_and_wait(self, table, *args, **kwargs):
-    global calls
-    calls += 1
-    write(self, table, *args, **kwargs)
-    if calls == 5:  # the second page of the second part is in its temporary file
-        print("writing", flush=True)
-        time.sleep(120)
-
-pq.ParquetWriter.write_table = write_and_wait
-with sn.Client(os.environ["STOPLIST_NB_URL"], os.environ["STOPLIST_NB_TOKEN"]) as client:
-    sn.write_profiles_parquet(
-        client, 1, sys.argv[1], limit=int(sys.argv[2]), profiles_per_part=int(sys.argv[3]),
-        progress=False,
-    )
-print("finished", flush=True)
-"""
-
-
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_a_pull_killed_in_the_middle_of_a_part_resumes_exactly(
     client: sn.Client, demo: DemoService, reference: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     out = tmp_path / "profiles"
-    env = {**os.environ, "STOPLIST_NB_URL": demo.base_url, "STOPLIST_NB_TOKEN": demo.token}
-    with subprocess.Popen(
-        [sys.executable, "-c", KILLED, str(out), str(PAGE), str(PER_PART)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    ) as child:
-        try:
-            said = child.stdout.readline() if child.stdout else ""
-            assert said == "writing\n", child.stderr.read() if child.stderr else ""
-            os.kill(child.pid, signal.SIGKILL)
-        finally:
-            child.kill()
-            child.wait(timeout=30)
+    # Held at the sixth reply: part 0 (pages 1-3) is closed, pages 4 and 5 are in the
+    # file of part 1 being written, not committed (no commit window in this test).
+    with held_writer(demo, out, 6) as child:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=60)
     assert child.returncode == -signal.SIGKILL
     # Killed with the second part half written: only the first is in the checkpoint.
-    assert listing(out) == [".part-00001.parquet.tmp", "_checkpoint.json", "part-00000.parquet"]
+    # The lock file stays, its lock gone with the process.
+    assert listing(out) == [
+        ".lock",
+        ".part-00001.parquet.seg-00000.tmp",
+        "_checkpoint.json",
+        "part-00000.parquet",
+    ]
     assert checkpoint(out)["profiles"] == PER_PART
     demo.requests.clear()
     pull(client, out)

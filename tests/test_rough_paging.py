@@ -334,10 +334,11 @@ def test_a_cursor_back_to_before_a_resume_is_caught_by_the_checkpoint(
     saved = json.loads((tmp_path / CHECKPOINT).read_text())
     assert saved["cursors"] == [demo.profiles[i]["id"] for i in (9, 19, 29)]
     # Resumed at profile 40: the second page leads back to a cursor of the first pull.
+    # The first page (profiles 40-49) is whole and saved; the one that leads back is not.
     add(demo, {"kind": "cycle", "cursor": demo.profiles[19]["id"], "after": 1})
     with pytest.raises(sn.CursorStalled) as info:
         pull(client, demo, tmp_path, lookahead=lookahead)
-    assert info.value.partial.profiles == 40
+    assert info.value.partial.profiles == 50
     summary = pull(client, demo, tmp_path, lookahead=lookahead)
     assert summary.complete
     assert dataset_ids(tmp_path) == all_ids(demo)
@@ -345,7 +346,7 @@ def test_a_cursor_back_to_before_a_resume_is_caught_by_the_checkpoint(
     assert len(json.loads((tmp_path / CHECKPOINT).read_text())["cursors"]) == 11
 
 
-def test_a_checkpoint_without_cursors_is_still_carried_on(
+def test_a_checkpoint_without_cursors_is_refused(
     client: sn.Client, demo: DemoService, tmp_path: pathlib.Path
 ) -> None:
     add(demo, {**FAIL, "after": 4})
@@ -353,9 +354,14 @@ def test_a_checkpoint_without_cursors_is_still_carried_on(
         pull(client, demo, tmp_path)
     path = tmp_path / CHECKPOINT
     saved = json.loads(path.read_text())
-    del saved["cursors"]  # as written before the cursors were kept
+    del saved["cursors"]  # a resumed pull would not catch a cursor that goes back
     path.write_text(json.dumps(saved))
-    summary = pull(client, demo, tmp_path)
+    demo.clear_faults()
+    demo.requests.clear()
+    with pytest.raises(sn.DatasetDamaged, match="has no 'cursors'"):
+        pull(client, demo, tmp_path)
+    assert demo.requests == []
+    summary = pull(client, demo, tmp_path, overwrite=True)
     assert summary.complete
     assert dataset_ids(tmp_path) == all_ids(demo)
 

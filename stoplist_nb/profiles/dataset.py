@@ -1,4 +1,4 @@
-"""A Parquet dataset of profiles on disk: its parts, its checkpoint, its sealing.
+"""A Parquet dataset of profiles on disk: its parts, its checkpoint, its lock, its sealing.
 
 :func:`write_dataset` (behind :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`
 and ``ProfilesRequest.to_parquet`` of a directory) writes a directory that ``pd.read_parquet``,
@@ -11,16 +11,31 @@ Memory holds about one page: each page of the stream
 (:func:`~stoplist_nb.profiles.stream.tables`) goes through a
 :class:`pyarrow.parquet.ParquetWriter` as one row group. A part is closed at
 ``profiles_per_part`` profiles, or when a column joins the stream (a Parquet
-file has one schema). A part is written under a hidden name
-(``.part-00003.parquet.tmp``) and renamed when whole; only then does the
-checkpoint move on to it. The checkpoint (``_checkpoint.json``, replaced
-atomically) holds what the pull is (database, query, fields, dtypes), how far
-it went (the cursor after the last committed part, profiles, rows, the parts,
-and the cursors of the committed pages, one a page, so that a resumed pull
-catches a cursor that goes back to one of them) and the stream's
-:class:`~stoplist_nb.profiles.schema.StreamSchema`, so that a pull that
-stopped, however it stopped, carries on where its last part ends and gives the
-same files as one that never stopped.
+file has one schema). Between the two, its progress is committed every
+``commit_seconds`` or ``commit_bytes`` of pages: the pages since the last
+commit are closed into a hidden segment file (``.part-00003.parquet.seg-00001``),
+and when the part closes its segments are copied into it, row group by row
+group, so that its file is the one a pull that never stopped writes. On an
+error or Ctrl-C the pages written since the last commit are committed too,
+when the file they are in reads back whole.
+
+A file is written under a hidden name and renamed when whole; only then does
+the checkpoint move on to it. The checkpoint (``_checkpoint.json``, replaced
+atomically) holds what the pull is (the service, database, query, fields,
+dtypes), each committed file (its profiles, rows, size, SHA-256, the cursor
+after it, the page cursors it added and the stream's
+:class:`~stoplist_nb.profiles.schema.StreamSchema` after it, where that
+changed), the cursors of the committed pages (one a page, so that a resumed
+pull catches a cursor that goes back to one of them) and the totals. It is
+checked, never believed: every value's type, the totals, cursors and files
+against one another, and every file against its size, checksum and rows,
+before a resumed pull sends anything (:class:`~stoplist_nb.errors.DatasetDamaged`).
+
+One writer at a time: the writer holds an OS lock on ``.lock`` in the
+directory (its host, process and start are written in it) from before it
+looks at the directory until after the sealing; a second writer gets
+:class:`~stoplist_nb.errors.DatasetLocked`. A killed writer's lock dies with
+its process.
 
 When the stream ends the dataset is sealed: the parts written before a column
 joined are rewritten with it (all null), so that every part has the final
@@ -31,14 +46,22 @@ with ``_`` or ``.`` are ignored by pyarrow, DuckDB's ``*.parquet`` and Dask.
 from __future__ import annotations
 
 import contextlib
+import datetime
+import errno
+import hashlib
 import json
 import os
 import pathlib
 import re
-from collections.abc import Callable, Generator, Mapping
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -60,11 +83,16 @@ from stoplist_nb.profiles.stream import (
 __all__ = [
     "CHECKPOINT",
     "COMPRESSION",
+    "DEFAULT_COMMIT_BYTES",
+    "DEFAULT_COMMIT_SECONDS",
     "DEFAULT_PROFILES_PER_PART",
+    "LOCK",
     "DatasetSummary",
     "PagesFrom",
     "conform_to",
+    "dataset_summary",
     "parquet_schema",
+    "service_origin",
     "write_dataset",
 ]
 
@@ -75,14 +103,40 @@ PagesFrom = Callable[[str | None, list[str]], Generator[FlatPages, None, None]]
 #: The checkpoint's file name; a leading ``_`` keeps it out of the readers' sight.
 CHECKPOINT = "_checkpoint.json"
 COMMON_METADATA = "_common_metadata"
+#: The lock file of the writer; a leading ``.`` keeps it out of the readers' sight.
+LOCK = ".lock"
 #: Profiles per part file: some 15 MB of Parquet on profiles like the demo's.
 DEFAULT_PROFILES_PER_PART = 100_000
+#: Seconds of pages after which the part being written has its progress committed.
+DEFAULT_COMMIT_SECONDS = 5.0
+#: Bytes of pages (as Arrow tables in memory) after which the same happens:
+#: about 19,000 profiles like the demo's, 2.5 MB of Parquet.
+DEFAULT_COMMIT_BYTES = 16 * 2**20
 #: Every reader named above reads it; a third smaller than the default (snappy) on profiles.
 COMPRESSION = "zstd"
-FORMAT = 1
+#: The checkpoint's layout; a checkpoint of another is refused, never guessed at.
+FORMAT = 2
 
 _PART = re.compile(r"part-(\d{5,})\.parquet")
-_TEMP = re.compile(r"\.(part-\d{5,}\.parquet|checkpoint\.json|common_metadata)\.tmp")
+_SEGMENT = re.compile(r"\.part-(\d{5,})\.parquet\.seg-(\d{5,})")
+_TEMP = re.compile(r"\.(part-\d{5,}\.parquet(\.seg-\d{5,})?|checkpoint\.json|common_metadata)\.tmp")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_PULL = ("service", "db_id", "query", "fields", "dtypes")
+_KEYS = (
+    "format",
+    *_PULL,
+    "profiles",
+    "rows",
+    "next_from_id",
+    "parts",
+    "open",
+    "cursors",
+    "ended",
+    "complete",
+    "sealing",
+)
+_ENTRY = ("name", "profiles", "rows", "bytes", "sha256", "next_from_id", "cursors")
+_START_OVER = "pass overwrite=True to start again"
 
 
 @dataclass(frozen=True)
@@ -94,11 +148,13 @@ class DatasetSummary:
     Attributes:
         path: The dataset's directory.
         parts: Part files written (``part-00000.parquet`` ...).
-        profiles: Profiles in them.
-        rows: Rows in them (one per subscription, one for a profile without any).
+        profiles: Profiles saved: in the part files, and in the part being
+            written as far as its progress was committed.
+        rows: Rows of those profiles (one per subscription, one for a profile
+            without any).
         complete: Whether the pull reached the end and the dataset is sealed
             (every part in the final schema, ``_common_metadata`` written).
-        next_from_id: The cursor after the last part written: where the pull
+        next_from_id: The cursor after the last page saved: where the pull
             carries on (``""``: from the start).
     """
 
@@ -109,39 +165,114 @@ class DatasetSummary:
     complete: bool
     next_from_id: str
 
+    def __len__(self) -> int:
+        return self.rows
 
-@dataclass
+
+@dataclass(frozen=True)
+class _Entry:
+    """A committed file: a part, or a segment of the part being written."""
+
+    name: str
+    profiles: int
+    rows: int
+    bytes: int
+    sha256: str
+    next_from_id: str  # the cursor after its last page
+    cursors: int  # the page cursors it added to the checkpoint's list
+    schema: dict[str, Any]  # the stream's schema after its last page
+
+    def to_json(self, before: dict[str, Any] | None) -> dict[str, Any]:
+        data: dict[str, Any] = {key: getattr(self, key) for key in _ENTRY}
+        if self.schema != before:  # most parts share the schema of the one before
+            data["schema"] = self.schema
+        return data
+
+
+@dataclass(frozen=True)
 class _State:
-    """The checkpoint: what the pull is, and how far it went."""
+    """The checkpoint: what the pull is, and how far it went (the totals follow the files)."""
 
     pull: dict[str, Any]
-    schema: dict[str, Any]
-    next_from_id: str = ""
-    profiles: int = 0
-    rows: int = 0
-    parts: list[dict[str, Any]] = field(default_factory=list)
-    cursors: list[str] = field(default_factory=list)  # of the committed pages, one a page
+    parts: tuple[_Entry, ...] = ()
+    open: tuple[_Entry, ...] = ()  # the segments of the part being written
+    cursors: tuple[str, ...] = ()  # of the committed pages, one a page (the first aside)
     ended: bool = False  # no request left to send: only the sealing may be missing
     complete: bool = False
+    sealing: dict[str, Any] | None = None  # a part the sealing is replacing, and its new file
+
+    @property
+    def entries(self) -> tuple[_Entry, ...]:
+        return self.parts + self.open
+
+    @property
+    def profiles(self) -> int:
+        return sum(e.profiles for e in self.entries)
+
+    @property
+    def rows(self) -> int:
+        return sum(e.rows for e in self.entries)
+
+    @property
+    def next_from_id(self) -> str:
+        return self.entries[-1].next_from_id if self.entries else ""
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        return self.entries[-1].schema if self.entries else None
 
     def to_json(self) -> dict[str, Any]:
+        before: dict[str, Any] | None = None
+        files: dict[str, list[dict[str, Any]]] = {"parts": [], "open": []}
+        for key, entries in (("parts", self.parts), ("open", self.open)):
+            for entry in entries:
+                files[key].append(entry.to_json(before))
+                before = entry.schema
         return {
             "format": FORMAT,
             **self.pull,
-            "next_from_id": self.next_from_id,
             "profiles": self.profiles,
             "rows": self.rows,
-            "parts": self.parts,
-            "schema": self.schema,
-            "cursors": self.cursors,
+            "next_from_id": self.next_from_id,
+            **files,
+            "cursors": list(self.cursors),
             "ended": self.ended,
             "complete": self.complete,
+            "sealing": self.sealing,
         }
 
     def summary(self, directory: pathlib.Path) -> DatasetSummary:
         return DatasetSummary(
             directory, len(self.parts), self.profiles, self.rows, self.complete, self.next_from_id
         )
+
+
+def service_origin(base_url: str) -> str:
+    """The service a dataset belongs to: scheme, host, port and base path of ``base_url``.
+
+    Never its user name, password or query string; the port is always said,
+    so that ``https://api.example.com`` and ``https://api.example.com:443/``
+    are one service.
+
+    Raises:
+        InvalidInput: ``base_url`` is not an http(s) address with a host.
+
+    >>> service_origin("https://user:secret@API.example.com/platform/?x=1")
+    'https://api.example.com:443/platform'
+    """
+    split = urlsplit(base_url)
+    scheme = split.scheme.lower()
+    try:
+        port = split.port
+    except ValueError:
+        port = None
+        scheme = ""
+    if scheme not in ("http", "https") or not split.hostname:
+        raise errors.InvalidInput("base_url must be an http:// or https:// address with a host")
+    host = f"[{split.hostname}]" if ":" in split.hostname else split.hostname
+    if port is None:
+        port = 443 if scheme == "https" else 80
+    return f"{scheme}://{host}:{port}{split.path.rstrip('/')}"
 
 
 def write_dataset(
@@ -152,25 +283,87 @@ def write_dataset(
     *,
     resume: bool,
     overwrite: bool,
+    repair: bool,
     per_part: int,
+    commit_seconds: float,
+    commit_bytes: int,
 ) -> DatasetSummary:
     """Write (or carry on) the dataset of ``pull`` in ``directory``; its arguments are checked.
 
-    ``pull`` is what the checkpoint compares (``db_id``, ``query`` as sent,
-    ``fields``, ``dtypes`` as text), ``declared`` the dtypes, ``pages_from``
-    the pages from a cursor.
+    ``pull`` is what the checkpoint compares (``service``, ``db_id``, ``query``
+    as sent, ``fields``, ``dtypes`` as text), ``declared`` the dtypes,
+    ``pages_from`` the pages from a cursor.
 
     Raises:
+        DatasetLocked: Another writer is writing ``directory``.
         DatasetMismatch: As :func:`~stoplist_nb.profiles.reading.write_profiles_parquet` says.
+        DatasetDamaged: The checkpoint or a file it lists is not what was written.
         StoplistError: A request failed; ``exc.partial`` is the summary so far.
     """
-    state = _open(directory, pull, resume=resume, overwrite=overwrite, declared=declared)
-    if state.complete:
-        return state.summary(directory)
-    if not state.ended:
-        _pull(directory, state, declared, pages_from, per_part=per_part)
-    _seal(directory, state)
+    if directory.exists() and not directory.is_dir():
+        raise errors.InvalidInput(f"{directory} is a file, not a directory for a dataset")
+    directory.mkdir(parents=True, exist_ok=True)
+    # Held from before the directory is looked at until the sealing is saved:
+    # a second writer would delete the first's files as leftovers of a crash.
+    with _writer_lock(directory):
+        state = _open(directory, pull, resume=resume, overwrite=overwrite, repair=repair)
+        if state.complete:
+            return state.summary(directory)
+        if not state.ended:
+            window = _Window(per_part, commit_seconds, commit_bytes)
+            state = _pull(directory, state, declared, pages_from, window)
+        try:
+            state = _seal(directory, state)
+        except BaseException as exc:
+            _say_what_is_saved(exc, directory, state)
+            raise
     return state.summary(directory)
+
+
+def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> DatasetSummary:
+    """Read and check the dataset in a directory: how many profiles are safe there.
+
+    The checkpoint is checked as a resumed
+    :func:`~stoplist_nb.profiles.reading.write_profiles_parquet` checks it
+    (each value's type, its totals and cursors against its files), and so is
+    every file it lists (its size, its rows and, with
+    ``checksums``, its SHA-256). After an interrupted pull it says what is
+    saved: a pull resumed there carries on after ``profiles`` profiles. It
+    sends nothing and changes nothing; it refuses a directory a writer holds,
+    and holds no lock itself (a writer that starts while it reads may change
+    a file under it).
+
+    Args:
+        path: The dataset's directory.
+        checksums: Read every file through to check its checksum; ``False``
+            checks sizes and rows only (quicker on a big dataset).
+
+    Returns:
+        The :class:`DatasetSummary` of what the checkpoint records.
+
+    Raises:
+        InvalidInput: ``path`` is not a directory that holds a dataset.
+        DatasetMismatch: The checkpoint is of another version's format.
+        DatasetDamaged: The checkpoint or a file it lists is not what was
+            written (``exc.part`` names the file).
+        DatasetLocked: A writer is writing the directory now.
+
+    >>> dataset_summary("profiles/")  # doctest: +SKIP
+    DatasetSummary(path=PosixPath('profiles'), parts=2, profiles=230000, rows=415000, ...)
+    """
+    directory = pathlib.Path(os.fspath(path))
+    request.check_flag("checksums", checksums)
+    if not (directory / CHECKPOINT).is_file():
+        what = "not a directory" if not directory.is_dir() else f"holds no {CHECKPOINT}"
+        raise errors.InvalidInput(f"{directory} is {what}: there is no dataset to sum up")
+    _check_no_writer(directory)
+    state, damage = _checked_files(directory, _read_checkpoint(directory), checksums=checksums)
+    if damage is not None:
+        raise _damaged_file(directory, state, damage)
+    return state.summary(directory)
+
+
+# --- opening a directory -----------------------------------------------------------------------
 
 
 def _open(
@@ -179,12 +372,9 @@ def _open(
     *,
     resume: bool,
     overwrite: bool,
-    declared: Mapping[str, Any],
+    repair: bool,
 ) -> _State:
-    """The state to go on from: the checkpoint's, or a new one (the directory made ready)."""
-    if directory.exists() and not directory.is_dir():
-        raise errors.InvalidInput(f"{directory} is a file, not a directory for a dataset")
-    directory.mkdir(parents=True, exist_ok=True)
+    """The state to go on from: the checkpoint's, checked, or a new one (the directory ready)."""
     names = sorted(p.name for p in directory.iterdir())
     foreign = [n for n in names if not _ours(n) and not n.startswith((".", "_"))]
     if foreign:
@@ -206,28 +396,29 @@ def _open(
             raise _refused(f"{directory} holds part files without a checkpoint")
         state = _read_checkpoint(directory)
         _check_same_pull(directory, state.pull, pull)
-        listed = [p["name"] for p in state.parts]
-        missing = [n for n in listed if n not in parts]
-        if missing:
-            raise _refused(f"{directory}: {missing[0]}, listed in the checkpoint, is missing")
+        state, damage = _checked_files(directory, state, checksums=True)
+        if damage is not None:
+            if not repair:
+                raise _damaged_file(directory, state, damage)
+            state = _repaired(directory, state, damage)
         if not state.complete:
-            # A part renamed but not checkpointed, or one being written: its pages come again.
+            # A file renamed but not checkpointed, or one being written: its pages come again.
+            listed = {e.name for e in state.entries}
             for name in names:
-                if _TEMP.fullmatch(name) or (_PART.fullmatch(name) and name not in listed):
-                    (directory / name).unlink()
+                if _TEMP.fullmatch(name) or (
+                    (_PART.fullmatch(name) or _SEGMENT.fullmatch(name)) and name not in listed
+                ):
+                    (directory / name).unlink(missing_ok=True)
         return state
     for name in names:
-        if _TEMP.fullmatch(name):
+        if _TEMP.fullmatch(name) or _SEGMENT.fullmatch(name):
             (directory / name).unlink(missing_ok=True)
-    schema = StreamSchema({name: request.dtype_kind(d) for name, d in declared.items()})
-    state = _State(pull, schema.to_dict())
-    _save(directory, state)
-    return state
+    return _saved(directory, _State(pull))
 
 
 def _ours(name: str) -> bool:
     return name in (CHECKPOINT, COMMON_METADATA) or bool(
-        _PART.fullmatch(name) or _TEMP.fullmatch(name)
+        _PART.fullmatch(name) or _SEGMENT.fullmatch(name) or _TEMP.fullmatch(name)
     )
 
 
@@ -239,42 +430,8 @@ def _exists(directory: pathlib.Path, what: str) -> errors.DatasetMismatch:
 
 def _refused(message: str) -> errors.DatasetMismatch:
     exc = errors.DatasetMismatch(message)
-    exc.hint = "pass overwrite=True to start again"
+    exc.hint = _START_OVER
     return exc
-
-
-def _read_checkpoint(directory: pathlib.Path) -> _State:
-    path = directory / CHECKPOINT
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != FORMAT:
-            raise _refused(
-                f"{path} is of format {data.get('format')!r}; this version reads {FORMAT}"
-            )
-        parts = [
-            {"name": str(p["name"]), "profiles": int(p["profiles"]), "rows": int(p["rows"])}
-            for p in data["parts"]
-        ]
-        if [p["name"] for p in parts] != [f"part-{i:05d}.parquet" for i in range(len(parts))]:
-            raise ValueError("the parts are not part-00000.parquet, part-00001.parquet, ...")
-        state = _State(
-            pull={k: data[k] for k in ("db_id", "query", "fields", "dtypes")},
-            schema=data["schema"],
-            next_from_id=str(data["next_from_id"]),
-            profiles=int(data["profiles"]),
-            rows=int(data["rows"]),
-            parts=parts,
-            # Absent from checkpoints written before it was kept: nothing to catch then.
-            cursors=[str(cursor) for cursor in data.get("cursors", [])],
-            ended=bool(data["ended"]),
-            complete=bool(data["complete"]),
-        )
-        StreamSchema.from_dict(state.schema)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        if isinstance(exc, errors.DatasetMismatch):
-            raise
-        raise _refused(f"{path} is not a checkpoint this version can read ({exc})") from None
-    return state
 
 
 def _check_same_pull(
@@ -292,144 +449,665 @@ def _check_same_pull(
         raise exc
 
 
+# --- the checkpoint, read and checked ----------------------------------------------------------
+
+
+class _Bad(Exception):
+    """A checkpoint that is not what a pull writes: what is wrong, for the message."""
+
+
+def _read_checkpoint(directory: pathlib.Path) -> _State:
+    """The checkpoint, every value checked against its type and against the others.
+
+    Raises:
+        DatasetMismatch: It is of another format.
+        DatasetDamaged: It is not what a pull of this format writes (``part`` ``None``).
+    """
+    path = directory / CHECKPOINT
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise _damaged_checkpoint(path, f"it is not JSON text ({exc})") from None
+    other = data.get("format") if isinstance(data, dict) else None
+    if type(other) is int and other != FORMAT:
+        version = "an earlier" if other < FORMAT else "a later"
+        raise _refused(
+            f"{path} was written by {version} version (format {other}); "
+            f"this one reads format {FORMAT} and does not carry that pull on"
+        )
+    try:
+        return _state_from_json(data)
+    except _Bad as exc:
+        raise _damaged_checkpoint(path, str(exc)) from None
+
+
+def _damaged_checkpoint(path: pathlib.Path, problem: str) -> errors.DatasetDamaged:
+    exc = errors.DatasetDamaged(
+        f"{path} is not the checkpoint a pull wrote: {problem}; the dataset is not carried on"
+    )
+    exc.hint = f"it was changed after it was written; {_START_OVER}"
+    return exc
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _need(value: Any, where: str, kind: str) -> Any:
+    """``value`` if it is of ``kind`` as JSON says it (``true`` is no number, ``1`` no flag)."""
+    fits = {
+        "count": type(value) is int and value >= 0,
+        "int": type(value) is int,
+        "text": type(value) is str,
+        "flag": type(value) is bool,
+        "object": type(value) is dict,
+        "list": type(value) is list,
+    }[kind]
+    if not fits:
+        said = {
+            "count": "a whole number of at least 0",
+            "int": "a whole number",
+            "text": "a string",
+            "flag": "true or false",
+            "object": "an object",
+            "list": "a list",
+        }[kind]
+        raise _Bad(f"{where} is {_shown(value)}, not {said}")
+    return value
+
+
+def _keys(data: Any, where: str, required: Sequence[str], optional: Sequence[str] = ()) -> None:
+    _need(data, where, "object")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise _Bad(f"{where} has no {missing[0]!r}")
+    unknown = [k for k in data if k not in required and k not in optional]
+    if unknown:
+        raise _Bad(f"{where} has {unknown[0]!r}, which no pull writes")
+
+
+def _state_from_json(data: Any) -> _State:
+    _keys(data, "the checkpoint", _KEYS)
+    if _need(data["format"], "'format'", "int") != FORMAT:
+        raise _Bad(f"'format' is {_shown(data['format'])}, not {FORMAT}")
+    _need(data["service"], "'service'", "text")
+    _need(data["profiles"], "'profiles'", "count")
+    _need(data["rows"], "'rows'", "count")
+    _need(data["next_from_id"], "'next_from_id'", "text")
+    _need(data["db_id"], "'db_id'", "int")
+    if data["query"] is not None:
+        _need(data["query"], "'query'", "object")
+    if data["fields"] is not None:
+        for i, name in enumerate(_need(data["fields"], "'fields'", "list")):
+            _need(name, f"'fields'[{i}]", "text")
+    for name, dtype in _need(data["dtypes"], "'dtypes'", "object").items():
+        _need(dtype, f"'dtypes'[{name!r}]", "text")
+    schema: dict[str, Any] | None = None
+    files: dict[str, list[_Entry]] = {"parts": [], "open": []}
+    for key in files:
+        for i, item in enumerate(_need(data[key], f"{key!r}", "list")):
+            where = f"{key}[{i}]"
+            _keys(item, where, _ENTRY, ("schema",))
+            if "schema" in item:
+                schema = _checked_schema(item["schema"], f"{where}.schema")
+            elif schema is None:
+                raise _Bad(f"{where} has no 'schema', and no file before it has one")
+            files[key].append(
+                _Entry(
+                    name=_need(item["name"], f"{where}.name", "text"),
+                    profiles=_need(item["profiles"], f"{where}.profiles", "count"),
+                    rows=_need(item["rows"], f"{where}.rows", "count"),
+                    bytes=_need(item["bytes"], f"{where}.bytes", "count"),
+                    sha256=_need(item["sha256"], f"{where}.sha256", "text"),
+                    next_from_id=_need(item["next_from_id"], f"{where}.next_from_id", "text"),
+                    cursors=_need(item["cursors"], f"{where}.cursors", "count"),
+                    schema=schema,
+                )
+            )
+    cursors = _need(data["cursors"], "'cursors'", "list")
+    for i, cursor in enumerate(cursors):
+        if not _need(cursor, f"'cursors'[{i}]", "text"):
+            raise _Bad(f"'cursors'[{i}] is empty")
+    sealing = data["sealing"]
+    if sealing is not None:
+        _keys(sealing, "'sealing'", ("name", "bytes", "sha256"))
+        _need(sealing["name"], "'sealing'.name", "text")
+        _need(sealing["bytes"], "'sealing'.bytes", "count")
+        _need(sealing["sha256"], "'sealing'.sha256", "text")
+    state = _State(
+        pull={k: data[k] for k in _PULL},
+        parts=tuple(files["parts"]),
+        open=tuple(files["open"]),
+        cursors=tuple(cursors),
+        ended=_need(data["ended"], "'ended'", "flag"),
+        complete=_need(data["complete"], "'complete'", "flag"),
+        sealing=sealing,
+    )
+    _check_consistent(state, data)
+    return state
+
+
+def _checked_schema(value: Any, where: str) -> dict[str, Any]:
+    _keys(value, where, ("columns", "sources", "declared"))
+    for key in ("columns", "sources"):
+        for i, triple in enumerate(_need(value[key], f"{where}.{key}", "list")):
+            if type(triple) is not list or len(triple) != 3:
+                raise _Bad(f"{where}.{key}[{i}] is {_shown(triple)}, not a list of three strings")
+            for j, text in enumerate(triple):
+                _need(text, f"{where}.{key}[{i}][{j}]", "text")
+    for i, name in enumerate(_need(value["declared"], f"{where}.declared", "list")):
+        _need(name, f"{where}.declared[{i}]", "text")
+    try:
+        StreamSchema.from_dict(value)
+    except errors.InvalidInput as exc:
+        raise _Bad(f"{where}: {exc}") from None
+    schema: dict[str, Any] = value
+    return schema
+
+
+def _check_consistent(state: _State, data: Mapping[str, Any]) -> None:
+    """The totals, cursors, names and flags against the files listed."""
+    if data["profiles"] != state.profiles or data["rows"] != state.rows:
+        raise _Bad(
+            f"it counts {_shown(data['profiles'])} profiles and {_shown(data['rows'])} rows, "
+            f"its files {state.profiles} and {state.rows}"
+        )
+    if data["next_from_id"] != state.next_from_id:
+        last = state.entries[-1].name if state.entries else "no file"
+        raise _Bad(
+            f"'next_from_id' is {_shown(data['next_from_id'])}, but the pull stopped after "
+            f"{last} at {state.next_from_id!r}"
+        )
+    segment = f".part-{len(state.parts):05d}.parquet.seg-"
+    for i, entry in enumerate(state.parts):
+        if entry.name != f"part-{i:05d}.parquet":
+            raise _Bad(f"parts[{i}] is named {entry.name!r}, not part-{i:05d}.parquet")
+    for i, entry in enumerate(state.open):
+        if entry.name != f"{segment}{i:05d}":
+            raise _Bad(f"open[{i}] is named {entry.name!r}, not {segment}{i:05d}")
+    entries = state.entries
+    empty = len(entries) == 1 and state.parts and entries[0].profiles == 0 and state.ended
+    offset = 0
+    for k, entry in enumerate(entries):
+        if not _SHA256.fullmatch(entry.sha256):
+            raise _Bad(f"{entry.name}: {_shown(entry.sha256)} is not a SHA-256 in hex")
+        if entry.rows < entry.profiles or (entry.profiles == 0 and not empty) or entry.bytes == 0:
+            raise _Bad(
+                f"{entry.name}: {entry.profiles} profiles in {entry.rows} rows and "
+                f"{entry.bytes} bytes is no file a pull writes"
+            )
+        if entry.cursors > max(entry.profiles, 0):
+            raise _Bad(f"{entry.name}: {entry.cursors} page cursors for {entry.profiles} profiles")
+        if k > 0:
+            # A file's first page was asked with the cursor after the file before.
+            before = entries[k - 1].next_from_id
+            first = state.cursors[offset] if offset < len(state.cursors) else None
+            if entry.cursors == 0 or first != before:
+                raise _Bad(
+                    f"{entry.name} does not start at the cursor after {entries[k - 1].name} "
+                    f"({before!r}): 'cursors' says {first!r}"
+                )
+        offset += entry.cursors
+    if offset != len(state.cursors):
+        raise _Bad(f"'cursors' holds {len(state.cursors)} cursors, its files added {offset}")
+    if len(set(state.cursors)) != len(state.cursors):
+        raise _Bad("'cursors' holds a cursor twice: a pull never goes back to one")
+    if (
+        entries
+        and not state.ended
+        and (not state.next_from_id or state.next_from_id in state.cursors)
+    ):
+        raise _Bad(
+            f"'next_from_id' {state.next_from_id!r} does not lead on from the pages saved: "
+            "a pull carried on there would read them again"
+        )
+    if state.complete and not state.ended:
+        raise _Bad("'complete' is true, 'ended' false: a pull is complete only once it ended")
+    if state.ended and (state.open or not state.parts):
+        raise _Bad("'ended' is true, but the last part is not closed")
+    if state.sealing is not None and (
+        state.complete
+        or not state.ended
+        or state.sealing["name"] not in {e.name for e in state.parts}
+        or not _SHA256.fullmatch(state.sealing["sha256"])
+    ):
+        raise _Bad(f"'sealing' is {_shown(state.sealing)}, which no sealing writes")
+
+
+# --- the files, checked --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Damage:
+    """The first file that is not what was written."""
+
+    index: int | None  # among the state's entries; None: the common metadata
+    name: str
+    problem: str
+
+
+def _checked_files(
+    directory: pathlib.Path, state: _State, *, checksums: bool
+) -> tuple[_State, _Damage | None]:
+    """The state as its files on disk are, and the first file that differs from its record.
+
+    A part the sealing was replacing when it stopped may be either file: the
+    new one, where it is the one there, is recorded in the state returned.
+    """
+    parts = list(state.parts)
+    for index, entry in enumerate(state.entries):
+        path = directory / entry.name
+        problem = _file_problem(path, entry, checksums=checksums)
+        sealing = state.sealing
+        if problem is not None and sealing is not None and sealing["name"] == entry.name:
+            sealed = replace(entry, bytes=sealing["bytes"], sha256=sealing["sha256"])
+            if _file_problem(path, sealed, checksums=checksums) is None:
+                parts[index], problem = sealed, None
+        if problem is not None:
+            return replace(state, parts=tuple(parts)), _Damage(index, entry.name, problem)
+    state = replace(state, parts=tuple(parts), sealing=None)
+    if state.complete:
+        path = directory / COMMON_METADATA
+        try:
+            same = pq.read_schema(path).equals(
+                pq.read_schema(directory / state.parts[-1].name), check_metadata=True
+            )
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            return state, _Damage(None, COMMON_METADATA, f"cannot be read ({exc})")
+        if not same:
+            return state, _Damage(None, COMMON_METADATA, "does not hold the schema of the parts")
+    return state, None
+
+
+def _file_problem(path: pathlib.Path, entry: _Entry, *, checksums: bool) -> str | None:
+    """What differs between the file and its record, or ``None``."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return "is missing"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    try:
+        with pq.ParquetFile(path) as file:
+            rows = file.metadata.num_rows
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        return f"is not a Parquet file a reader can open ({exc})"
+    if rows != entry.rows:
+        return f"holds {rows:,} rows where {entry.rows:,} were written"
+    if size != entry.bytes:
+        return f"is {size:,} bytes where {entry.bytes:,} were written"
+    if checksums and _sha256(path) != entry.sha256:
+        return "does not hold the bytes that were written (its SHA-256 differs)"
+    return None
+
+
+def _damaged_file(directory: pathlib.Path, state: _State, damage: _Damage) -> errors.DatasetDamaged:
+    exc = errors.DatasetDamaged(
+        f"{directory}: {damage.name}, listed in the checkpoint, {damage.problem}; nothing was sent",
+        part=damage.name,
+    )
+    if damage.index is None:
+        exc.hint = f"pass repair=True to seal the dataset again, or {_START_OVER}"
+        return exc
+    kept = state.entries[: damage.index]
+    after = len(state.entries) - damage.index - 1
+    dropped = f"{damage.name} and the {after} files after it" if after else damage.name
+    where = f"after {kept[-1].name}" if kept else "from the start"
+    saved = sum(e.profiles for e in kept)
+    exc.hint = (
+        f"pass repair=True to drop {dropped} and pull on {where} ({saved} profiles are "
+        f"kept), or {_START_OVER}"
+    )
+    return exc
+
+
+def _repaired(directory: pathlib.Path, state: _State, damage: _Damage) -> _State:
+    """The state without the damaged file and those after it; the pull goes on from there."""
+    (directory / COMMON_METADATA).unlink(missing_ok=True)
+    if damage.index is None:
+        return _saved(directory, replace(state, complete=False))
+    kept = state.entries[: damage.index]
+    parts = kept[: len(state.parts)]
+    return _saved(
+        directory,
+        replace(
+            state,
+            parts=parts,
+            open=kept[len(parts) :],
+            cursors=state.cursors[: sum(e.cursors for e in kept)],
+            ended=False,
+            complete=False,
+            sealing=None,
+        ),
+    )
+
+
+# --- pulling -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Window:
+    """When the part being written is closed, and when its progress is committed."""
+
+    per_part: int
+    seconds: float
+    bytes: int
+
+
 def _pull(
     directory: pathlib.Path,
     state: _State,
     declared: Mapping[str, Any],
     pages_from: PagesFrom,
-    *,
-    per_part: int,
-) -> None:
-    """Read the pages after the checkpoint into parts, each checkpointed once renamed."""
-    schema = StreamSchema.from_dict(state.schema)
+    window: _Window,
+) -> _State:
+    """Read the pages after the checkpoint into parts, their progress committed as it goes."""
+    schema = StreamSchema.from_dict(state.schema) if state.schema else _declared_schema(declared)
     # The cursors of the pull before an interruption count as reached: a cursor
     # that goes back to one of them is a stall, not pages read twice.
-    pages = pages_from(state.next_from_id or None, state.cursors)
+    pages = pages_from(state.next_from_id or None, list(state.cursors))
     stream = tables(schema, declared, pages)
-    part: _Part | None = None
-    read = 0  # profiles of this call: the tables count from where it started
+    writer = _Writer(directory, state, declared, window)
     try:
         with closing(stream):
             for table in stream:
-                meta = table.schema.metadata
-                if part is not None and not part.fits(table):
-                    _commit(directory, state, part)
-                    part = None
-                if part is None:
-                    file_schema = parquet_schema(table, schema, declared)
-                    part = _Part(directory, len(state.parts), file_schema)
-                part.write(table)
-                part.cursors.append(meta[META_FROM].decode())
-                count = int(meta[META_PROFILES])
-                part.profiles += count - read
-                read = count
-                part.cursor = meta[META_NEXT].decode()
-                # A page without a cursor of its own is the last one.
-                part.ended = meta[META_NEXT] == meta[META_FROM]
-                part.schema = schema.to_dict()  # as it was after this page, not the next
-                if part.profiles >= per_part:
-                    _commit(directory, state, part)
-                    part = None
-            if part is not None:
-                part.ended = True
-                _commit(directory, state, part)
-                part = None
-            elif not state.parts:
-                # No profile at all: one empty part still says which columns there are.
-                empty = cast_columns(schema.arrow_schema.empty_table(), declared)
-                part = _Part(directory, 0, parquet_schema(empty, schema, declared))
-                part.write(empty)
-                part.ended = True
-                _commit(directory, state, part)
-                part = None
-            else:
-                state.ended = True
-                _save(directory, state)
+                writer.add(table, schema)
+        writer.finish(schema)
     except BaseException as exc:
-        if part is not None:
-            part.discard()
-        if isinstance(exc, errors.StoplistError):
-            exc.partial = state.summary(directory)
-            # The checkpoint carries on, not a from_id: the message must not advise one.
-            exc.resume_from = None
-            again = (
-                f"{state.profiles} profiles are saved in {directory}; call "
-                "write_profiles_parquet again with resume=True to carry on from there"
-            )
-            exc.hint = f"{exc.hint}; {again}" if exc.hint else again
+        writer.save_what_is_whole()
+        _say_what_is_saved(exc, directory, writer.state)
         raise
+    return writer.state
 
 
-class _Part:
-    """The part being written, under its hidden name until it is whole."""
+def _declared_schema(declared: Mapping[str, Any]) -> StreamSchema:
+    return StreamSchema({name: request.dtype_kind(d) for name, d in declared.items()})
 
-    def __init__(self, directory: pathlib.Path, index: int, schema: pa.Schema) -> None:
-        self.name = f"part-{index:05d}.parquet"
-        self.path = directory / self.name
-        self.temp = directory / f".{self.name}.tmp"
-        self.writer = pq.ParquetWriter(self.temp, schema, compression=COMPRESSION)
-        self.profiles = self.rows = 0
-        self.cursor = ""
+
+def _say_what_is_saved(exc: BaseException, directory: pathlib.Path, state: _State) -> None:
+    again = (
+        f"{state.profiles} profiles are saved in {directory}; call "
+        "write_profiles_parquet again with resume=True to carry on from there"
+    )
+    if isinstance(exc, errors.StoplistError):
+        exc.partial = state.summary(directory)
+        # The checkpoint carries on, not a from_id: the message must not advise one.
+        exc.resume_from = None
+        exc.hint = f"{exc.hint}; {again}" if exc.hint else again
+    elif hasattr(exc, "add_note"):  # Ctrl-C, a full disk: the traceback says it
+        exc.add_note(again)
+
+
+class _Segment:
+    """The pages written since the last commit, in a hidden file until they are committed."""
+
+    def __init__(self, temp: pathlib.Path, schema: pa.Schema) -> None:
+        self.temp = temp
+        self.writer: pq.ParquetWriter | None = pq.ParquetWriter(
+            temp, schema, compression=COMPRESSION
+        )
+        self.profiles = self.rows = self.nbytes = 0
         self.cursors: list[str] = []  # those its pages were asked with
-        self.ended = False
+        self.next_from_id = ""
         self.schema: dict[str, Any] = {}
-
-    def fits(self, table: pa.Table) -> bool:
-        return bool(table.schema.equals(self.writer.schema, check_metadata=False))
+        self.opened = time.monotonic()
+        self.torn = False  # a write that did not finish: the file may hold part of a page
+        self.ending = False  # its last page has no cursor of its own: nothing follows it
 
     def write(self, table: pa.Table) -> None:
+        assert self.writer is not None
+        self.torn = True
         self.writer.write_table(table, row_group_size=max(1, table.num_rows))
+        self.torn = False
         self.rows += table.num_rows
+        self.nbytes += table.nbytes
 
     def close(self) -> None:
-        self.writer.close()
-        _fsync(self.temp)
-        os.replace(self.temp, self.path)
+        """Close the file (again: nothing); raise if it does not read back with every row."""
+        if self.writer is not None:
+            writer, self.writer = self.writer, None
+            writer.close()
+        _check_rows(self.temp, self.rows)
 
     def discard(self) -> None:
         with contextlib.suppress(Exception):
-            self.writer.close()
+            if self.writer is not None:
+                self.writer.close()
         self.temp.unlink(missing_ok=True)
 
 
-def _commit(directory: pathlib.Path, state: _State, part: _Part) -> None:
-    part.close()
-    state.parts.append({"name": part.name, "profiles": part.profiles, "rows": part.rows})
-    state.profiles += part.profiles
-    state.rows += part.rows
-    state.cursors.extend(cursor for cursor in part.cursors if cursor)
-    state.next_from_id = part.cursor or state.next_from_id
-    state.schema = part.schema or state.schema
-    state.ended = part.ended
-    _save(directory, state)
+class _Writer:
+    """The pages of a pull into part files, the part being written committed as it goes."""
+
+    def __init__(
+        self,
+        directory: pathlib.Path,
+        state: _State,
+        declared: Mapping[str, Any],
+        window: _Window,
+    ) -> None:
+        self.directory = directory
+        self.state = state
+        self.declared = declared
+        self.window = window
+        self.segment: _Segment | None = None
+        self.read = 0  # profiles of this call: the tables count from where it started
+        # The part whose segments a resumed pull goes on with has their file schema.
+        self.file_schema: pa.Schema | None = (
+            _file_schema(state.open[-1].schema, declared) if state.open else None
+        )
+
+    def add(self, table: pa.Table, schema: StreamSchema) -> None:
+        meta = table.schema.metadata
+        if self.file_schema is not None and not table.schema.equals(
+            self.file_schema, check_metadata=False
+        ):
+            self.close_part(ended=False)  # a column joined: a file has one schema
+        if self.file_schema is None:
+            self.file_schema = parquet_schema(table, schema, self.declared)
+        segment = self.segment
+        if segment is None:
+            segment = self.segment = self._new_segment()
+        segment.write(table)
+        if meta[META_FROM]:
+            segment.cursors.append(meta[META_FROM].decode())
+        count = int(meta[META_PROFILES])
+        segment.profiles += count - self.read
+        self.read = count
+        segment.next_from_id = meta[META_NEXT].decode()
+        # A page without a cursor of its own is the last one.
+        segment.ending = meta[META_NEXT] == meta[META_FROM]
+        segment.schema = schema.to_dict()  # as it was after this page, not the next
+        window = self.window
+        if sum(e.profiles for e in self.state.open) + segment.profiles >= window.per_part:
+            self.close_part(ended=segment.ending)
+        elif not segment.ending and (
+            segment.nbytes >= window.bytes or time.monotonic() - segment.opened >= window.seconds
+        ):
+            self.commit_segment()
+
+    def finish(self, schema: StreamSchema) -> None:
+        """The stream ended: close the part being written, or say that it ended."""
+        if self.file_schema is not None:
+            self.close_part(ended=True)
+        elif not self.state.parts:
+            # No profile at all: one empty part still says which columns there are.
+            empty = cast_columns(schema.arrow_schema.empty_table(), self.declared)
+            self.file_schema = parquet_schema(empty, schema, self.declared)
+            segment = self.segment = self._new_segment()
+            segment.write(empty)
+            segment.schema = schema.to_dict()
+            self.close_part(ended=True)
+        else:
+            self.state = _saved(self.directory, replace(self.state, ended=True))
+
+    def commit_segment(self) -> None:
+        """Commit the pages written since the last commit, as a segment of the part."""
+        segment = self.segment
+        assert segment is not None
+        segment.close()
+        _fsync(segment.temp)
+        final = segment.temp.with_name(segment.temp.name.removesuffix(".tmp"))
+        entry = _entry(final.name, segment.temp, segment)
+        os.replace(segment.temp, final)
+        self.segment = None
+        self.state = _saved(
+            self.directory,
+            replace(
+                self.state,
+                open=(*self.state.open, entry),
+                cursors=(*self.state.cursors, *segment.cursors),
+            ),
+        )
+
+    def close_part(self, *, ended: bool) -> None:
+        """Close the part: the file written becomes it, or its segments are copied into it."""
+        state, segment = self.state, self.segment
+        assert self.file_schema is not None
+        name = f"part-{len(state.parts):05d}.parquet"
+        path = self.directory / name
+        pieces = [self.directory / e.name for e in state.open]
+        counts = list(state.open)
+        if segment is not None:
+            segment.close()
+            pieces.append(segment.temp)
+            counts.append(_entry(segment.temp.name, None, segment))
+        if len(pieces) == 1 and segment is not None:
+            _fsync(segment.temp)
+            os.replace(segment.temp, path)
+        else:
+            temp = self.directory / f".{name}.tmp"
+            try:
+                _copy_row_groups(pieces, temp, self.file_schema)
+                _check_rows(temp, sum(e.rows for e in counts))
+                _fsync(temp)
+                os.replace(temp, path)
+            finally:
+                temp.unlink(missing_ok=True)  # gone once renamed; else half a part
+        self.segment = None
+        self.file_schema = None
+        part = _Entry(
+            name,
+            profiles=sum(e.profiles for e in counts),
+            rows=sum(e.rows for e in counts),
+            bytes=path.stat().st_size,
+            sha256=_sha256(path),
+            next_from_id=counts[-1].next_from_id,
+            cursors=sum(e.cursors for e in counts),
+            schema=counts[-1].schema,
+        )
+        self.state = _saved(
+            self.directory,
+            replace(
+                state,
+                parts=(*state.parts, part),
+                open=(),
+                cursors=(*state.cursors, *(segment.cursors if segment else [])),
+                ended=ended,
+            ),
+        )
+        for piece in pieces:
+            piece.unlink(missing_ok=True)  # in the part now
+
+    def save_what_is_whole(self) -> None:
+        """On the way out of an error: commit the pages since the last commit if they are whole."""
+        segment, self.segment = self.segment, None
+        if segment is None:
+            return
+        if segment.torn or segment.ending:
+            # Half a page; or a last page, which a pull carried on from its cursor would read again.
+            segment.discard()
+            return
+        self.segment = segment
+        try:
+            self.commit_segment()
+        # The file does not read back whole, or cannot be saved: its pages come again.
+        except Exception:
+            self.segment = None
+            segment.discard()
+
+    def _new_segment(self) -> _Segment:
+        assert self.file_schema is not None
+        part = f".part-{len(self.state.parts):05d}.parquet"
+        temp = self.directory / f"{part}.seg-{len(self.state.open):05d}.tmp"
+        return _Segment(temp, self.file_schema)
 
 
-def _seal(directory: pathlib.Path, state: _State) -> None:
+def _entry(name: str, path: pathlib.Path | None, segment: _Segment) -> _Entry:
+    """The record of ``segment`` (its size and checksum those of ``path``, if given)."""
+    return _Entry(
+        name,
+        profiles=segment.profiles,
+        rows=segment.rows,
+        bytes=path.stat().st_size if path is not None else 0,
+        sha256=_sha256(path) if path is not None else "",
+        next_from_id=segment.next_from_id,
+        cursors=len(segment.cursors),
+        schema=segment.schema,
+    )
+
+
+def _file_schema(schema: Mapping[str, Any], declared: Mapping[str, Any]) -> pa.Schema:
+    """The file schema of the pages of a stream whose schema is ``schema``."""
+    stream = StreamSchema.from_dict(schema)
+    empty = cast_columns(stream.arrow_schema.empty_table(), declared)
+    return parquet_schema(empty, stream, declared)
+
+
+def _copy_row_groups(paths: Sequence[pathlib.Path], temp: pathlib.Path, schema: pa.Schema) -> None:
+    """The row groups of ``paths``, in order, into one file: the one written in one go."""
+    with pq.ParquetWriter(temp, schema, compression=COMPRESSION) as writer:
+        for path in paths:
+            with pq.ParquetFile(path) as source:
+                for i in range(source.num_row_groups):
+                    # Read back, a list's item is named "element": the cast names it as written.
+                    table = source.read_row_group(i).cast(schema)
+                    writer.write_table(table, row_group_size=max(1, table.num_rows))
+
+
+def _check_rows(path: pathlib.Path, rows: int) -> None:
+    with pq.ParquetFile(path) as file:
+        found = file.metadata.num_rows
+    if found != rows:
+        raise OSError(f"{path.name} reads back with {found} rows where {rows} were written")
+
+
+# --- sealing -----------------------------------------------------------------------------------
+
+
+def _seal(directory: pathlib.Path, state: _State) -> _State:
     """Give every part the final schema, write ``_common_metadata``, mark the dataset complete."""
-    paths = [directory / p["name"] for p in state.parts]
-    final = pq.read_schema(paths[-1])
-    for path in paths[:-1]:
+    final = pq.read_schema(directory / state.parts[-1].name)
+    for i, entry in enumerate(state.parts[:-1]):
+        path = directory / entry.name
         if pq.read_schema(path).equals(final, check_metadata=True):
             continue
-        temp = directory / f".{path.name}.tmp"
+        temp = directory / f".{entry.name}.tmp"
         try:
             with (
                 pq.ParquetFile(path) as source,
                 pq.ParquetWriter(temp, final, compression=COMPRESSION) as writer,
             ):
-                for i in range(source.num_row_groups):
-                    table = conform_to(source.read_row_group(i), final)
+                for g in range(source.num_row_groups):
+                    table = conform_to(source.read_row_group(g), final)
                     writer.write_table(table, row_group_size=max(1, table.num_rows))
+            _check_rows(temp, entry.rows)
             _fsync(temp)
+            sealed = replace(entry, bytes=temp.stat().st_size, sha256=_sha256(temp))
+            # Said before the rename: whichever of the two files a crash leaves is known.
+            pending = {"name": entry.name, "bytes": sealed.bytes, "sha256": sealed.sha256}
+            state = _saved(directory, replace(state, sealing=pending))
             os.replace(temp, path)
+            parts = (*state.parts[:i], sealed, *state.parts[i + 1 :])
+            state = _saved(directory, replace(state, parts=parts, sealing=None))
         finally:
             temp.unlink(missing_ok=True)  # gone once renamed; else half a part
     temp = directory / ".common_metadata.tmp"
     pq.write_metadata(final, temp)
     _fsync(temp)
     os.replace(temp, directory / COMMON_METADATA)
-    state.ended = state.complete = True
-    _save(directory, state)
+    return _saved(directory, replace(state, ended=True, complete=True))
 
 
 def conform_to(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -450,13 +1128,25 @@ def parquet_schema(table: pa.Table, schema: StreamSchema, declared: Mapping[str,
     return table.schema.remove_metadata().with_metadata(pandas)
 
 
+# --- saving ------------------------------------------------------------------------------------
+
+
+def _saved(directory: pathlib.Path, state: _State) -> _State:
+    _save(directory, state)
+    return state
+
+
 def _save(directory: pathlib.Path, state: _State) -> None:
     """Replace the checkpoint, durably: the file, then the directory entry."""
     temp = directory / ".checkpoint.json.tmp"
-    # One line per key: readable, and the schema's many short lists stay short.
-    lines = (
-        f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in state.to_json().items()
-    )
+    # One line per key and per file: readable, and the schema's many short lists stay short.
+    lines = []
+    for key, value in state.to_json().items():
+        if key in ("parts", "open") and value:
+            files = ",\n  ".join(json.dumps(v, ensure_ascii=False) for v in value)
+            lines.append(f"{json.dumps(key)}: [\n  {files}\n ]")
+        else:
+            lines.append(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
     text = "{\n " + ",\n ".join(lines) + "\n}\n"
     with open(temp, "w", encoding="utf-8") as file:
         file.write(text)
@@ -464,6 +1154,14 @@ def _save(directory: pathlib.Path, state: _State) -> None:
         os.fsync(file.fileno())
     os.replace(temp, directory / CHECKPOINT)
     _fsync_directory(directory)
+
+
+def _sha256(path: pathlib.Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _fsync(path: pathlib.Path) -> None:
@@ -482,4 +1180,173 @@ def _fsync_directory(directory: pathlib.Path) -> None:
     except OSError:
         pass
     finally:
+        os.close(fd)
+
+
+# --- one writer at a time ------------------------------------------------------------------------
+
+#: The directories this process writes, and who it is: a lock the OS would grant a
+#: second time to the same process (POSIX locks where flock is emulated, as on NFS).
+_WRITING: dict[tuple[int, int], str] = {}
+_WRITING_GUARD = threading.Lock()
+#: Windows locks bytes, and a locked byte cannot be read: the lock is far past the text.
+_WINDOWS_LOCK_AT = 1 << 30
+
+
+@contextlib.contextmanager
+def _writer_lock(directory: pathlib.Path) -> Iterator[None]:
+    """Hold the directory's lock, or raise :class:`~stoplist_nb.errors.DatasetLocked`."""
+    key = _identity(os.stat(directory))
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    holder = f"host {socket.gethostname()}, process {os.getpid()}, started {started}"
+    with _WRITING_GUARD:
+        if key in _WRITING:
+            raise _locked(directory, _WRITING[key])
+        _WRITING[key] = holder
+    try:
+        try:
+            fd = _lock(directory, exclusive=True)
+        except _NoLocks as exc:
+            raise errors.DatasetLocked(
+                f"{directory / LOCK} cannot be locked: the filesystem refused ({exc}); "
+                "one writer at a time cannot be ensured there, so nothing is written "
+                "(a local disk locks)"
+            ) from None
+        assert fd is not None
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, f"{holder}\n".encode())
+            yield
+        finally:
+            _unlock(directory / LOCK, fd)
+    finally:
+        with _WRITING_GUARD:
+            del _WRITING[key]
+
+
+def _check_no_writer(directory: pathlib.Path) -> None:
+    """Raise :class:`~stoplist_nb.errors.DatasetLocked` if a writer holds the directory now."""
+    with _WRITING_GUARD:
+        # This process writes it: opening the lock file here would end a POSIX lock.
+        mine = _WRITING.get(_identity(os.stat(directory)))
+    if mine is not None:
+        raise _locked(directory, mine, summary=True)
+    try:
+        fd = _lock(directory, exclusive=False, summary=True)
+    except _NoLocks:
+        return  # a filesystem that locks nothing: nothing to learn
+    if fd is not None:
+        os.close(fd)  # a reader holds nothing while it reads: a writer may start
+
+
+class _NoLocks(Exception):
+    """The filesystem refuses to lock the lock file (an NFS mount without its lock service)."""
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int]:
+    return (stat.st_dev, stat.st_ino)
+
+
+def _lock(directory: pathlib.Path, *, exclusive: bool, summary: bool = False) -> int | None:
+    """The file descriptor of the locked lock file (``None``: no lock file, no writer)."""
+    path = directory / LOCK
+    if sys.platform == "win32" and not exclusive:
+        return None  # Windows has no shared lock to try without blocking a writer
+    for _ in range(100):
+        try:
+            if exclusive:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            else:
+                fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            got = _try_lock(fd, exclusive=exclusive)
+        except OSError as exc:
+            os.close(fd)
+            raise _NoLocks(exc.strerror or str(exc)) from None
+        if not got:
+            holder = _holder(fd)
+            os.close(fd)
+            raise _locked(directory, holder, summary=summary)
+        # A writer that just ended removed the file it locked: lock the one at the path.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)
+    raise errors.DatasetLocked(f"{path} kept being replaced while it was being locked")
+
+
+def _locked(directory: pathlib.Path, holder: str, *, summary: bool = False) -> errors.DatasetLocked:
+    who = holder or "which has not written who it is yet"
+    if summary:
+        exc = errors.DatasetLocked(
+            f"{directory} is being written by another writer ({who}): what it holds "
+            "changes as it goes",
+            holder=holder,
+        )
+        exc.hint = "ask again once that writer ends"
+        return exc
+    exc = errors.DatasetLocked(
+        f"{directory} is being written by another writer ({who}); nothing was sent or changed",
+        holder=holder,
+    )
+    exc.hint = (
+        "one writer at a time: wait for that pull to end (or stop it), then call again; "
+        "a writer that was killed holds no lock"
+    )
+    return exc
+
+
+def _holder(fd: int) -> str:
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        return os.read(fd, 1000).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+if sys.platform == "win32":
+    import msvcrt
+
+    def _try_lock(fd: int, *, exclusive: bool) -> bool:
+        os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(path: pathlib.Path, fd: int) -> None:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        os.close(fd)
+        with contextlib.suppress(OSError):  # another writer has it open: it stays
+            path.unlink()
+
+else:
+    import fcntl
+
+    def _try_lock(fd: int, *, exclusive: bool) -> bool:
+        # flock, not lockf: a POSIX lock ends when the process closes any descriptor
+        # of the file, and two threads of one process would both get it.
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+        return True
+
+    def _unlock(path: pathlib.Path, fd: int) -> None:
+        # Removed while still held: a writer that opened it meanwhile finds it gone
+        # once it gets the lock, and locks the file at the path instead.
+        with contextlib.suppress(OSError):
+            path.unlink()
         os.close(fd)

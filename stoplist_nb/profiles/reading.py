@@ -26,7 +26,14 @@ from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 from stoplist_nb.client import Client, Page
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles import stream as st
-from stoplist_nb.profiles.dataset import DEFAULT_PROFILES_PER_PART, DatasetSummary, write_dataset
+from stoplist_nb.profiles.dataset import (
+    DEFAULT_COMMIT_BYTES,
+    DEFAULT_COMMIT_SECONDS,
+    DEFAULT_PROFILES_PER_PART,
+    DatasetSummary,
+    service_origin,
+    write_dataset,
+)
 from stoplist_nb.profiles.files import FileSummary, write_file
 from stoplist_nb.profiles.normalize import FlatPage, frame_from_tables, table_from_tables
 from stoplist_nb.profiles.schema import StreamSchema
@@ -263,6 +270,9 @@ class ProfilesRequest:
         resume: bool = ...,
         overwrite: bool = ...,
         profiles_per_part: int = ...,
+        repair: bool = ...,
+        commit_seconds: float = ...,
+        commit_bytes: int = ...,
     ) -> DatasetSummary: ...
 
     @overload
@@ -275,6 +285,9 @@ class ProfilesRequest:
         resume: bool = ...,
         overwrite: bool = ...,
         profiles_per_part: int = ...,
+        repair: bool = ...,
+        commit_seconds: float = ...,
+        commit_bytes: int = ...,
     ) -> FileSummary | DatasetSummary: ...
 
     def to_parquet(
@@ -286,6 +299,9 @@ class ProfilesRequest:
         resume: bool = True,
         overwrite: bool = False,
         profiles_per_part: int = DEFAULT_PROFILES_PER_PART,
+        repair: bool = False,
+        commit_seconds: float = DEFAULT_COMMIT_SECONDS,
+        commit_bytes: int = DEFAULT_COMMIT_BYTES,
     ) -> FileSummary | DatasetSummary:
         """Write the profiles to one Parquet file, or to a resumable Parquet dataset (a directory).
 
@@ -313,6 +329,12 @@ class ProfilesRequest:
                 ``OutputExists``, before anything is sent). A dataset: remove
                 the dataset in ``path`` first.
             profiles_per_part: A dataset only: profiles per part file.
+            repair: A dataset only: drop a damaged file and those after it,
+                and pull on after the last good one.
+            commit_seconds: A dataset only: commit the part being written
+                after this many seconds of pages.
+            commit_bytes: A dataset only: commit the part being written
+                after this many bytes of pages (as Arrow tables).
 
         Returns:
             A :class:`~stoplist_nb.profiles.files.FileSummary` for a file, a
@@ -325,6 +347,8 @@ class ProfilesRequest:
                 sent or written.
             DatasetMismatch: As in
                 :func:`write_profiles_parquet`.
+            DatasetDamaged: As in :func:`write_profiles_parquet`.
+            DatasetLocked: As in :func:`write_profiles_parquet`.
             OutputExists: A file is at ``path`` and ``overwrite`` is false
                 (nothing was sent), or one appeared there during the pull.
             OSError: The file cannot be written (a full disk, a read-only
@@ -343,12 +367,27 @@ class ProfilesRequest:
             dataset = str(path).endswith(("/", os.sep)) or pathlib.Path(os.fspath(path)).is_dir()
         request.check_flag("dataset", dataset)
         if dataset:
-            return self._dataset(path, declared, resume, overwrite, profiles_per_part)
+            return self._dataset(
+                path,
+                declared,
+                resume=resume,
+                overwrite=overwrite,
+                repair=repair,
+                per_part=profiles_per_part,
+                commit_seconds=commit_seconds,
+                commit_bytes=commit_bytes,
+            )
         request.check_flag("overwrite", overwrite)
-        defaults = (True, DEFAULT_PROFILES_PER_PART)
+        defaults = (
+            True,
+            DEFAULT_PROFILES_PER_PART,
+            False,
+            DEFAULT_COMMIT_SECONDS,
+            DEFAULT_COMMIT_BYTES,
+        )
         for name, value, default in zip(
-            ("resume", "profiles_per_part"),
-            (resume, profiles_per_part),
+            ("resume", "profiles_per_part", "repair", "commit_seconds", "commit_bytes"),
+            (resume, profiles_per_part, repair, commit_seconds, commit_bytes),
             defaults,
             strict=True,
         ):
@@ -423,19 +462,34 @@ class ProfilesRequest:
         self,
         path: str | os.PathLike[str],
         declared: Mapping[str, Any],
+        *,
         resume: bool,
         overwrite: bool,
+        repair: bool,
         per_part: int,
+        commit_seconds: float,
+        commit_bytes: int,
     ) -> DatasetSummary:
         errors.require_int("profiles_per_part", per_part, minimum=1)
         request.check_flag("resume", resume)
         request.check_flag("overwrite", overwrite)
+        request.check_flag("repair", repair)
+        if (
+            isinstance(commit_seconds, bool)
+            or not isinstance(commit_seconds, int | float)
+            or not commit_seconds >= 0  # NaN too
+        ):
+            raise errors.InvalidInput(
+                f"commit_seconds must be a number of seconds of at least 0, not {commit_seconds!r}"
+            )
+        errors.require_int("commit_bytes", commit_bytes, minimum=1)
         if self.from_id is not None or self.max_profiles is not None:
             raise errors.InvalidInput(
                 "from_id and max_profiles go with a file; a dataset carries on from its "
                 "checkpoint (resume=True)"
             )
         pull = {
+            "service": service_origin(self.client.base_url),
             "db_id": self.db_id,
             "query": self.query,
             "fields": None if self.fields is None else list(self.fields),
@@ -449,7 +503,10 @@ class ProfilesRequest:
             lambda from_id, seen: self._flat_pages(from_id, seen),
             resume=resume,
             overwrite=overwrite,
+            repair=repair,
             per_part=per_part,
+            commit_seconds=commit_seconds,
+            commit_bytes=commit_bytes,
         )
 
 
@@ -795,6 +852,9 @@ def write_profiles_parquet(
     progress: bool = True,
     lookahead: int = DEFAULT_LOOKAHEAD,
     profiles_per_part: int = DEFAULT_PROFILES_PER_PART,
+    repair: bool = False,
+    commit_seconds: float = DEFAULT_COMMIT_SECONDS,
+    commit_bytes: int = DEFAULT_COMMIT_BYTES,
 ) -> DatasetSummary:
     """Read a database's profiles into a Parquet dataset (a directory), holding one page at a time.
 
@@ -804,15 +864,20 @@ def write_profiles_parquet(
     ``pd.read_parquet(path)`` gives the dtypes of ``read_profiles``. Parts
     read in name order hold the profiles in the service's order.
 
-    A pull that stopped (an error, Ctrl-C, a killed process) leaves the parts
-    it finished and a checkpoint: calling again with the same arguments (and
-    ``resume=True``, the default) carries on after the last finished part,
-    and the result is the dataset an uninterrupted pull gives, each row once.
-    A part that was being written is dropped and its pages read again. Called
-    on a complete dataset of the same pull, it returns its summary and sends
-    nothing. One process at a time may write to a directory. The same as
+    A pull that stopped (an error, Ctrl-C, a killed process) leaves what it
+    committed and a checkpoint: calling again with the same arguments (and
+    ``resume=True``, the default) carries on from there, and the result is
+    the dataset an uninterrupted pull gives, each row once, in the same
+    files. The part being written is committed every ``commit_seconds`` or
+    ``commit_bytes`` of pages, and on an error or Ctrl-C, so that a killed
+    process loses at most that much (its pages are read again). Called on a
+    complete dataset of the same pull, it returns its summary and sends
+    nothing. The checkpoint and every file it lists are checked before
+    anything is sent. One writer at a time: a second one is refused while the
+    first holds the directory's lock. The same as
     :meth:`ProfilesRequest.to_parquet <stoplist_nb.profiles.reading.ProfilesRequest.to_parquet>`
-    of a directory.
+    of a directory; :func:`~stoplist_nb.profiles.dataset.dataset_summary`
+    says what a directory holds.
 
     Args:
         client: The API client.
@@ -833,6 +898,13 @@ def write_profiles_parquet(
         lookahead: Requests sent while earlier pages are being parsed.
         profiles_per_part: A part is closed once it holds this many profiles
             (whole pages: it may hold up to a page more).
+        repair: When a file the checkpoint lists is damaged (changed, cut
+            short, missing), drop it and every file after it and pull on
+            after the last good one, instead of raising ``DatasetDamaged``.
+        commit_seconds: Commit the part being written once its pages since
+            the last commit span this many seconds (``0``: every page).
+        commit_bytes: Commit it once those pages hold this many bytes (as
+            Arrow tables in memory), whichever comes first.
 
     Returns:
         The summary of the dataset; ``complete`` is true.
@@ -840,12 +912,18 @@ def write_profiles_parquet(
     Raises:
         InvalidInput: An argument is wrong (nothing was sent or written).
         DatasetMismatch: ``path`` holds the checkpoint of another pull (another
-            ``db_id``, ``query``, ``fields`` or ``dtypes``), a dataset while
-            ``resume`` and ``overwrite`` are false, or files not of a dataset.
-        StoplistError: A request failed. The finished parts and the checkpoint
-            stay; ``exc.partial`` is the :class:`DatasetSummary` so far (its
-            ``next_from_id`` is where the checkpoint carries on) and the
-            message says to call again with ``resume=True``.
+            service, ``db_id``, ``query``, ``fields`` or ``dtypes``), a
+            dataset while ``resume`` and ``overwrite`` are false, a checkpoint
+            of an earlier version, or files not of a dataset.
+        DatasetDamaged: The checkpoint is not what a pull wrote, or a file it
+            lists differs from its record (``exc.part`` names it; nothing was
+            sent): ``repair=True`` pulls on after the last good file.
+        DatasetLocked: Another writer holds ``path`` (``exc.holder`` says who).
+        StoplistError: A request failed. What was committed stays, the pages
+            written since the last commit with it; ``exc.partial`` is the
+            :class:`DatasetSummary` so far (its ``next_from_id`` is where the
+            checkpoint carries on) and the message says how many profiles are
+            saved and to call again with ``resume=True``.
 
     >>> summary = write_profiles_parquet(client, 1, "profiles/")  # doctest: +SKIP
     >>> summary.profiles, summary.parts  # doctest: +SKIP
@@ -868,4 +946,7 @@ def write_profiles_parquet(
         resume=resume,
         overwrite=overwrite,
         profiles_per_part=profiles_per_part,
+        repair=repair,
+        commit_seconds=commit_seconds,
+        commit_bytes=commit_bytes,
     )
