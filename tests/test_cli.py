@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import subprocess
 import sys
 import types
@@ -191,7 +192,7 @@ def test_demo_reports_a_kind_checked_and_never_found(
     assert flagged["suppressed_by"].value_counts().to_dict() == {
         k: n for k, n in kinds.items() if n
     }
-    assert "suppression list 7: 2 hashes (1 emails, 0 phones, 1 domains)" in stdout
+    assert "suppression list 7: 2 hashes (1 email, 0 phones, 1 domain)" in stdout
 
 
 @pytest.fixture
@@ -383,7 +384,7 @@ def test_profiles_out_dir_writes_a_dataset(
     )
     assert code == 0, stderr
     assert f"{out}/ holds " in stdout
-    assert "(120 profiles, 1 part files) of database 1; it is complete" in stdout
+    assert "(120 profiles, 1 part file) of database 1; it is complete" in stdout
     with env.client() as client:
         frame = stoplist_nb.read_profiles(client, 1, progress=False)
     back = pd.read_parquet(out)
@@ -398,12 +399,12 @@ def test_profiles_out_dir_writes_a_dataset(
     code, _, stderr = run("profiles", "--db-id", "1", "--out", str(out))
     assert code == EXIT_USAGE
     assert "holds a dataset already" in stderr
-    assert "hint: pass --resume to carry on from its checkpoint, or --overwrite to start" in stderr
+    assert "hint: add --resume to carry on from its checkpoint, or --overwrite to start" in stderr
     assert "=True" not in stderr
     assert env.requests == []
     code, stdout, _ = run("profiles", "--db-id", "1", "--out", str(out), "--resume")
     assert code == 0
-    assert "(120 profiles, 1 part files)" in stdout
+    assert "(120 profiles, 1 part file)" in stdout
     assert env.requests == []  # complete: nothing to read
     code, _, _ = run("profiles", "--db-id", "1", "--out", str(out), "--overwrite", "--limit", "50")
     assert code == 0
@@ -426,8 +427,11 @@ def test_profiles_out_dir_resumes_after_a_failure(
     code, _, stderr = run("profiles", "--db-id", "1", "--limit", "10", "--out", f"{out}/")
     assert code == EXIT_NETWORK
     assert "stoplist-nb: error: profiles/list: error 502" in stderr
-    # Part 0 closed when late_score joined on page 4; part 1, being written, was dropped.
-    assert "hint: 30 profiles are saved; the same command with --resume carries on" in stderr
+    # Part 0 closed when late_score joined on page 4, which the failure committed too.
+    assert (
+        f"hint: 40 profiles are saved in {out}/; to carry on from there, run: "
+        f"stoplist-nb profiles --db-id 1 --limit 10 --out {out}/ --resume\n"
+    ) in stderr
     assert "resume=True" not in stderr
     assert ".partial" not in stderr
     late_env.clear_faults()
@@ -448,7 +452,8 @@ def test_profiles_out_dir_resumes_after_a_failure(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--out", "{tmp}/p.csv", "--resume"], "--resume and --overwrite go with a dataset"),
+        (["--out", "{tmp}/p.csv", "--resume"], "--resume goes with a dataset directory"),
+        (["--out", "{tmp}/ds/", "--resume", "--overwrite"], "give one of them"),
         (["--out", "{tmp}/ds/", "--from-id", "x"], "--from-id and --max-profiles go with a file"),
         (["--out", "{tmp}/ds/", "--max-profiles", "3"], "a dataset directory carries on"),
     ],
@@ -472,11 +477,13 @@ def test_profiles_out_dir_interrupted_says_how_to_resume(
         raise KeyboardInterrupt
 
     monkeypatch.setattr("stoplist_nb.cli.commands.write_profiles_parquet", interrupted)
-    code, _, stderr = run("profiles", "--db-id", "1", "--out", f"{tmp_path}/ds/")
+    code, _, stderr = run("profiles", "--db-id", "1", "--out", f"{tmp_path}/ds/", "--overwrite")
     assert code == 130
+    # Stopped before the pull had a checkpoint: there is nothing to carry on from.
     assert stderr == (
-        f"stoplist-nb: the same command with --resume carries on from the last part in "
-        f"{tmp_path}/ds/\nstoplist-nb: interrupted\n"
+        "stoplist-nb: interrupted\n"
+        f"stoplist-nb: nothing was saved in {tmp_path}/ds/\n"
+        "stoplist-nb: hint: the same command starts again\n"
     )
 
 
@@ -526,7 +533,7 @@ def test_export_says_what_the_list_holds_per_kind(
     sizes = {kind: len(env.suppressed[f"{kind}s"]) for kind in ("email", "phone", "domain")}
     assert all(sizes.values())
     assert pd.read_parquet(out)["type"].value_counts().to_dict() == sizes
-    per_kind = ", ".join(f"{n} {kind}" for kind, n in sizes.items())
+    per_kind = ", ".join(f"{kind} {n}" for kind, n in sizes.items())
     assert f"\nrows per kind: {per_kind}\n" in stdout
 
 
@@ -793,6 +800,8 @@ def test_unreachable_service_exits_4(
     )
     assert code == EXIT_NETWORK
     assert f"error: profiles/list: the connection to 127.0.0.1:{port} was refused" in stderr
+    assert f"hint: check that the service runs at 127.0.0.1:{port}, the address " in stderr
+    assert "STOPLIST_NB_URL names" in stderr
     assert "t0ken-not-to-show" not in stderr
 
 
@@ -807,7 +816,9 @@ def test_failure_after_some_pages_says_where_to_resume(
     assert code == EXIT_NETWORK
     cursor = env.profiles[9]["id"]
     assert "10 profiles were read before the failure (nothing was written)" in stderr
-    assert stderr.rstrip().endswith(f"add --from-id {cursor}")
+    assert stderr.rstrip().endswith(
+        f"run: stoplist-nb profiles --db-id 1 --limit 10 --out {out} --from-id {cursor}"
+    )
     assert ".partial" not in stderr
     assert not out.exists()
 
@@ -819,8 +830,13 @@ def test_interrupt_exits_130(
         raise KeyboardInterrupt
 
     monkeypatch.setattr("stoplist_nb.cli.commands.ProfilesRequest.to_csv", interrupted)
-    code, _, stderr = run("profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv"))
-    assert (code, stderr) == (130, "stoplist-nb: interrupted\n")
+    out = tmp_path / "p.csv"
+    code, _, stderr = run("profiles", "--db-id", "1", "--out", str(out))
+    assert (code, stderr) == (
+        130,
+        f"stoplist-nb: interrupted\nstoplist-nb: nothing was written: no {out}\n"
+        "stoplist-nb: hint: the same command reads the profiles again\n",
+    )
 
 
 # --- entry points ----------------------------------------------------------------
@@ -831,6 +847,12 @@ def test_help_and_version(run: Run) -> None:
     assert code == 0
     assert stdout.startswith("usage: stoplist-nb")
     assert "exit codes:" in stdout
+    assert "143 terminated (SIGTERM)" in " ".join(stdout.split())
+    for command in ([], ["profiles"], ["export"]):  # how to try it, without an account
+        code, stdout, _ = run(*command, "--help")
+        assert code == 0
+        assert "python -m stoplist_nb.demo" in stdout
+        assert "stoplist-nb profiles --db-id 1 --out profiles.parquet" in stdout
     assert run("--version")[:2] == (0, f"stoplist-nb {stoplist_nb.__version__}\n")
 
 
@@ -881,3 +903,91 @@ def test_console_script(svc: DemoService, tmp_path: pathlib.Path) -> None:
     assert unset.stderr.startswith(
         "stoplist-nb: error: STOPLIST_NB_URL and STOPLIST_NB_TOKEN are not set"
     )
+
+
+# --- words -------------------------------------------------------------------------------
+
+
+def test_one_is_said_in_the_singular(run: Run, env: DemoService, tmp_path: pathlib.Path) -> None:
+    one = next(p for p in env.profiles if not subscriptions(p))  # a profile is one row
+    query = json.dumps({"email": one["email"]})
+    code, stdout, stderr = run(
+        "profiles", "--db-id", "1", "--query", query, "--out", str(tmp_path / "one.csv")
+    )
+    assert code == 0, stderr
+    assert "wrote 1 row (1 profile, " in stdout
+    code, stdout, stderr = run(
+        "profiles", "--db-id", "1", "--query", query, "--out", f"{tmp_path}/ds/"
+    )
+    assert code == 0, stderr
+    assert f"{tmp_path}/ds/ holds 1 row (1 profile, 1 part file) of database 1" in stdout
+    assert not re.search(r"\b1 (rows|profiles|part files|columns|hashes|files)\b", stdout)
+
+
+@pytest.mark.slow
+def test_the_demo_counts_profiles_subscriptions_and_rows_truthfully(
+    run: Run, tmp_path: pathlib.Path
+) -> None:
+    held = generate_profiles(80, 2)
+    code, stdout, stderr = run(
+        "demo", "--out", str(tmp_path), "--profiles", "80", "--seed", "2", "--no-plots"
+    )
+    assert code == 0, stderr
+    bare = sum(1 for p in held if not subscriptions(p))
+    subs = sum(len(subscriptions(p)) for p in held)
+    assert bare > 0
+    assert (
+        f"\n80 profiles ({bare} without a subscription), {subs} subscriptions: "
+        f"{rows_of(held)} rows, one per subscription and one per profile without any\n"
+    ) in stdout
+    assert len(pd.read_parquet(tmp_path / "profiles.parquet")) == rows_of(held) == bare + subs
+    first = stdout.splitlines()[0]
+    assert first == (
+        "demo data: 80 generated profiles of the embedded demo service, database 1, "
+        "suppression list 7"
+    )  # no address: the service ends with the command
+
+
+def test_profiles_dataset_options_reach_the_dataset(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    out = f"{tmp_path}/ds/"
+    code, stdout, stderr = run(
+        "profiles", "--db-id", "1", "--limit", "10", "--out", out,
+        "--profiles-per-part", "25", "--commit-seconds", "0", "--commit-bytes", "4096",
+    )  # fmt: skip
+    assert code == 0, stderr
+    summary = stoplist_nb.dataset_summary(tmp_path / "ds")
+    assert summary.parts >= 4  # parts close at whole pages past 25 profiles: 30 each
+    assert f"(120 profiles, {summary.parts} part files)" in stdout
+    for option, value in (("--profiles-per-part", "25"), ("--commit-seconds", "0")):
+        code, _, stderr = run("profiles", "--db-id", "1", option, value, "--out", f"{out}x.csv")
+        assert code == EXIT_USAGE
+        assert f"{option} goes with a dataset directory (--out DIR/)" in stderr
+
+
+def test_profiles_dataset_with_a_damaged_part_is_repaired_by_the_command_given(
+    run: Run, env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    out = f"{tmp_path}/ds/"
+    argv = ["profiles", "--db-id", "1", "--limit", "10", "--profiles-per-part", "30"]
+    code, _, stderr = run(*argv, "--out", out)
+    assert code == 0, stderr
+    whole = pd.read_parquet(tmp_path / "ds")
+    damaged = tmp_path / "ds" / "part-00002.parquet"
+    damaged.write_bytes(damaged.read_bytes()[:-100])  # cut short
+    env.requests.clear()
+    code, _, stderr = run(*argv, "--out", out, "--resume")
+    assert code == EXIT_USAGE
+    assert "part-00002.parquet, listed in the checkpoint" in stderr
+    assert "hint: add --repair to drop part-00002.parquet and the " in stderr
+    assert "=True" not in stderr
+    assert env.requests == []  # found before anything was sent
+    line = next(x for x in stderr.splitlines() if "to repair it, run: " in x)
+    repair = shlex.split(line.split("to repair it, run: ", 1)[1])
+    assert repair == ["stoplist-nb", *argv, "--out", out, "--repair"]
+    code, stdout, stderr = run(*repair[1:])
+    assert code == 0, stderr
+    assert "(120 profiles, " in stdout
+    assert env.requests[0].params["from_id"] == env.profiles[59]["id"]  # after part-00001
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "ds"), whole)

@@ -22,8 +22,15 @@ Exit codes:
 3    the service refused the token (401/403)
 4    no usable reply (connection, timeout, broken reply), or the service still
      failed (5xx, 429) after every retry: worth trying again later
-130  interrupted (Ctrl-C)
+129  hung up (SIGHUP)
+130  interrupted (Ctrl-C, SIGINT)
+143  terminated (SIGTERM: ``kill``, ``docker stop``, ``timeout``)
 ===  ==============================================================================
+
+A signal that stops a run is handled like Ctrl-C: the library's cleanup runs
+(no half-written file is left), and the command says what was kept and how to
+go on before it exits with 128 + the signal's number. A second signal does
+not cut that cleanup short.
 
 The parser checks every argument (:mod:`~stoplist_nb.cli.parser`, with the
 types of :mod:`~stoplist_nb.cli.args`); the commands run in
@@ -36,12 +43,16 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
-from typing import TextIO
+from types import FrameType, TracebackType
+from typing import Any, TextIO
 
 from stoplist_nb import errors
+from stoplist_nb._redact import redact
 from stoplist_nb.cli.output import (
     EXIT_AUTH,
     EXIT_ERROR,
@@ -50,6 +61,8 @@ from stoplist_nb.cli.output import (
     EXIT_USAGE,
     CliError,
     Ui,
+    appeared,
+    signal_exit_code,
 )
 from stoplist_nb.cli.parser import PROG, build_parser
 from stoplist_nb.client import ENV_TOKEN
@@ -77,12 +90,12 @@ def _report(exc: Exception, stream: TextIO) -> None:
     """Print an error as ``stoplist-nb: error: ...``, then its hint and where to resume."""
     # Exception.__str__ gives the message without StoplistError's hint and
     # resume suffixes, which name Python attributes; they get their own lines.
-    print(f"{PROG}: error: {Exception.__str__(exc)}", file=stream)
+    print(f"{PROG}: error: {redact(Exception.__str__(exc))}", file=stream)
     hint = getattr(exc, "hint", None)
     if not hint and isinstance(exc, errors.AuthError):
         hint = f"check {ENV_TOKEN}, and that the token may use this database or list"
     if hint:
-        print(f"{PROG}: hint: {hint}", file=stream)
+        print(f"{PROG}: hint: {redact(hint)}", file=stream)
     resume = getattr(exc, "resume_from", None)
     partial = getattr(exc, "partial", None)
     read = partial.attrs.get("profiles", 0) if partial is not None else 0
@@ -105,6 +118,73 @@ def _show_warning(
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
+#: The signals a run handles like Ctrl-C, by name: Windows has no SIGHUP.
+_STOPPING = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+class _Signals:
+    """For the length of a run, SIGTERM and SIGHUP stop it as Ctrl-C does.
+
+    Each raises ``KeyboardInterrupt`` in the main thread, so every cleanup of
+    the library runs (hidden files removed, a dataset's checkpoint kept), and
+    :attr:`received` remembers which came, for the exit code. A signal that is
+    ignored when the run starts (``nohup`` ignores SIGHUP, a shell's ``&``
+    SIGINT) stays ignored; the handlers found are put back at the end, since
+    ``main`` is also called inside a Python process.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._saved: dict[int, Any] = {}
+        self._holding = False
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is not threading.main_thread():
+            return self  # only the main thread may set handlers; Ctrl-C still works there
+        for name in _STOPPING:
+            signum = getattr(signal, name, None)
+            if signum is None or signal.getsignal(signum) in (signal.SIG_IGN, None):
+                continue
+            self._saved[signum] = signal.signal(signum, self._stop)
+        return self
+
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is not None or self._holding:
+            return  # a second signal, or the run is over: let its words be printed whole
+        self.received = signum
+        raise KeyboardInterrupt
+
+    def hold(self) -> None:
+        """From now on a signal stops nothing: the run is over, what it says is printed."""
+        self._holding = True
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for signum, handler in self._saved.items():
+            signal.signal(signum, handler)
+
+    def exit_code(self) -> int:
+        """128 + the signal that stopped the run (SIGINT when none did: a KeyboardInterrupt)."""
+        return EXIT_INTERRUPTED if self.received is None else signal_exit_code(self.received)
+
+    def words(self) -> str:
+        if self.received in (None, signal.SIGINT):
+            return "interrupted"
+        return f"interrupted by {signal.Signals(self.received).name}"
+
+
+def _interrupted(exc: KeyboardInterrupt, signals: _Signals, stream: TextIO) -> int:
+    """Say that the run was stopped, and what its command kept and how to go on."""
+    print(f"{PROG}: {signals.words()}", file=stream)
+    for line in getattr(exc, "stoplist_nb_said", []):
+        print(f"{PROG}: {redact(line)}", file=stream)
+    return signals.exit_code()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (see the module's table).
 
@@ -115,26 +195,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     2
     """
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and argparse's errors (2)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+    args.argv = argv  # for the commands' hints: the command to run next, whole
     progress = args.progress if args.progress is not None else sys.stderr.isatty()
     ui = Ui(progress=progress and not args.quiet, quiet=args.quiet)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _Signals() as signals:
         warnings.showwarning = _show_warning
         try:
-            code: int = args.run(args, ui)
-        except KeyboardInterrupt:
-            print(f"{PROG}: interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            try:
+                code: int = args.run(args, ui)
+            finally:
+                signals.hold()
+        except KeyboardInterrupt as exc:
+            return _interrupted(exc, signals, sys.stderr)
         except BrokenPipeError:
             # Whoever read stdout has gone (| head); point stdout at nothing, so the
             # interpreter's own flush at exit does not fail a second time.
             with contextlib.suppress(OSError, ValueError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_ERROR
+        except errors.OutputExists as exc:  # the library's words name its keyword
+            error = appeared(exc.path)
+            _report(error, sys.stderr)
+            return error.code
         except (errors.StoplistError, CliError) as exc:
             _report(exc, sys.stderr)
             return exit_code(exc)
+        except OSError as exc:  # the commands name their outputs; this is in case one did not
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            where = f"cannot write {os.fsdecode(exc.filename)}: " if exc.filename else ""
+            print(f"{PROG}: error: {where}{reason}", file=sys.stderr)
+            return EXIT_ERROR
     return code

@@ -26,6 +26,7 @@ __all__ = [
     "positive_int",
     "query",
     "seconds",
+    "seconds_or_zero",
 ]
 
 
@@ -58,6 +59,15 @@ def seconds(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
     return value
+
+
+def seconds_or_zero(text: str) -> float:
+    """A finite number of seconds of at least 0 (``--commit-seconds``: 0 is every page)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    return 0.0 if value == 0 else seconds(text)
 
 
 def query(text: str) -> dict[str, Any]:

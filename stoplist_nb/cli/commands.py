@@ -1,23 +1,35 @@
 """The ``profiles`` and ``export`` commands: a real service, configured from the environment.
 
 Arguments arrive already checked by the parser (:mod:`stoplist_nb.cli.parser`), so
-everything here may talk to the service.
+everything here may talk to the service, once the output is known to be free
+(:func:`~stoplist_nb.cli.output.refuse_existing`). Every way a run can end
+early says what was kept and gives the whole command that goes on from there.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import pathlib
 import re
 import shlex
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from stoplist_nb import errors
-from stoplist_nb.cli.output import EXIT_USAGE, CliError, Ui, write_frame
-from stoplist_nb.client import Client
-from stoplist_nb.profiles.dataset import DatasetSummary
+from stoplist_nb._http.replies import what_to_check
+from stoplist_nb.cli.output import (
+    EXIT_USAGE,
+    CliError,
+    Ui,
+    cannot_write,
+    plural,
+    refuse_existing,
+    said_on_interrupt,
+    write_frame,
+)
+from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client
+from stoplist_nb.profiles.dataset import DatasetSummary, dataset_summary
 from stoplist_nb.profiles.files import FileSummary
 from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles, write_profiles_parquet
 from stoplist_nb.suppression.export import (
@@ -30,22 +42,88 @@ from stoplist_nb.suppression.export import (
 from stoplist_nb.suppression.kinds import add_counts
 from stoplist_nb.suppression.tasks import resume_said_as
 
-__all__ = ["client_from_env", "run_export", "run_profiles"]
+__all__ = ["client_from_env", "command_line", "run_export", "run_profiles"]
+
+PROG = "stoplist-nb"
+
+#: How to try ``profiles`` and ``export`` without an account: the demo service in
+#: another terminal prints the two variables to paste.
+TRY_THE_DEMO = (
+    "to try it on the demo service, run python -m stoplist_nb.demo in another terminal "
+    "and paste the export lines it prints"
+)
+
+
+def command_line(
+    argv: Sequence[str], *, drop: Mapping[str, bool] = {}, add: Sequence[str] = ()
+) -> str:
+    """The command that was run, as one line to paste: less the options ``drop``, plus ``add``.
+
+    ``drop`` maps an option to whether it takes a value. An option is found
+    however it was written: whole, as ``--opt=value``, or shortened as argparse
+    allows (a prefix it took, so one that names no other option).
+
+    >>> command_line(["export", "--list-id", "7", "--out", "s.zip"],
+    ...              drop={"--list-id": True}, add=["--task-id", "exp-1"])
+    'stoplist-nb export --out s.zip --task-id exp-1'
+    """
+    kept: list[str] = []
+    tokens = iter(argv)
+    for token in tokens:
+        name, eq, _ = token.partition("=")
+        option = next(
+            (o for o in drop if name.startswith("--") and len(name) > 2 and o.startswith(name)),
+            None,
+        )
+        if option is None:
+            kept.append(token)
+        elif drop[option] and not eq:
+            next(tokens, None)  # its value
+    return shlex.join([PROG, *kept, *add])
 
 
 def client_from_env(args: argparse.Namespace) -> Client:
     """Build the client from ``STOPLIST_NB_URL`` / ``STOPLIST_NB_TOKEN`` and the options.
 
     Raises:
-        InvalidInput: A variable is missing (exit 2, before anything is sent), by
-            the rule of :func:`~stoplist_nb.client.settings_from_env`.
+        InvalidInput: A variable is missing or the URL is no http(s) address
+            (exit 2, before anything is sent), by the rule of
+            :func:`~stoplist_nb.client.settings_from_env`; the hint says what
+            to set for the command line, and how to try it on the demo service.
     """
     options: dict[str, object] = {}
     if args.retries is not None:
         options["retry"] = args.retries if args.retries > 0 else False
     if args.timeout is not None:
         options["timeout"] = args.timeout
-    return Client.from_env(**options)
+    try:
+        return Client.from_env(**options)
+    except errors.InvalidInput as exc:
+        # The library's hint speaks to a notebook (sn.connect(...)); here the
+        # command line needs the variables, and the demo service runs apart.
+        url = os.environ.get(ENV_URL, "").strip()
+        token = os.environ.get(ENV_TOKEN, "").strip()
+        if not url:
+            also = f" and {ENV_TOKEN}=<your token>" if not token else " too"
+            exc.hint = (
+                f"export {ENV_URL}=https://your-platform.example (your Altcraft "
+                f"platform's address){also}; {TRY_THE_DEMO}"
+            )
+        elif not token:
+            exc.hint = f"export {ENV_TOKEN}=<your token> too (it is never printed)"
+        raise
+
+
+@contextlib.contextmanager
+def _advising(client: Client) -> Iterator[None]:
+    """Where no connection to the service opened, say to check ``STOPLIST_NB_URL`` first."""
+    try:
+        yield
+    except errors.StoplistError as exc:
+        check = what_to_check(exc, client.base_url, ENV_URL)
+        if check:
+            exc.hint = f"{check}; {exc.hint}" if exc.hint else check
+        raise
 
 
 def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
@@ -55,6 +133,13 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
     (complete or not there at all), a directory through
     :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`.
     """
+    carry_on = [name for name in ("--resume", "--repair") if getattr(args, name[2:])]
+    if carry_on and args.overwrite:
+        raise CliError(
+            f"{carry_on[0]} carries on the dataset at --out, --overwrite removes it: "
+            "give one of them",
+            code=EXIT_USAGE,
+        )
     if args.out.dataset:
         if args.from_id is not None or args.max_profiles is not None:
             raise CliError(
@@ -63,12 +148,21 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
                 code=EXIT_USAGE,
             )
         return _profiles_dataset(args, ui)
-    if args.resume or args.overwrite:
+    given = carry_on + [
+        f"--{name.replace('_', '-')}"
+        for name in ("profiles_per_part", "commit_seconds", "commit_bytes")
+        if getattr(args, name) is not None
+    ]
+    if given:
         raise CliError(
-            "--resume and --overwrite go with a dataset directory (--out DIR/)", code=EXIT_USAGE
+            f"{' and '.join(given)} go{'es' if len(given) == 1 else ''} with a dataset "
+            "directory (--out DIR/)",
+            code=EXIT_USAGE,
         )
     path = args.out.path
-    with client_from_env(args) as client:
+    refuse_existing([path], overwrite=args.overwrite)
+    kept = f"{path} was left as it was" if path.exists() else f"nothing was written: no {path}"
+    with client_from_env(args) as client, _advising(client):
         request = ProfilesRequest(
             client,
             args.db_id,
@@ -81,46 +175,87 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         )
         try:
             done = (
-                request.to_csv(path)
+                request.to_csv(path, overwrite=args.overwrite)
                 if path.suffix.lower() == ".csv"
-                else request.to_parquet(path, dataset=False)
+                else request.to_parquet(path, dataset=False, overwrite=args.overwrite)
             )
+        except KeyboardInterrupt as exc:
+            said_on_interrupt(exc, kept, "hint: the same command reads the profiles again")
+            raise
         except errors.StoplistError as exc:
             read = exc.partial.profiles if isinstance(exc.partial, FileSummary) else 0
             cursor = exc.resume_from
             if cursor and read:  # with nothing read, the same command is the way on
+                rest = ["--from-id", cursor]
+                if args.max_profiles is not None:  # only the ones still wanted
+                    rest += ["--max-profiles", str(max(1, args.max_profiles - read))]
                 again = (
-                    f"{read} profiles were read before the failure (nothing was written); "
-                    f"to read only the ones after them, add --from-id {shlex.quote(cursor)}"
+                    f"{plural(read, 'profile')} {'was' if read == 1 else 'were'} read before "
+                    "the failure (nothing was written); to read only the ones after them, "
+                    "run: "
+                    + command_line(
+                        args.argv, drop={"--from-id": True, "--max-profiles": True}, add=rest
+                    )
                 )
                 exc.hint = f"{exc.hint}; {again}" if exc.hint else again
             exc.partial = None
             raise
         except OSError as exc:  # after StoplistError: some are OSErrors, none is the file's
-            raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise cannot_write(path, exc) from None
         assert isinstance(done, FileSummary)  # dataset=False
         count, cursor = done.profiles, done.next_from_id
         stopped = args.max_profiles is not None and count >= args.max_profiles and bool(cursor)
         more = stopped and _more_after(client, args, cursor)
     ui.say(
-        f"wrote {done.rows} rows ({count} profiles, {len(done.columns)} columns) "
-        f"of database {args.db_id} to {path}"
+        f"wrote {plural(done.rows, 'row')} ({plural(count, 'profile')}, "
+        f"{plural(len(done.columns), 'column')}) of database {args.db_id} to {path}"
     )
     if more:
         ui.say(
-            f"stopped at --max-profiles {args.max_profiles}; "
-            f"--from-id {shlex.quote(cursor)} reads on"
+            f"stopped at --max-profiles {args.max_profiles}; --from-id {shlex.quote(cursor)} "
+            "reads on: "
+            + command_line(
+                args.argv,
+                drop={"--from-id": True, "--max-profiles": True, "--out": True},
+                add=["--from-id", cursor, "--out", _next_name(path)],
+            )
         )
     elif stopped:
-        ui.say(f"the read is complete: no profile follows the {count} read")
+        ui.say(f"the read is complete: no profile follows the {plural(count, 'profile')} read")
     return 0
 
 
+def _next_name(path: pathlib.Path) -> str:
+    """A file name beside ``path`` for the profiles that follow (``p.parquet``: ``p-2.parquet``)."""
+    stem = re.sub(r"-(\d+)$", "", path.stem)
+    number = int(m.group(1)) + 1 if (m := re.search(r"-(\d+)$", path.stem)) else 2
+    return str(path.with_name(f"{stem}-{number}{path.suffix}"))
+
+
 def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
-    """``profiles --out DIR/``: a Parquet dataset, resumed with ``--resume``."""
+    """``profiles --out DIR/``: a Parquet dataset, carried on with ``--resume`` or ``--repair``."""
     where = args.out.path
-    again = f"the same command with --resume carries on from the last part in {where}/"
-    with client_from_env(args) as client:
+    resume = command_line(
+        args.argv, drop={"--overwrite": False, "--resume": False}, add=["--resume"]
+    )
+
+    def kept() -> tuple[str, str]:
+        """What the directory holds now, by its checkpoint, and how to go on from there."""
+        try:
+            saved = dataset_summary(where, checksums=False)
+        except errors.StoplistError:  # no checkpoint yet, or not one to carry on
+            return f"nothing was saved in {where}/", "the same command starts again"
+        return (
+            f"{plural(saved.profiles, 'profile')} {_are(saved.profiles)} saved in {where}/",
+            f"to carry on from there, run: {resume}",
+        )
+
+    options = {
+        name: getattr(args, name)
+        for name in ("profiles_per_part", "commit_seconds", "commit_bytes")
+        if getattr(args, name) is not None
+    }
+    with client_from_env(args) as client, _advising(client):
         try:
             summary = write_profiles_parquet(
                 client,
@@ -129,28 +264,47 @@ def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
                 query=args.query,
                 fields=args.fields,
                 limit=args.limit,
-                resume=args.resume,
+                resume=args.resume or args.repair,
                 overwrite=args.overwrite,
+                repair=args.repair,
                 progress=ui.progress,
+                **options,
             )
         except errors.DatasetMismatch as exc:
             if exc.hint:  # the library's advice, in the words of the command line
-                words = {"resume=True": "--resume", "overwrite=True": "--overwrite"}
-                exc.hint = re.sub("|".join(words), lambda m: words[m.group()], exc.hint)
+                exc.hint = re.sub(r"pass (\w+)=True", lambda m: f"add --{m[1]}", exc.hint)
+                exc.hint = re.sub(r"\b(resume|overwrite|repair)=True", r"--\1", exc.hint)
+            if isinstance(exc, errors.DatasetDamaged) and not args.repair:
+                repair = command_line(
+                    args.argv,
+                    drop={"--overwrite": False, "--resume": False, "--repair": False},
+                    add=["--repair"],
+                )
+                exc.hint = f"{exc.hint}; to repair it, run: {repair}"
             raise
         except errors.StoplistError as exc:
             if isinstance(exc.partial, DatasetSummary):
-                exc.hint = f"{exc.partial.profiles} profiles are saved; {again}"
+                saved, how = kept()
+                exc.hint = f"{saved}; {how}"
                 exc.partial = None  # what it holds is said; the message keeps to the command
             raise
-        except KeyboardInterrupt:
-            print(f"stoplist-nb: {again}", file=sys.stderr)
+        except KeyboardInterrupt as exc:
+            saved, how = kept()
+            said_on_interrupt(exc, saved, f"hint: {how}")
             raise
+        except OSError as exc:  # after StoplistError: a ConnectError is an OSError too
+            error = cannot_write(f"{where}/", exc)
+            error.hint = "; ".join(kept())
+            raise error from None
     ui.say(
-        f"{where}/ holds {summary.rows} rows ({summary.profiles} profiles, "
-        f"{summary.parts} part files) of database {args.db_id}; it is complete"
+        f"{where}/ holds {plural(summary.rows, 'row')} ({plural(summary.profiles, 'profile')}, "
+        f"{plural(summary.parts, 'part file')}) of database {args.db_id}; it is complete"
     )
     return 0
+
+
+def _are(count: int) -> str:
+    return "is" if count == 1 else "are"
 
 
 def _more_after(client: Client, args: argparse.Namespace, cursor: str) -> bool:
@@ -176,16 +330,19 @@ def _more_after(client: Client, args: argparse.Namespace, cursor: str) -> bool:
     return bool(probe.attrs.get("profiles", 0))
 
 
-def _resume_hint(task_id: str) -> str:
-    return (
-        "the export task goes on at the service: "
-        f"add --task-id {shlex.quote(task_id)} to pick it up"
-    )
-
-
 # Errors after which the task may still run at the service, so --task-id picks it up;
 # any other refusal (an unknown task id) would come back the same.
 _PASSING = (errors.TransportError, errors.ServerError, errors.RateLimited)
+
+
+def _pick_up(args: argparse.Namespace, task_id: str) -> str:
+    """The command that picks the export task up again: ``--task-id`` instead of ``--list-id``."""
+    return command_line(
+        args.argv,
+        # --type goes with a new export: the task was started with one already.
+        drop={"--list-id": True, "--task-id": True, "--type": True},
+        add=["--task-id", task_id],
+    )
 
 
 def run_export(args: argparse.Namespace, ui: Ui) -> int:
@@ -199,26 +356,46 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
     :func:`~stoplist_nb.suppression.export.read_suppression_list`, a ZIP output
     is only waited for and downloaded, unread.
     """
-    with client_from_env(args) as client:
+    try:
+        return _export(args, ui)
+    except errors.StoplistError:
+        raise
+    except OSError as exc:  # after StoplistError: a ConnectError is an OSError too
+        raise cannot_write(args.out, exc) from None
+
+
+def _export(args: argparse.Namespace, ui: Ui) -> int:
+    """Start or pick up the export, wait, and write ``--out`` (see :func:`run_export`)."""
+    out: pathlib.Path = args.out
+    refuse_existing([out], overwrite=args.overwrite)
+    kept = f"{out} was left as it was" if out.exists() else f"nothing was written: no {out}"
+    with client_from_env(args) as client, _advising(client):
         task_id = args.task_id or start_suppression_export(client, args.list_id, type=args.type)
         ui.note(f"export task {task_id}")
         what = f"suppression list {args.list_id}" if args.task_id is None else f"task {task_id}"
-        with _resumable(args, task_id), resume_said_as(_resume_hint):
-            if args.out.suffix.lower() == ".zip":
+
+        def say(task: str) -> str:
+            return "the export task goes on at the service; to pick it up, run: " + _pick_up(
+                args, task
+            )
+
+        with _resumable(args, task_id, say, kept), resume_said_as(say):
+            if out.suffix.lower() == ".zip":
                 return _export_zip(client, args, ui, task_id, what)
-            if args.out.suffix.lower() == ".parquet":
+            if out.suffix.lower() == ".parquet":
                 # In bounded memory: the list is never held whole, whatever its size.
                 done = write_suppression_parquet(
                     client,
                     args.list_id,
-                    args.out,
+                    out,
                     task_id=task_id,
                     type=args.type if args.task_id is None else None,
+                    overwrite=args.overwrite,
                     progress=ui.progress,
                     poll_interval=args.poll_interval,
                     task_timeout=args.task_timeout,
                 )
-                _say_written(ui, done.rows, what, args.out, done.kinds)
+                _say_written(ui, done.rows, what, out, done.kinds)
                 return 0
             frame = read_suppression_list(
                 client,
@@ -231,18 +408,18 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
             )
     if args.task_id is None:
         frame.attrs["type"] = args.type
-    write_frame(frame, args.out)
-    _say_written(ui, len(frame), what, args.out, frame.attrs.get("kinds"))
+    write_frame(frame, out, overwrite=args.overwrite)
+    _say_written(ui, len(frame), what, out, frame.attrs.get("kinds"))
     return 0
 
 
 def _say_written(
     ui: Ui, rows: int, what: str, out: pathlib.Path, kinds: dict[str, int] | None
 ) -> None:
-    ui.say(f"wrote {rows} hashes of {what} to {out}")
+    ui.say(f"wrote {plural(rows, 'hash', 'hashes')} of {what} to {out}")
     if kinds:  # only a file with a kind column says what each row is
         per_kind = add_counts([kinds])  # e-mail, phone and domain first, then any other word
-        ui.say("rows per kind: " + ", ".join(f"{n} {kind}" for kind, n in per_kind.items()))
+        ui.say("rows per kind: " + ", ".join(f"{kind} {n}" for kind, n in per_kind.items()))
 
 
 def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, what: str) -> int:
@@ -264,25 +441,28 @@ def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, 
         files[0],
         args.out,
         progress=ui.progress,
+        overwrite=args.overwrite,
         task_id=task_id,
         task_timeout=args.task_timeout,
         poll_interval=args.poll_interval,
     )
-    ui.say(f"wrote {path.stat().st_size} bytes of {what} to {path}")
+    ui.say(f"wrote {plural(path.stat().st_size, 'byte')} of {what} to {path}")
     if status.total is not None:
-        ui.say(f"the service counts {status.total} contacts in it")
+        ui.say(f"the service counts {plural(status.total, 'contact')} in it")
     return 0
 
 
 @contextlib.contextmanager
-def _resumable(args: argparse.Namespace, task_id: str) -> Iterator[None]:
+def _resumable(
+    args: argparse.Namespace, task_id: str, say: Callable[[str], str], kept: str
+) -> Iterator[None]:
     """Say how to go on after a failure as the command line does: with ``--task-id``."""
     try:
         yield
     except errors.TaskFailed:
         raise
     except _PASSING as exc:
-        exc.hint = _resume_hint(task_id)
+        exc.hint = say(task_id)
         raise
     except errors.APIError as exc:
         if args.task_id is not None:
@@ -290,4 +470,10 @@ def _resumable(args: argparse.Namespace, task_id: str) -> Iterator[None]:
                 f"check --task-id {shlex.quote(task_id)}: it must be the id printed by "
                 "an export started on this service with this token"
             )
+        raise
+    except KeyboardInterrupt as exc:
+        hint = say(task_id)
+        # wait_for_task prints how to pick the task up itself, and notes it (3.11+).
+        told = any(hint in note for note in getattr(exc, "__notes__", ()))
+        said_on_interrupt(exc, kept, *([] if told else [f"hint: {hint}"]))
         raise

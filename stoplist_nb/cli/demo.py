@@ -5,19 +5,37 @@ domains, flags the profiles' contacts found in it (an e-mail also by its
 domain), and writes the frames and the plots to a directory. It goes through
 the real client, so paging, retries, the export task and the download all run
 over loopback HTTP.
+
+The files are written into a hidden directory inside ``--out`` and go in
+place together once all are written: a run that fails or is stopped leaves
+``--out`` as it was, and one that ends well leaves a set of files of one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
+import os
 import pathlib
+import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
 
-from stoplist_nb.cli.output import EXIT_ERROR, EXIT_USAGE, CliError, Ui, write_frame
+from stoplist_nb.cli.output import (
+    EXIT_USAGE,
+    CliError,
+    Ui,
+    appeared,
+    cannot_write,
+    plural,
+    refuse_existing,
+    said_on_interrupt,
+    write_frame,
+)
 from stoplist_nb.client import Client
 from stoplist_nb.profiles import read_profiles
 from stoplist_nb.profiles.normalize import split_channels
@@ -80,7 +98,10 @@ def contacts_of(profiles: pd.DataFrame) -> pd.DataFrame:
     return profiles.loc[has_contact, CONTACT_COLUMNS].reset_index(drop=True)
 
 
-def _plots(profiles: pd.DataFrame, flagged: pd.DataFrame, out: pathlib.Path, ui: Ui) -> list[str]:
+def _plots(
+    profiles: pd.DataFrame, flagged: pd.DataFrame, into: pathlib.Path, out: pathlib.Path, ui: Ui
+) -> list[str]:
+    """Draw the plots into ``into`` (their names in messages are in ``out``, where they go)."""
     try:
         import matplotlib
     except ModuleNotFoundError:
@@ -106,13 +127,12 @@ def _plots(profiles: pd.DataFrame, flagged: pd.DataFrame, out: pathlib.Path, ui:
         fig, ax = plt.subplots(figsize=(8, 4.5))
         try:
             drawn = draw(ax)
-            path = out / f"{name}.png"
-            drawn.figure.savefig(path, dpi=_DPI, bbox_inches="tight")
+            drawn.figure.savefig(into / f"{name}.png", dpi=_DPI, bbox_inches="tight")
         except OSError as exc:
-            raise CliError(f"cannot write {out / name}.png: {exc.strerror or exc}") from None
+            raise cannot_write(out / f"{name}.png", exc) from None
         finally:
             plt.close(fig)
-        written.append(path.name)
+        written.append(f"{name}.png")
     return written
 
 
@@ -129,14 +149,20 @@ def matches_per_kind(flagged: pd.DataFrame) -> dict[str, int]:
 def _summary(
     profiles: pd.DataFrame, stop: pd.DataFrame, flagged: pd.DataFrame, list_id: int
 ) -> list[str]:
-    subs = profiles[profiles["channel"].notna()]
+    subscribed = profiles["channel"].notna()
+    subs = profiles[subscribed]
+    # A profile without a subscription is one row too, its subscription columns empty.
+    people = profiles["profile_id"].nunique()
+    bare = people - subs["profile_id"].nunique()
     sizes = stop["type"].value_counts()
     hits = flagged[flagged["suppressed"].fillna(False).astype(bool)]
     # <NA>: a row with no usable e-mail or phone, neither suppressed nor safe.
     checked = int(flagged["suppressed"].notna().sum())
     by = matches_per_kind(flagged)
     return [
-        f"{profiles['profile_id'].nunique()} profiles, {len(subs)} subscriptions",
+        f"{plural(people, 'profile')} ({bare} without a subscription), "
+        f"{plural(len(subs), 'subscription')}: {plural(len(profiles), 'row')}, one per "
+        "subscription and one per profile without any",
         "",
         "subscriptions by channel and status:",
         pd.crosstab(subs["channel"], subs["status"], margins=True).to_string(),
@@ -144,15 +170,71 @@ def _summary(
         "columns per channel: "
         + ", ".join(f"{k} {v.shape[1]}" for k, v in split_channels(profiles).items()),
         "",
-        f"suppression list {list_id}: {len(stop)} hashes ("
-        + ", ".join(f"{sizes.get(k, 0)} {k}" for k in SUPPRESSION_TYPES)
+        f"suppression list {list_id}: {plural(len(stop), 'hash', 'hashes')} ("
+        + ", ".join(plural(int(sizes.get(k, 0)), k.removesuffix("s")) for k in SUPPRESSION_TYPES)
         + ")",
         f"contacts checked: {checked} (the e-mails, their domains, and the phones"
         " of the subscriptions)",
         f"found in the list: {len(hits)}"
         + (" (" + ", ".join(f"{n} by {k}" for k, n in by.items()) + ")" if by else "")
-        + f", of {hits['profile_id'].nunique()} profiles",
+        + f", of {plural(hits['profile_id'].nunique(), 'profile')}",
     ]
+
+
+def _outputs(args: argparse.Namespace) -> list[str]:
+    """The names of the files the run writes into ``--out``."""
+    names = [f"{name}{suffix}" for name in DEMO_FILES for suffix in (".parquet", ".csv")]
+    if args.plots and importlib.util.find_spec("matplotlib") is not None:
+        names += [f"{name}.png" for name in PLOT_FILES]
+    return names
+
+
+def _staging(out: pathlib.Path) -> pathlib.Path:
+    """A new hidden directory inside ``out`` for the files being written.
+
+    Raises:
+        CliError: It cannot be made (a read-only ``out``).
+    """
+    staging = out / f".stoplist-demo-{os.getpid()}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)  # left by a killed run of the same process id
+    try:
+        staging.mkdir()
+    except OSError as exc:
+        raise cannot_write(f"{out}/", exc) from None
+    return staging
+
+
+def _put_in_place(
+    staging: pathlib.Path, out: pathlib.Path, names: Sequence[str], overwrite: bool
+) -> None:
+    """Move the written files into ``out``: all of them, or (without ``--overwrite``) none.
+
+    Without ``--overwrite`` each is linked in, which fails where a file has
+    appeared since the check at the start; the ones already put there are
+    taken back, so ``out`` is as it was.
+    """
+    placed: list[pathlib.Path] = []
+    try:
+        for name in names:
+            target = out / name
+            if overwrite:
+                os.replace(staging / name, target)
+                continue
+            try:
+                os.link(staging / name, target)
+            except FileExistsError:
+                raise appeared(target) from None
+            except OSError:  # no hard links here: a look just before has to do
+                if target.exists() or target.is_symlink():
+                    raise appeared(target) from None
+                os.replace(staging / name, target)
+            placed.append(target)
+    except BaseException as exc:
+        for target in placed:
+            target.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise cannot_write(out / name, exc) from None
+        raise
 
 
 def run_demo(args: argparse.Namespace, ui: Ui) -> int:
@@ -164,27 +246,53 @@ def run_demo(args: argparse.Namespace, ui: Ui) -> int:
             code=EXIT_USAGE,
             hint="name a directory (created if missing) for the files of the demo",
         )
+    names = _outputs(args)
+    refuse_existing([out / name for name in names], overwrite=args.overwrite)
     serve = _serve()
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise CliError(f"cannot create {out}: {exc.strerror or exc}", code=EXIT_ERROR) from None
+        raise cannot_write(f"{out}/", exc) from None
+    try:
+        return _run(args, ui, serve, out)
+    except BaseException as exc:
+        if created:  # made for this run, and still empty: as it was, not there
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        if isinstance(exc, KeyboardInterrupt):
+            kept = f"no {out}" if created else f"{out} was left as it was"
+            said_on_interrupt(exc, kept, "hint: the same command runs the demo again")
+        raise
+
+
+def _run(args: argparse.Namespace, ui: Ui, serve: Callable[..., Any], out: pathlib.Path) -> int:
     with serve(profiles=args.profiles, seed=args.seed) as svc, svc.client() as client:
+        # Not its URL: the service ends with the command.
         ui.say(
-            f"demo service at {svc.base_url} (demo data: {len(svc.profiles)} generated "
-            f"profiles, database {svc.db_id}, suppression list {svc.suppress_id})"
+            f"demo data: {plural(len(svc.profiles), 'generated profile')} of the embedded demo "
+            f"service, database {svc.db_id}, suppression list {svc.suppress_id}"
         )
         profiles = read_profiles(client, svc.db_id, limit=args.limit, progress=ui.progress)
         stop = _suppression_list(client, svc.suppress_id, ui)
         list_id = svc.suppress_id
     flagged = flag_suppressed(contacts_of(profiles), stop, email="email", phone="phone")
-    written = []
-    for name, frame in zip(DEMO_FILES, (profiles, stop, flagged), strict=True):
-        for suffix in (".parquet", ".csv"):
-            write_frame(frame, out / f"{name}{suffix}")
-            written.append(f"{name}{suffix}")
-    if args.plots:
-        written += _plots(profiles, flagged, out, ui)
+    staging = _staging(out)
+    try:
+        written = []
+        for name, frame in zip(DEMO_FILES, (profiles, stop, flagged), strict=True):
+            for suffix in (".parquet", ".csv"):
+                try:
+                    write_frame(frame, staging / f"{name}{suffix}")
+                except CliError as exc:  # it names the hidden file; say the one it stands for
+                    hidden, shown = str(staging / f"{name}{suffix}"), str(out / f"{name}{suffix}")
+                    raise CliError(str(exc).replace(hidden, shown), code=exc.code) from None
+                written.append(f"{name}{suffix}")
+        if args.plots:
+            written += _plots(profiles, flagged, staging, out, ui)
+        _put_in_place(staging, out, written, args.overwrite)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     ui.say("\n".join(_summary(profiles, stop, flagged, list_id)))
-    ui.say(f"\nwrote {len(written)} files to {out}: {', '.join(written)}")
+    ui.say(f"\nwrote {plural(len(written), 'file')} to {out}: {', '.join(written)}")
     return 0

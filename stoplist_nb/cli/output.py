@@ -5,13 +5,21 @@ complete, so a failed or interrupted run never leaves half a file under the
 name a later step would trust; CSV cells as the library writes them
 (:func:`~stoplist_nb.profiles.files.csv_ready`). Profiles go to a file through
 ``ProfilesRequest.to_parquet`` / ``to_csv``, page by page.
+
+One rule for every output: a file that is there is replaced only with
+``--overwrite`` (:func:`refuse_existing`, before anything is sent), and a write
+that fails, for a full disk or a read-only directory, is one line,
+``cannot write <path>: <reason>`` (:func:`cannot_write`).
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import pathlib
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +28,7 @@ import pyarrow as pa
 
 from stoplist_nb import errors
 from stoplist_nb._output import Output
+from stoplist_nb._redact import redact
 from stoplist_nb.profiles.files import as_text, csv_ready
 
 __all__ = [
@@ -32,6 +41,12 @@ __all__ = [
     "FRAME_SUFFIXES",
     "CliError",
     "Ui",
+    "appeared",
+    "cannot_write",
+    "plural",
+    "refuse_existing",
+    "said_on_interrupt",
+    "signal_exit_code",
     "write_frame",
 ]
 
@@ -44,7 +59,7 @@ EXIT_USAGE = 2
 EXIT_AUTH = 3
 #: No usable reply, or the service kept failing (5xx, 429) after every retry.
 EXIT_NETWORK = 4
-#: Ctrl-C, as a shell reports a SIGINT.
+#: Ctrl-C, as a shell reports a SIGINT (128 + 2); SIGTERM gives 143 and SIGHUP 129.
 EXIT_INTERRUPTED = 130
 
 FRAME_SUFFIXES = (".parquet", ".csv")
@@ -64,6 +79,89 @@ class CliError(Exception):
         self.hint = hint
 
 
+def signal_exit_code(signum: int) -> int:
+    """The exit code of a run stopped by signal ``signum``: 128 + its number, as shells say it.
+
+    >>> signal_exit_code(15)
+    143
+    """
+    return 128 + signum
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``count`` and ``word``, in the plural unless ``count`` is 1.
+
+    >>> plural(1, "part file"), plural(3, "part file"), plural(0, "hash", "hashes")
+    ('1 part file', '3 part files', '0 hashes')
+    """
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
+def refuse_existing(paths: Iterable[pathlib.Path], *, overwrite: bool) -> None:
+    """Refuse to run over files that are there, unless ``--overwrite`` was given.
+
+    Called before anything is sent, so a refused run costs nothing. The
+    library's writers check again as they put a file in place, so a file that
+    appears meanwhile is still not replaced (``OutputExists``).
+
+    Raises:
+        CliError: One of ``paths`` exists (exit 2), naming it.
+    """
+    if overwrite:
+        return
+    there = [path for path in paths if path.exists() or path.is_symlink()]
+    if there:
+        more = f" (and {plural(len(there) - 1, 'other file')} it would write)" if there[1:] else ""
+        raise CliError(
+            f"{there[0]} exists{more}; nothing was sent",
+            code=EXIT_USAGE,
+            hint="add --overwrite to replace it, or name another --out",
+        )
+
+
+def appeared(path: object) -> CliError:
+    """The error of an output that was not there at the start, and is there at the end (exit 2).
+
+    The library's writers refuse it atomically (``OutputExists``); it is kept.
+    """
+    return CliError(
+        f"{path} appeared while the command ran; it was left as it was, and nothing was written",
+        code=EXIT_USAGE,
+        hint="add --overwrite to replace it, or name another --out",
+    )
+
+
+def cannot_write(path: pathlib.Path | str, exc: OSError) -> CliError:
+    """The error of a write that failed: ``cannot write <path>: <reason>`` (exit 1).
+
+    ``path`` is the output; a file the error names elsewhere (a download kept
+    in the system's temporary directory while it is read) is named instead,
+    since that is where room or rights are missing. The reason is the system's
+    words for the error number when there is one (pyarrow wraps
+    ``File too large`` in words of its own), else the message.
+    """
+    where = pathlib.Path(path)
+    named = pathlib.Path(os.fsdecode(exc.filename)) if exc.filename else None
+    if named is not None and where.parent != named.parent and where not in named.parents:
+        where = named
+    shown = f"{where}/" if str(path).endswith("/") and where == pathlib.Path(path) else where
+    reason = (
+        os.strerror(exc.errno) if exc.errno is not None and exc.errno in errno.errorcode else None
+    )
+    return CliError(f"cannot write {shown}: {reason or exc.strerror or exc}")
+
+
+def said_on_interrupt(exc: BaseException, *lines: str) -> None:
+    """Keep, on an interruption, what the command has to say: what was kept, how to go on.
+
+    ``main`` prints the lines after the word that it was interrupted; a line
+    that starts with ``hint:`` is printed as a hint.
+    """
+    said: list[str] = getattr(exc, "stoplist_nb_said", [])
+    said.extend(lines)
+    exc.stoplist_nb_said = said  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class Ui:
     """Where the command's words go: results on stdout, notes on stderr.
@@ -77,14 +175,14 @@ class Ui:
     quiet: bool
 
     def say(self, text: str) -> None:
-        """Print a result line on stdout."""
+        """Print a result line on stdout (scrubbed: it may hold the service's words)."""
         if not self.quiet:
-            print(text, flush=True)
+            print(redact(text), flush=True)
 
     def note(self, text: str) -> None:
-        """Print a note on stderr, where it stays out of piped results."""
+        """Print a note on stderr, where it stays out of piped results (scrubbed too)."""
         if not self.quiet:
-            print(f"stoplist-nb: {text}", file=sys.stderr, flush=True)
+            print(f"stoplist-nb: {redact(text)}", file=sys.stderr, flush=True)
 
 
 def _text_column(series: pd.Series) -> pd.Series:
@@ -125,11 +223,11 @@ def write_frame(frame: pd.DataFrame, path: pathlib.Path, *, overwrite: bool = Fa
     (``["promo", "news"]``), missing values empty. The file is the library's
     :class:`~stoplist_nb._output.Output`: hidden beside ``path`` until
     complete, with the umask's mode, never over a file that is there unless
-    ``overwrite``.
+    ``overwrite`` (:func:`refuse_existing` says so before anything is sent).
 
     Raises:
         CliError: The suffix is neither ``.parquet`` nor ``.csv``, or the file
-            cannot be written.
+            cannot be written (:func:`cannot_write`).
         OutputExists: A file is at ``path`` and ``overwrite`` is false.
     """
     suffix = path.suffix.lower()
@@ -146,4 +244,4 @@ def write_frame(frame: pd.DataFrame, path: pathlib.Path, *, overwrite: bool = Fa
     except errors.OutputExists:
         raise
     except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise cannot_write(path, exc) from None

@@ -15,6 +15,11 @@ from stoplist_nb.cli import args as arg
 from stoplist_nb.cli.commands import run_export, run_profiles
 from stoplist_nb.cli.demo import run_demo
 from stoplist_nb.cli.output import FRAME_SUFFIXES
+from stoplist_nb.profiles.dataset import (
+    DEFAULT_COMMIT_BYTES,
+    DEFAULT_COMMIT_SECONDS,
+    DEFAULT_PROFILES_PER_PART,
+)
 from stoplist_nb.suppression.export import EXPORT_TYPES
 
 __all__ = ["PROG", "build_parser"]
@@ -22,11 +27,21 @@ __all__ = ["PROG", "build_parser"]
 PROG = "stoplist-nb"
 
 _EPILOG = """\
-exit codes: 0 done; 1 error reported by the service or the library; 2 bad
-arguments or configuration (nothing sent); 3 token refused; 4 network failure or
-the service still failing after every retry; 130 interrupted.
+exit codes: 0 done; 1 error reported by the service or the library, or a file
+that cannot be written; 2 bad arguments or configuration, or an output that
+exists without --overwrite (nothing sent); 3 token refused; 4 network failure or
+the service still failing after every retry; 130 interrupted (Ctrl-C), 143
+terminated (SIGTERM), 129 hung up (SIGHUP): what was kept is said, and how to
+go on.
 
 environment (profiles, export): STOPLIST_NB_URL, STOPLIST_NB_TOKEN."""
+
+_TRY = """\
+to try profiles and export without an account, run the demo service in another
+terminal and paste the lines it prints:
+  python -m stoplist_nb.demo          # prints export STOPLIST_NB_URL=... lines
+  stoplist-nb profiles --db-id 1 --out profiles.parquet
+  stoplist-nb export --list-id 7 --out stop.parquet"""
 
 
 def _wrap(text: str) -> str:
@@ -38,6 +53,12 @@ def _common() -> argparse.ArgumentParser:
     """Options every command takes, given after the command's name."""
     common = argparse.ArgumentParser(add_help=False)
     out = common.add_argument_group("output")
+    out.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace what is at --out (without it, an output that exists is refused "
+        "before anything is sent)",
+    )
     out.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -74,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Altcraft Platform API v1.1 profiles and suppression lists, to files.",
-        epilog=_EPILOG,
+        epilog=_TRY + "\n\n" + _EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -102,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=pathlib.Path,
         default=pathlib.Path("stoplist-demo"),
         metavar="DIR",
-        help="directory to write to, created if missing (default: ./stoplist-demo)",
+        help="directory to write to, created if missing (default: ./stoplist-demo); "
+        "the files go in place together once all are written",
     )
     demo.add_argument(
         "--profiles",
@@ -151,7 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
         '  stoplist-nb profiles --db-id 1 --query \'{"_city": {"$in": ["Moscow"]}}\' \\\n'
         "      --fields _id,_fname,_city,subscriptions --out moscow.parquet\n"
         "  stoplist-nb profiles --db-id 1 --out profiles/            # a dataset\n"
-        "  stoplist-nb profiles --db-id 1 --out profiles/ --resume   # after a failure\n\n"
+        "  stoplist-nb profiles --db-id 1 --out profiles/ --resume   # after a failure\n"
+        "  stoplist-nb profiles --db-id 1 --out profiles/ --repair   # past a damaged file\n\n"
+        + _TRY
+        + "\n\n"
         + _EPILOG,
     )
     profiles.add_argument("--db-id", type=int, required=True, metavar="N", help="database id")
@@ -189,17 +214,43 @@ def build_parser() -> argparse.ArgumentParser:
         help="FILE.parquet, FILE.csv, or DIR/ (ending in /, or a directory) for a Parquet "
         "dataset, created if missing",
     )
-    again = profiles.add_mutually_exclusive_group()
-    again.add_argument(
+    dataset = profiles.add_argument_group(
+        "a dataset (--out DIR/)",
+        "What a stopped pull keeps: its parts, and the part being written as far as it was "
+        "committed. --overwrite removes the dataset there and starts again.",
+    )
+    dataset.add_argument(
         "--resume",
         action="store_true",
-        help="with --out DIR/: carry on the unfinished dataset there (same --db-id, "
-        "--query, --fields), or leave a complete one as it is",
+        help="carry on the unfinished dataset there (same --db-id, --query, --fields), "
+        "or leave a complete one as it is",
     )
-    again.add_argument(
-        "--overwrite",
+    dataset.add_argument(
+        "--repair",
         action="store_true",
-        help="with --out DIR/: remove the dataset there and start again",
+        help="carry on, and where a file the checkpoint lists is damaged (changed, cut "
+        "short, missing), drop it and the files after it and pull on after the last good one",
+    )
+    dataset.add_argument(
+        "--profiles-per-part",
+        type=arg.positive_int,
+        metavar="N",
+        help=f"profiles per part file (default: {DEFAULT_PROFILES_PER_PART})",
+    )
+    dataset.add_argument(
+        "--commit-seconds",
+        type=arg.seconds_or_zero,
+        metavar="SECONDS",
+        help="commit the part being written once its pages since the last commit span "
+        f"this long, 0 for every page (default: {DEFAULT_COMMIT_SECONDS:g}): a killed pull "
+        "loses at most that much",
+    )
+    dataset.add_argument(
+        "--commit-bytes",
+        type=arg.positive_int,
+        metavar="N",
+        help="or once they hold this many bytes, whichever comes first (default: "
+        f"{DEFAULT_COMMIT_BYTES}, 16 MiB)",
     )
     _connection(profiles)
     profiles.set_defaults(run=run_profiles)
@@ -216,7 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
             "FILE.parquet is written block by block as the archive is read, in bounded "
             "memory whatever the size of the list."
         ),
-        epilog=_EPILOG,
+        epilog="examples:\n"
+        "  stoplist-nb export --list-id 7 --type emails --out stop.parquet\n"
+        "  stoplist-nb export --task-id exp-1f0c --out stop.parquet   # an export started "
+        "before\n\n" + _TRY + "\n\n" + _EPILOG,
     )
     which = export.add_mutually_exclusive_group(required=True)
     which.add_argument("--list-id", type=int, metavar="N", help="suppression list id")
