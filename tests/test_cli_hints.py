@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
+from archives import make_zip, serve_download
 from cli_process import environment, hinted_command, run
 
 import stoplist_nb as sn
@@ -200,4 +201,21 @@ def test_a_task_id_that_echoes_the_token_is_printed_scrubbed(
     )
     assert code != 0
     assert stderr.startswith("stoplist-nb: export task task-***\n")
+    assert env.token not in stdout + stderr
+
+
+def test_a_file_that_echoes_the_token_is_warned_of_scrubbed(
+    env: DemoService, tmp_path: pathlib.Path
+) -> None:
+    # Rows that are no MD5 are quoted in the warning: here, the token itself.
+    hashes = "\n".join(["0cc175b9c0f1b6a831c399e269772661", f"echo-{env.token}", ""])
+    serve_download(env, make_zip({"list.md5.csv": hashes}))
+    code, stdout, stderr = run(
+        ["export", "--list-id", "7", "--out", "s.csv", "--poll-interval", "0.01"],
+        env=environment(env),
+        cwd=tmp_path,
+    )
+    assert code == 0, stderr
+    assert "stoplist-nb: warning: 1 of 2 rows have no valid MD5" in stderr
+    assert "e.g. 'echo-***'" in stderr
     assert env.token not in stdout + stderr

@@ -115,7 +115,8 @@ def _show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    print(f"{PROG}: warning: {message}", file=sys.stderr)
+    # A warning may quote the service's file (rows that are no MD5): scrubbed as all it says.
+    print(f"{PROG}: warning: {redact(str(message))}", file=sys.stderr)
 
 
 #: The signals a run handles like Ctrl-C, by name: Windows has no SIGHUP.
