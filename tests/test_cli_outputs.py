@@ -17,7 +17,6 @@ import pathlib
 import re
 import resource
 import signal
-import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -100,42 +99,48 @@ def test_the_demo_refuses_if_any_file_it_would_write_is_there(
     assert hidden(tmp_path) == []
 
 
-def appears_meanwhile(svc: DemoService, method: str, path: pathlib.Path) -> threading.Thread:
-    """Hold the reply to ``method`` until ``path`` has been written by someone else."""
-    fault = svc.add_fault(method, "slow", delay=60)
+@pytest.fixture
+def appears_meanwhile(monkeypatch: pytest.MonkeyPatch) -> Callable[[pathlib.Path], list[str]]:
+    """Another program writes a file just before the command gives its own that name."""
+    from stoplist_nb._output import Output
 
-    def write() -> None:
-        while fault.fired == 0:
-            threading.Event().wait(0.01)
-        path.write_bytes(YESTERDAY)
-        svc.clear_faults()
+    put = Output.put
 
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    return thread
+    def at(path: pathlib.Path) -> list[str]:
+        seen: list[str] = []  # every file given its name (the downloads read on the way too)
+
+        def put_after_someone_else(self: Output, temporary: pathlib.Path) -> pathlib.Path:
+            seen.append(self.path.name)
+            if self.path == path:
+                path.write_bytes(YESTERDAY)
+            return put(self, temporary)
+
+        monkeypatch.setattr(Output, "put", put_after_someone_else)
+        return seen
+
+    return at
 
 
 @pytest.mark.parametrize(
-    ("argv", "name", "method"),
-    [
-        (PROFILES, "p.parquet", "profiles/list"),
-        (PROFILES, "p.csv", "profiles/list"),
-        (EXPORT, "s.parquet", "download"),
-        (EXPORT, "s.zip", "download"),
-    ],
-)
+    ("argv", "name"),
+    [(PROFILES, "p.parquet"), (PROFILES, "p.csv"), (EXPORT, "s.parquet"), (EXPORT, "s.zip"),
+     (EXPORT, "s.csv")],
+)  # fmt: skip
 def test_a_file_that_appears_while_the_command_runs_is_not_replaced(
-    env: DemoService, tmp_path: pathlib.Path, argv: list[str], name: str, method: str
+    run: Run,
+    env: DemoService,
+    tmp_path: pathlib.Path,
+    appears_meanwhile: Callable[[pathlib.Path], list[str]],
+    argv: list[str],
+    name: str,
 ) -> None:
     path = tmp_path / name
-    thread = appears_meanwhile(env, method, path)
-    # A child process, so that the service's held reply is released by the writer thread
-    # (the service wakes held replies only when it stops).
-    code, _, stderr = run([*argv, "--out", name], env=environment(env), cwd=tmp_path)
-    thread.join()
+    seen = appears_meanwhile(path)
+    code, _, stderr = run(*argv, "--out", str(path))
+    assert seen[-1] == name  # it was not there when the command began
     assert code == 2, stderr
     assert stderr.endswith(
-        f"stoplist-nb: error: {name} appeared while the command ran; it was left as it was, "
+        f"stoplist-nb: error: {path} appeared while the command ran; it was left as it was, "
         "and nothing was written\n"
         "stoplist-nb: hint: add --overwrite to replace it, or name another --out\n"
     )
