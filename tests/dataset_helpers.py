@@ -17,9 +17,10 @@ from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 import stoplist_nb as sn
-from stoplist_nb.demo import DemoService, generate_profiles
+from stoplist_nb.demo import DemoService, generate_profiles, serve
 from stoplist_nb.profiles import dataset
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -50,6 +51,31 @@ def pull(client: sn.Client, path: pathlib.Path, **options: Any) -> sn.DatasetSum
     }
     db_id = options.pop("db_id", 1)
     return sn.write_profiles_parquet(client, db_id, path, **options)
+
+
+def dataset_fixtures() -> tuple[Any, Any]:
+    """The fixtures of a dataset test module: ``svc`` and ``reference``.
+
+    ``svc`` is the demo service of the module, with :func:`profiles`; ``reference`` is
+    the dataset of a pull from it that nothing interrupted. Bind both at a module's
+    top level::
+
+        svc, reference = dataset_fixtures()
+    """
+
+    @pytest.fixture(scope="module", name="svc")
+    def served() -> Iterator[DemoService]:
+        with serve(profiles=profiles()) as service:
+            yield service
+
+    @pytest.fixture(scope="module", name="reference")
+    def pulled(svc: DemoService, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+        path = tmp_path_factory.mktemp("reference") / "profiles"
+        with svc.client() as client:
+            assert pull(client, path).complete
+        return path
+
+    return served, pulled
 
 
 def checkpoint(path: pathlib.Path) -> dict[str, Any]:

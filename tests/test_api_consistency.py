@@ -72,9 +72,12 @@ def test_export_interrupted_names_the_option_that_resumes(
         "--poll-interval", "0.01",
     )  # fmt: skip
     assert code == EXIT_INTERRUPTED
-    assert f"add --task-id {polls[0]} to pick it up" in stderr
+    assert f"to pick it up, run: stoplist-nb export --out {tmp_path / 's.zip'}" in stderr
+    assert f"--task-id {polls[0]}" in stderr
+    assert "--list-id" not in stderr.split("to pick it up, run:")[1]
     assert "wait_for_task" not in stderr
-    assert stderr.rstrip().endswith("stoplist-nb: interrupted")
+    assert "stoplist-nb: interrupted\n" in stderr
+    assert stderr.rstrip().endswith(f"nothing was written: no {tmp_path / 's.zip'}")
 
 
 def test_wait_for_an_unknown_task_has_no_resume_hint(client: sn.Client) -> None:
@@ -107,7 +110,7 @@ def test_max_profiles_on_the_last_profile_says_the_read_is_complete(
             assert pd.read_parquet(rest)["profile_id"].nunique() == total - 12
         else:
             assert "--from-id" not in stdout
-            assert "the read is complete: no profile follows the 12 read" in stdout
+            assert "the read is complete: no profile follows the 12 profiles read" in stdout
     assert pd.read_parquet(out)["profile_id"].nunique() == 12
 
 

@@ -8,7 +8,6 @@ import pathlib
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -21,6 +20,7 @@ from dataset_helpers import (
     ROOT,
     assert_same_dataset,
     checkpoint,
+    dataset_fixtures,
     held_writer,
     listing,
     pages_from,
@@ -32,22 +32,7 @@ import stoplist_nb as sn
 from stoplist_nb.demo import DemoService, serve
 from stoplist_nb.profiles import dataset
 
-
-@pytest.fixture(scope="module")
-def svc() -> Iterator[DemoService]:
-    """The demo service of this module: 150 profiles, a custom field from profile 105 on."""
-    with serve(profiles=profiles()) as service:
-        yield service
-
-
-@pytest.fixture(scope="module")
-def reference(svc: DemoService, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """The dataset of a pull that nothing interrupted."""
-    path = tmp_path_factory.mktemp("reference") / "profiles"
-    with svc.client() as client:
-        summary = pull(client, path)
-    assert summary.complete
-    return path
+svc, reference = dataset_fixtures()
 
 
 # --- the dataset -----------------------------------------------------------------

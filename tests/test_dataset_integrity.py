@@ -28,6 +28,7 @@ from dataset_helpers import (
     assert_same_dataset,
     checkpoint,
     contents,
+    dataset_fixtures,
     held_writer,
     listing,
     pages_from,
@@ -42,21 +43,7 @@ from stoplist_nb.profiles.dataset import CHECKPOINT, service_origin
 
 EVERY_PAGE = {"commit_seconds": 0}
 
-
-@pytest.fixture(scope="module")
-def svc() -> Iterator[DemoService]:
-    """The demo service of this module: 150 profiles, a custom field from profile 105 on."""
-    with serve(profiles=profiles()) as service:
-        yield service
-
-
-@pytest.fixture(scope="module")
-def reference(svc: DemoService, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """The dataset of a pull that nothing interrupted."""
-    path = tmp_path_factory.mktemp("reference") / "profiles"
-    with svc.client() as client:
-        assert pull(client, path).complete
-    return path
+svc, reference = dataset_fixtures()
 
 
 @pytest.fixture(scope="module")

@@ -310,7 +310,7 @@ def test_cli_export_streams_to_parquet(
     assert without_task(back.attrs) == without_task(frame.attrs)
     assert back.attrs["type"] == "emails"
     assert f"wrote {len(frame)} hashes of suppression list {env.suppress_id} to {out}" in stdout
-    assert f"rows per kind: {len(frame)} email" in stdout
+    assert f"rows per kind: email {len(frame)}" in stdout
     assert written(tmp_path) == [OUT]
 
 
