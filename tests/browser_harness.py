@@ -57,6 +57,9 @@ CHROMIUM_ARGS = (
     "--disable-sync",
 )
 
+#: Milliseconds between two keys typed "as a person does" (about 17 keys a second).
+KEY_DELAY_MS = 60
+
 #: The text ipywidgets shows in place of a widget its front end cannot draw.
 WIDGET_ERROR = "Error displaying widget"
 
@@ -207,6 +210,24 @@ class LabServer:
             time.sleep(0.2)
         return False
 
+    def start_session(self, path: str, *, timeout: float = 60.0) -> None:
+        """Start the ``python3`` kernel of the notebook at ``path`` (relative to the root).
+
+        JupyterLab opening a notebook that has no session yet can start two kernels
+        for it at once and shut one down while it starts, then ask which kernel to
+        use; with the session made first, it connects to that one kernel.
+        """
+        body: dict[str, Any] = {"path": path, "name": Path(path).name, "type": "notebook"}
+        body["kernel"] = {"name": "python3"}
+        request = urllib.request.Request(
+            self.url("api/sessions"),
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            reply.read()
+
     def kernel_pids(self) -> list[int]:
         """The kernels this server started: their command line names its runtime dir."""
         mark = str(self.runtime_dir).encode()
@@ -258,6 +279,8 @@ def open_browser(executable: str, profile: Path) -> Iterator[BrowserContext]:
             viewport={"width": 1280, "height": 1800},
         )
         context.set_default_timeout(20_000)
+        # Copy and paste as a person does them: the page may read and write the clipboard.
+        context.grant_permissions(["clipboard-read", "clipboard-write"])
         try:
             yield context
         finally:
@@ -267,8 +290,8 @@ def open_browser(executable: str, profile: Path) -> Iterator[BrowserContext]:
 class NotebookPage:
     """One notebook open in JupyterLab: run cells, find their outputs, take screenshots."""
 
-    def __init__(self, page: Page, shots: Path) -> None:
-        self.page, self.shots = page, shots
+    def __init__(self, page: Page, shots: Path, server: LabServer | None = None) -> None:
+        self.page, self.shots, self.server = page, shots, server
 
     def open(self, url: str, *, timeout: float = 60_000) -> None:
         """Open ``url`` (a ``lab/tree/...`` notebook) and wait until its kernel is idle."""
@@ -380,6 +403,24 @@ class NotebookPage:
         )
         self.wait_idle(timeout=timeout)
 
+    def set_source(self, index: int, source: str) -> None:
+        """Replace the text of the ``index``-th cell's editor with ``source``."""
+        editor = self.cell(index).locator(".jp-InputArea-editor .cm-content")
+        editor.click()
+        self.page.keyboard.press("Control+a")
+        self.page.keyboard.insert_text(source)
+
+    def start_cell(self, index: int) -> None:
+        """Run the ``index``-th cell with Ctrl+Enter and return once the kernel is busy with it."""
+        self.cell(index).locator(".jp-InputArea-editor").click()
+        self.page.keyboard.press("Control+Enter")
+        self.page.locator('.jp-Notebook-ExecutionIndicator[data-status="busy"]').wait_for()
+
+    def busy(self) -> bool:
+        """Whether the kernel is running a cell right now."""
+        status = self.page.locator(".jp-Notebook-ExecutionIndicator")
+        return status.get_attribute("data-status") == "busy"
+
     def output(self, index: int) -> Locator:
         """The output area of the ``index``-th cell."""
         return self.cell(index).locator(".jp-Cell-outputArea")
@@ -423,15 +464,16 @@ class WidgetArea:
 
     def button(self, text: str) -> Locator:
         """The buttons whose text is exactly ``text``."""
-        return self.root.locator("button.widget-button, button.jupyter-button").filter(
-            has_text=_exact(text)
-        )
+        return self.root.locator("button").filter(has_text=_exact(text))
 
     def type_into(self, field: Locator, text: str, *, enter: bool = False) -> None:
-        """Click ``field``, replace its text with ``text`` as keystrokes, then Enter if asked."""
+        """Click ``field``, replace its text with ``text`` typed at a person's pace, then Enter."""
         field.click()
         field.press("Control+a")
-        field.press_sequentially(text)
+        if text:
+            field.press_sequentially(text, delay=KEY_DELAY_MS)
+        else:
+            field.press("Delete")
         if enter:
             field.press("Enter")
 

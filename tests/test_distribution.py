@@ -112,6 +112,12 @@ def test_wheel_carries_the_license_and_the_typing_marker(dists: Dists) -> None:
     assert dists.metadata.get_all("License-File") == ["LICENSE"]
 
 
+def test_wheel_and_sdist_carry_the_query_builders_front_end(dists: Dists) -> None:
+    front = {"stoplist_nb/widgets/static/builder.js", "stoplist_nb/widgets/static/builder.css"}
+    assert front <= dists.wheel
+    assert front <= dists.sdist
+
+
 def test_wheel_holds_every_module_of_the_package_and_nothing_else(dists: Dists) -> None:
     modules = {p for p in source_files("stoplist_nb") if p.endswith(".py")}
     assert modules

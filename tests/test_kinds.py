@@ -9,7 +9,7 @@ import pytest
 
 from stoplist_nb._json.kinds import arrow_kind, common_kind, json_kind
 from stoplist_nb.profiles.fields import _inferred
-from stoplist_nb.widgets.kinds import guess_type
+from stoplist_nb.widgets.operators import guess_type
 
 SAMPLES: list[tuple[Any, str]] = [
     ("a", "string"),

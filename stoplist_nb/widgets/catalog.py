@@ -1,9 +1,10 @@
 """The fields a :class:`stoplist_nb.widgets.QueryBuilder` offers, and the values it suggests.
 
 A :class:`FieldCatalog` turns what ``database_fields`` returns (name, title,
-type, category) into the labels the field boxes show, e.g.
-``"City (_city) · system"``, grouped by category, and maps a picked label back
-to the raw name. It also holds the suggested values of string fields: the
+type, category) into the labels the field boxes show, e.g. ``"City (_city)"``,
+grouped by category, and maps what was typed or picked (a name, a title in any
+case, a label) back to the raw name: :meth:`FieldCatalog.resolve` is the one
+place that does. It also holds the suggested values of string fields: the
 documented words (channels, subscription statuses) and the distinct values of
 a sample page, which are offered but never enforced.
 """
@@ -18,12 +19,30 @@ from typing import Any
 import pandas as pd
 
 from stoplist_nb.errors import InvalidInput
-from stoplist_nb.widgets.kinds import KNOWN_VALUES, kind_of
+from stoplist_nb.widgets.operators import kind_of, operators_by_kind
 
 #: The most values suggested for one field.
 MAX_SUGGESTIONS = 50
 
 _CATEGORY_ORDER = {"system": 0, "custom": 1, "subscription": 2}
+
+#: Subscription channels and status words the platform documents, offered as
+#: suggestions (a value outside them is still allowed: a client must not break
+#: on one it does not know, and statuses are also accepted as numbers).
+CHANNELS = ("email", "sms", "push", "notify", "viber", "whatsapp", "telegram_bot")
+STATUSES = (
+    "subscribed",
+    "unsubscribed",
+    "complained",
+    "hardbounced",
+    "unconfirmed",
+    "suspended",
+    "invalid",
+)
+KNOWN_VALUES: dict[str, tuple[str, ...]] = {
+    "subscriptions.channel": CHANNELS,
+    "subscriptions.status": STATUSES,
+}
 
 
 @dataclass(frozen=True)
@@ -35,6 +54,22 @@ class FieldInfo:
     type: str = ""
     category: str = ""
 
+
+#: The documented fields of a subscription, offered in same-subscription groups
+#: when the field list names none.
+SUBSCRIPTION_FIELDS = (
+    FieldInfo("subscriptions.channel", "Subscription channel", "string", "subscription"),
+    FieldInfo("subscriptions.status", "Subscription status", "string", "subscription"),
+    FieldInfo("subscriptions.resource_id", "Subscription resource id", "int", "subscription"),
+    FieldInfo("subscriptions.priority", "Subscription priority", "int", "subscription"),
+    FieldInfo("subscriptions.is_delete", "Subscription deleted", "boolean", "subscription"),
+    FieldInfo("subscriptions.reg_info.date", "Subscription date", "string", "subscription"),
+    FieldInfo("subscriptions.email_data.email", "Subscription e-mail", "string", "subscription"),
+    FieldInfo(
+        "subscriptions.email_data.domain", "Subscription e-mail domain", "string", "subscription"
+    ),
+    FieldInfo("subscriptions.phone_data.phone", "Subscription phone", "string", "subscription"),
+)
 
 #: Documented values of ``fields`` in ``profiles/list``, offered in the
 #: fields box even when the field list lacks them (an inferred one does).
@@ -76,15 +111,14 @@ def _text(value: Any) -> str:
 
 
 def label_of(info: FieldInfo) -> str:
-    """The text a field box shows: title, raw name and category.
+    """The text a field box shows: the title and the raw name.
 
     >>> label_of(FieldInfo("age", "Age", "int", "custom"))
-    'Age (age) · custom'
+    'Age (age)'
     >>> label_of(FieldInfo("_city"))
     '_city'
     """
-    text = f"{info.title} ({info.name})" if info.title and info.title != info.name else info.name
-    return f"{text} · {info.category}" if info.category else text
+    return f"{info.title} ({info.name})" if info.title and info.title != info.name else info.name
 
 
 def _order(info: FieldInfo) -> tuple[int, str, str]:
@@ -93,43 +127,70 @@ def _order(info: FieldInfo) -> tuple[int, str, str]:
 
 
 class FieldCatalog:
-    """The fields offered by the rows and the fields box, with labels and suggestions.
+    """The fields offered by the rules and the fields box, with labels and suggestions.
 
     Args:
         infos: The fields, in any order; the first of two with one name wins.
         suggestions: Suggested values per field name (from a sample page); the
             documented channels and statuses come first for their fields.
+        complete: Whether ``infos`` is the whole field list (not inferred from
+            a sample, not unreadable): a field to return outside it is refused.
+        guessed: Names among ``infos`` whose type was guessed from a loaded
+            value; a rule on one is still warned about.
+
+    >>> catalog = FieldCatalog([FieldInfo("_city", "City", "string", "system")])
+    >>> catalog.resolve("city"), catalog.resolve("City (_city)"), catalog.resolve(" x ")
+    ('_city', '_city', 'x')
     """
 
     def __init__(
-        self, infos: Iterable[FieldInfo], suggestions: Mapping[str, Sequence[str]] | None = None
+        self,
+        infos: Iterable[FieldInfo],
+        suggestions: Mapping[str, Sequence[str]] | None = None,
+        *,
+        complete: bool = False,
+        guessed: Iterable[str] = (),
     ) -> None:
         self.infos: dict[str, FieldInfo] = {}
         for info in infos:
             self.infos.setdefault(info.name, info)
+        self.complete = complete
+        self.guessed = frozenset(guessed)
         self.types = {name: info.type for name, info in self.infos.items()}
-        ordered = sorted(self.infos.values(), key=_order)
-        #: Labels for the rows' field box, grouped by category.
-        self.options = tuple(label_of(i) for i in ordered)
         returnable = dict(self.infos)
         for info in RETURNABLE:
             returnable.setdefault(info.name, info)
-        ordered_returnable = sorted(returnable.values(), key=_order)
-        #: Names the fields box takes, and their labels.
-        self.returnable = tuple(i.name for i in ordered_returnable)
-        self.return_options = tuple(label_of(i) for i in ordered_returnable)
-        self._names = {label_of(i): i.name for i in returnable.values()}
+        self._returnable = returnable
+        #: Names the fields box takes.
+        self.returnable = tuple(i.name for i in sorted(returnable.values(), key=_order))
+        self._names: dict[str, str] = {}
+        titles: dict[str, set[str]] = {}
+        for info in returnable.values():
+            self._names[label_of(info)] = info.name
+            self._names[f"{label_of(info)} · {info.category}"] = info.name
+            if info.title:
+                titles.setdefault(info.title.strip().casefold(), set()).add(info.name)
+        # A title two fields share names neither: the label tells them apart.
+        self._titles = {t: next(iter(n)) for t, n in titles.items() if len(n) == 1}
         self._suggestions = {k: tuple(v) for k, v in (suggestions or {}).items()}
+        self._subscriptions: FieldCatalog | None = None
 
     def resolve(self, text: str) -> str:
-        """The raw name of a picked label, or the typed text itself (stripped)."""
+        """The raw name of what was typed: a name, a label, or a title in any case."""
         text = text.strip()
-        return self._names.get(text, text)
+        if text in self._returnable:
+            return text
+        return self._names.get(text) or self._titles.get(text.casefold(), text)
 
     def label(self, name: str) -> str:
         """The label of a known field, else the name."""
-        info = self.infos.get(name)
+        info = self._returnable.get(name)
         return name if info is None else label_of(info)
+
+    def kind(self, name: str) -> str:
+        """The kind of ``name`` (``"string"`` for a field the catalog lacks)."""
+        info = self._returnable.get(name)
+        return kind_of(name, "" if info is None else info.type)
 
     def suggestions(self, name: str) -> tuple[str, ...]:
         """Values to offer for ``name``: the documented words, then those seen, capped."""
@@ -139,8 +200,65 @@ class FieldCatalog:
         return tuple(merged)[:MAX_SUGGESTIONS]
 
     def string_fields(self) -> list[str]:
-        """Names of the fields a row compares as text (not dates), for sampling values."""
-        return [n for n, t in self.types.items() if kind_of(n, t) == "string"]
+        """Names of the fields a rule compares as text (not dates), for sampling values."""
+        return [n for n in self.types if self.kind(n) == "string"]
+
+    def subscriptions(self) -> FieldCatalog:
+        """The fields of one subscription, named relative to it (``"channel"``)."""
+        if self._subscriptions is None:
+            prefix = "subscriptions."
+            own = [i for i in self.infos.values() if i.name.startswith(prefix)]
+            infos = [
+                FieldInfo(i.name[len(prefix) :], i.title, i.type, i.category)
+                for i in (own or SUBSCRIPTION_FIELDS)
+            ]
+            suggestions = {
+                i.name[len(prefix) :]: self.suggestions(i.name)
+                for i in (own or SUBSCRIPTION_FIELDS)
+            }
+            guessed = {n[len(prefix) :] for n in self.guessed if n.startswith(prefix)}
+            self._subscriptions = FieldCatalog(
+                infos, suggestions, complete=self.complete, guessed=guessed
+            )
+            self._subscriptions._returnable = {i.name: i for i in infos}
+            self._subscriptions.returnable = tuple(i.name for i in infos)
+        return self._subscriptions
+
+    def with_types(self, types: Mapping[str, str]) -> FieldCatalog:
+        """This catalog and ``types`` (name -> type word) for fields it lacks, as guessed."""
+        if not types:
+            return self
+        added = [FieldInfo(n, type=t) for n, t in types.items() if n not in self.infos]
+        return FieldCatalog(
+            [*self.infos.values(), *added],
+            self._suggestions,
+            complete=self.complete,
+            guessed=self.guessed | {i.name for i in added},
+        )
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The fields as the front end lists them, by category: name, title, label, kind, ..."""
+        return [
+            {
+                "name": info.name,
+                "title": info.title,
+                "label": label_of(info),
+                "category": info.category,
+                "kind": self.kind(info.name),
+                "suggestions": list(self.suggestions(info.name)),
+            }
+            for info in sorted(self._returnable.values(), key=_order)
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        """What the builder's ``catalog`` trait holds: fields, operators per kind, subscriptions."""
+        subscription_fields = self.subscriptions()
+        return {
+            "fields": self.entries(),
+            "operators": operators_by_kind(),
+            "subscription_fields": subscription_fields.entries(),
+            "complete": self.complete,
+        }
 
 
 def sample_values(

@@ -1,7 +1,7 @@
-"""What the Preview of a query shows: which columns, how cells read, the output.
+"""What the Preview of a query shows: which columns, how cells read, its HTML.
 
-Pure pandas in, a Jupyter output out; :class:`~stoplist_nb.widgets.QueryBuilder`
-puts it in its ``Output``.
+Pure pandas in, HTML out; :class:`~stoplist_nb.widgets.QueryBuilder` puts it
+in its ``preview`` trait, and :func:`preview_output` wraps it as a Jupyter output.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ import pandas as pd
 from stoplist_nb.profiles.columns import role_of
 from stoplist_nb.query import Condition, Query, parse_query
 
-__all__ = ["preview_frame", "preview_output"]
+__all__ = ["EMPTY", "preview_frame", "preview_html", "preview_output"]
 
-_PREVIEW_ROWS = 20
+#: What a Preview of no profile says, instead of an empty table.
+EMPTY = "No profile matches this query."
+
 _PREVIEW_PROFILE_COLUMNS = 6  # shown when no fields are chosen, besides the row's key
 _CONTACT_WIDTH = 32  # a push token is ~150 characters: the preview shows its start
 
@@ -92,36 +94,46 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
     )
 
 
-def preview_output(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool) -> dict[str, Any]:
-    """The Jupyter output of a Preview: its row count and table, as HTML and as text.
-
-    Args:
-        frame: What the query read.
-        params: The request it was read with (``query``, ``fields``).
-        stale: The query changed since: the output says it is out of date.
-    """
-    head = frame.head(_PREVIEW_ROWS)
+def _parts(frame: pd.DataFrame, params: dict[str, Any]) -> tuple[str, pd.DataFrame, int]:
+    head = frame  # the builder reads only the profiles it shows
     fields = params.get("fields", [])
     paths = _query_paths(parse_query(params["query"])) if params.get("query") else []
     shown = preview_frame(head, fields, paths)
     count = f"{len(frame)} rows"
     if "profile_id" in frame.columns:
         count += f" ({frame['profile_id'].nunique()} profiles)"
-    count += f"; the first {len(head)} shown"
     of = f"{len(shown.columns)} of {len(head.columns)}"
     if fields:
         count += f", columns of the chosen fields ({of})"
     elif len(shown.columns) < len(head.columns):
         count += f", the first columns ({of}); choose Return fields for others"
+    return count, shown, len(head)
+
+
+_STALE = (
+    '<div class="sn-preview-stale" style="color:#8a6d3b;font-weight:600">Out of'
+    " date: the query changed after this Preview; press Preview to run it again."
+    "</div>"
+)
+
+
+def preview_html(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool = False) -> str:
+    """The HTML of a Preview: its row count and table, or :data:`EMPTY` with no table.
+
+    Args:
+        frame: What the query read.
+        params: The request it was read with (``query``, ``fields``).
+        stale: The query changed since: the HTML says it is out of date.
+
+    >>> EMPTY in preview_html(pd.DataFrame(), {"query": {}})
+    True
+    """
+    note = _STALE if stale else ""
+    if frame.empty:
+        body = f'<div class="sn-preview-count sn-preview-empty">{html.escape(EMPTY)}</div>'
+        return f'<div class="sn-preview-result">{note}{body}</div>'
+    count, shown, _ = _parts(frame, params)
     table = shown.to_html(index=False, border=0, classes="sn-preview-table")
-    note = plain_note = ""
-    if stale:
-        note = (
-            '<div class="sn-preview-stale" style="color:#8a6d3b;font-weight:600">Out of'
-            " date: the query changed after this Preview; press Preview to run it again."
-            "</div>"
-        )
-        plain_note = "Out of date: the query changed after this Preview.\n"
     body = (
         f'<div class="sn-preview-count" style="margin:4px 0"><b>{html.escape(count)}</b></div>'
         # Cells on one line (a date does not break at its dashes); the box scrolls.
@@ -129,13 +141,28 @@ def preview_output(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool) 
     )
     if stale:
         body = f'<div style="opacity:0.45">{body}</div>'
+    return f'<div class="sn-preview-result">{note}{body}</div>'
+
+
+def preview_output(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool) -> dict[str, Any]:
+    """The Jupyter output of a Preview: :func:`preview_html` and the same as text.
+
+    Args:
+        frame: What the query read.
+        params: The request it was read with (``query``, ``fields``).
+        stale: The query changed since: the output says it is out of date.
+    """
+    plain_note = "Out of date: the query changed after this Preview.\n" if stale else ""
+    if frame.empty:
+        text = EMPTY
+    else:
+        _, shown, rows = _parts(frame, params)
+        text = f"{rows} rows:\n" + shown.to_string()
     return {
         "output_type": "display_data",
         "data": {
-            "text/plain": plain_note
-            + f"{len(frame)} rows; the first {len(head)}:\n"
-            + shown.to_string(),
-            "text/html": f'<div class="sn-preview-result">{note}{body}</div>',
+            "text/plain": plain_note + text,
+            "text/html": preview_html(frame, params, stale=stale),
         },
         "metadata": {},
     }
