@@ -503,6 +503,59 @@ def test_equal_to_a_day_on_a_date_time_field_takes_the_whole_day(qb: WidgetArea)
     assert str(day["$lt"]).startswith("2024-06-01"), day
 
 
+def test_a_bare_day_written_as_text_loads_with_whole_day_unticked(
+    qb: WidgetArea, notebook: NotebookPage
+) -> None:
+    _run_code(notebook, 'qb.load({"_bdate": {"$ne": "1985-02-22"}})')
+    rule = _rule(qb, 0)
+    expect(rule.locator(".sn-operator")).to_have_value("not_equal")
+    whole_day = rule.locator(".sn-whole-day")
+    expect(whole_day).not_to_be_checked()
+    assert qb.wait_json({"_bdate": {"$ne": "1985-02-22"}}) == {"_bdate": {"$ne": "1985-02-22"}}
+    whole_day.focus()
+    notebook.page.keyboard.press("Space")  # ticked by keyboard: the same day, whole
+    expect(whole_day).to_be_checked()
+    whole = {"$nor": [{"_bdate": {"$gte": "1985-02-22", "$lt": "1985-02-23"}}]}
+    assert qb.wait_json(whole) == whole
+    qb.by_class("sn-undo").click()
+    expect(whole_day).not_to_be_checked()
+    assert qb.wait_json({"_bdate": {"$ne": "1985-02-22"}}) == {"_bdate": {"$ne": "1985-02-22"}}
+
+
+def test_keys_stay_in_the_builder_in_notebook_7(notebook: NotebookPage) -> None:
+    server = notebook.server
+    assert server is not None
+    page = notebook.page.context.new_page()
+    try:
+        page.set_viewport_size({"width": 1280, "height": 1400})
+        page.goto(server.url("notebooks/builder.ipynb"))
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        cells.first.wait_for(timeout=60_000)
+        count = cells.count()
+        builder = page.locator(".jp-Notebook .jp-Cell").nth(BUILDER_CELL)
+        builder.click()  # the cell's code, then run it: the builder shows in Notebook 7 too
+        page.keyboard.press("Shift+Enter")
+        add = builder.locator(".sn-qb .sn-add-rule").first
+        add.wait_for(timeout=60_000)
+        add.focus()
+        for key in ("d", "d", "b", "a", "x", "ArrowDown"):
+            page.keyboard.press(key)
+        expect(add).to_be_focused()
+        assert cells.count() == count, "a Notebook 7 shortcut deleted or inserted a cell"
+        expect(builder.locator(".sn-qb")).to_be_visible()
+        # ArrowDown on the operator drop-down changes the operator, not the cell.
+        select = builder.locator(".sn-rule .sn-operator").first
+        select.focus()
+        first = select.input_value()
+        page.keyboard.press("ArrowDown")
+        expect(select).not_to_have_value(first)
+        expect(select).to_be_focused()
+        assert cells.count() == count
+        page.screenshot(path=str(notebook.shots / "notebook-7-keys.png"))
+    finally:
+        page.close()
+
+
 def test_an_invalid_regex_is_a_row_error_before_preview(qb: WidgetArea) -> None:
     rule = _fill(qb, 0, "City", "matches regex", "(ov.")
     expect(rule).to_have_class(_has_class("sn-has-error"))

@@ -61,8 +61,10 @@ def doc(*items: dict[str, Any], join: str = "and", negate: bool = False) -> dict
 _SERIAL = iter(range(2, 10**9))
 
 
-def rule(field: str, op: str, value: Any = None, *, ignore_case: bool = False) -> dict[str, Any]:
-    return {
+def rule(
+    field: str, op: str, value: Any = None, *, ignore_case: bool = False, whole_day: bool = True
+) -> dict[str, Any]:
+    made = {
         "id": f"r{next(_SERIAL)}",
         "type": "rule",
         "field": field,
@@ -70,6 +72,9 @@ def rule(field: str, op: str, value: Any = None, *, ignore_case: bool = False) -
         "value": value,
         "ignore_case": ignore_case,
     }
+    if not whole_day:
+        made["whole_day"] = False
+    return made
 
 
 def group(*items: dict[str, Any], join: str = "and", negate: bool = False, each: Any = None):
@@ -573,7 +578,6 @@ def test_loading_an_empty_query_gives_one_empty_rule() -> None:
         ({"_city": {"$regex": "a", "$options": "m"}}, "cannot show"),
         ({"_city": {"$not": {"$in": ["a"]}}}, "cannot show"),
         ({"loyalty_level": "3"}, "cannot show"),
-        ({"_regdate": {"$gt": "2024-01-01"}}, "cannot show"),
         ({"_city": {"a": 1}}, "cannot show"),
         ({"$comment": "x"}, "$comment"),
         ({"_city": {"$inn": [1]}}, "unknown operator"),
@@ -583,6 +587,35 @@ def test_loading_an_empty_query_gives_one_empty_rule() -> None:
 def test_load_refuses_what_it_cannot_show_exactly(query: dict[str, Any], said: str) -> None:
     with pytest.raises(InvalidQuery, match=f".*{said.replace('$', '[$]')}"):
         document_of(query, CATALOG)
+
+
+@pytest.mark.parametrize(
+    ("query", "op"),
+    [
+        ({"_bdate": "1985-02-22"}, "equal"),
+        ({"_bdate": {"$ne": "1985-02-22"}}, "not_equal"),
+        ({"_regdate": {"$gt": "2024-05-31"}}, "greater"),
+        ({"_regdate": {"$lte": "2024-05-31"}}, "less_or_equal"),
+        ({"_regdate": {"$gte": "2024-05-01", "$lte": "2024-05-31"}}, "between"),
+    ],
+)
+def test_a_bare_day_written_as_text_loads_with_whole_day_off(
+    query: dict[str, Any], op: str
+) -> None:
+    loaded = document_of(query, CATALOG)
+    (shown,) = loaded["root"]["items"]
+    assert (shown["operator"], shown["whole_day"]) == (op, False)
+    assert check(loaded, CATALOG)["query"] == query
+    # Ticked again, the same rule means whole days.
+    shown["whole_day"] = True
+    assert check(loaded, CATALOG)["query"] != query
+
+
+def test_a_whole_day_range_loads_with_whole_day_on() -> None:
+    query = {"$nor": [{"_regdate": {"$gte": "2024-05-31", "$lt": "2024-06-01"}}]}
+    (shown,) = document_of(query, CATALOG)["root"]["items"]
+    assert shown["operator"] == "not_equal"
+    assert "whole_day" not in shown
 
 
 def test_hand_written_queries_load_as_the_same_filter() -> None:
@@ -667,7 +700,7 @@ def _rules(draw: st.DrawFn, within: bool) -> dict[str, Any]:
             [field, CATALOG.subscriptions().label(field) if within else CATALOG.label(field)]
         )
     )
-    return rule(label, op, value, ignore_case=draw(st.booleans()))
+    return rule(label, op, value, ignore_case=draw(st.booleans()), whole_day=draw(st.booleans()))
 
 
 def _groups(within: bool, depth: int) -> st.SearchStrategy[dict[str, Any]]:

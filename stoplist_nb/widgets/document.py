@@ -253,8 +253,11 @@ class _Checker:
                     {"part": "value", "message": f"{name}: the first value is above the second"}
                 )
         ignore_case = bool(node.get("ignore_case")) and op in TEXT_OPERATORS
+        whole_day = node.get("whole_day", True) is not False
         try:
-            return rule_filter(name, op, value, kind=kind, ignore_case=ignore_case)
+            return rule_filter(
+                name, op, value, kind=kind, ignore_case=ignore_case, whole_day=whole_day
+            )
         except InvalidQuery as exc:
             raise _Problem("value", f"{name}: {exc}") from None
         except re.error as exc:
@@ -334,9 +337,18 @@ def _range(path: str, *pairs: tuple[str, Any]) -> dict[str, Any]:
 
 
 def rule_filter(
-    path: str, op: str, value: Any, *, kind: str, ignore_case: bool = False
+    path: str,
+    op: str,
+    value: Any,
+    *,
+    kind: str,
+    ignore_case: bool = False,
+    whole_day: bool = True,
 ) -> dict[str, Any]:
     """The filter of one rule on ``path`` from its parsed value(s).
+
+    On a date field, a bare day stands for the whole day unless ``whole_day``
+    is false; then it is compared as the text it is (``{"$ne": "1985-02-22"}``).
 
     Raises:
         InvalidQuery: The query model refuses the condition (e.g. an int beyond 64 bits).
@@ -347,7 +359,8 @@ def rule_filter(
     >>> rule_filter("_city", "not_begins_with", "Ka", kind="string", ignore_case=True)
     {'_city': {'$not': {'$regex': '^Ka', '$options': 'i'}}}
     """
-    day = iso_day(value) if kind == "date" and isinstance(value, str) else None
+    whole = kind == "date" and whole_day
+    day = iso_day(value) if whole and isinstance(value, str) else None
     if op == "equal":
         if day is not None:
             return _range(path, ("$gte", value), ("$lt", next_day(day)))
@@ -372,7 +385,7 @@ def rule_filter(
         return Condition(path, "$gte", value).to_mongo()
     if op in ("between", "not_between"):
         low, high = value
-        high_day = iso_day(high) if kind == "date" else None
+        high_day = iso_day(high) if whole and isinstance(high, str) else None
         upper = ("$lte", high) if high_day is None else ("$lt", next_day(high_day))
         body = _range(path, ("$gte", low), upper)
         return body if op == "between" else {"$nor": [body]}
@@ -769,9 +782,11 @@ class _Loader:
                 op = {"between": "not_between", "equal": "not_equal"}.get(op, "")
                 if not op:
                     continue
-            for ignore_case in (False, True):
+            for ignore_case, whole_day in ((False, True), (True, True), (False, False)):
                 rule = _rule("", catalog.label(path), op, value)
                 rule["ignore_case"] = ignore_case
+                if not whole_day:
+                    rule["whole_day"] = False  # a bare day compared as text, as it was written
                 written = _written(rule, catalog, kind, path)
                 if written is not None and canonical_json(written) == canonical_json(wanted):
                     rule["id"] = self.ids.next("r")
@@ -788,7 +803,8 @@ def _written(rule: dict[str, Any], catalog: FieldCatalog, kind: str, path: str) 
         ignore_case = rule["ignore_case"] and op in TEXT_OPERATORS
         if rule["ignore_case"] and not ignore_case:
             return None
-        return rule_filter(path, op, value, kind=kind, ignore_case=ignore_case)
+        whole_day = rule.get("whole_day", True) is not False
+        return rule_filter(path, op, value, kind=kind, ignore_case=ignore_case, whole_day=whole_day)
     except (_Problem, InvalidQuery, re.error):
         return None
 

@@ -8,6 +8,8 @@ const TEXT_OPS = new Set([
   "begins_with", "not_begins_with", "contains", "not_contains",
   "ends_with", "not_ends_with", "matches",
 ]);
+// Date operators whose bare day means the whole day (document.py reads `whole_day`).
+const WHOLE_DAY_OPS = new Set(["equal", "not_equal", "less_or_equal", "greater", "between", "not_between"]);
 const SPLIT = new Set([",", "\n", "\r", "\t"]);
 
 function clone(value) {
@@ -250,6 +252,14 @@ function render({ model, el }) {
     const key = event.key.toLowerCase();
     if (key === "z" && !event.shiftKey) { event.preventDefault(); undo(); }
     else if ((key === "z" && event.shiftKey) || key === "y") { event.preventDefault(); redo(); }
+  });
+  // Lumino stops looking for a shortcut's selector at an element with this
+  // attribute, but tests the key's target first: a focused button matches
+  // ".jp-Notebook.jp-mod-commandMode :focus" by itself. So the attribute goes on
+  // whatever takes focus here; the root's stopPropagation alone only helps where
+  // shortcuts are read as the key bubbles (JupyterLab), not in Notebook 7.
+  root.addEventListener("focusin", (event) => {
+    if (event.target instanceof Element) event.target.setAttribute("data-lm-suppress-shortcuts", "true");
   });
   root.addEventListener("focusout", (event) => {
     if (event.target && event.target.matches && event.target.matches("input, textarea")) {
@@ -495,7 +505,13 @@ function render({ model, el }) {
         h("input", {
           type: "checkbox", class: "sn-ignore-case", "data-fk": `${id}:ic`, checked: !!r.ignore_case,
           onchange: (e) => edit(() => { find(id).node.ignore_case = e.target.checked; }, { redraw: false }),
-        }), " ignore case")] : []));
+        }), " ignore case")] : []),
+        ...(kind === "date" && WHOLE_DAY_OPS.has(r.operator) ? [h("label", { class: "sn-wd-label",
+          title: "a bare day (2024-05-31) stands for the whole day; untick to compare the text as typed" },
+        h("input", {
+          type: "checkbox", class: "sn-whole-day", "data-fk": `${id}:wd`, checked: r.whole_day !== false,
+          onchange: (e) => edit(() => { find(id).node.whole_day = e.target.checked; }, { redraw: false }),
+        }), " whole day")] : []));
       if (saved && saved.key.startsWith(`${id}:`) && !row.contains(document.activeElement)) restoreFocus(saved);
     };
     view.update();
