@@ -198,30 +198,21 @@ function render({ model, el }) {
     }
   }
 
-  function undo() {
-    if (!undoStack.length) return;
-    redoStack.push(clone(doc));
+  /** Undo (`from` the undo stack, saving the current document `to` the redo one) or redo. */
+  function step(from, to) {
+    if (!from.length) return;
+    to.push(clone(doc));
     const rev = doc.rev;
-    doc = undoStack.pop();
-    doc.rev = rev + 1;
+    doc = from.pop();
+    doc.rev = rev + 1;  // a new revision, so the report answers this document
     coalesce = null;
     clearNotes();
     noteIds(doc);
     send();
     draw();
   }
-  function redo() {
-    if (!redoStack.length) return;
-    undoStack.push(clone(doc));
-    const rev = doc.rev;
-    doc = redoStack.pop();
-    doc.rev = rev + 1;
-    coalesce = null;
-    clearNotes();
-    noteIds(doc);
-    send();
-    draw();
-  }
+  const undo = () => step(undoStack, redoStack);
+  const redo = () => step(redoStack, undoStack);
 
   /** A document from Python (load, clear, import): adopted as one undoable step. */
   function adopt() {
