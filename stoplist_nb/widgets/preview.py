@@ -1,7 +1,7 @@
 """What the Preview of a query shows: which columns, how cells read, its HTML.
 
 Pure pandas in, HTML out; :class:`~stoplist_nb.widgets.QueryBuilder` puts it
-in its ``preview`` trait, and :func:`preview_output` wraps it as a Jupyter output.
+in its ``preview`` trait.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pandas as pd
 from stoplist_nb.profiles.columns import role_of
 from stoplist_nb.query import Condition, Query, parse_query
 
-__all__ = ["EMPTY", "preview_frame", "preview_html", "preview_output"]
+__all__ = ["EMPTY", "preview_frame", "preview_html"]
 
 #: What a Preview of no profile says, instead of an empty table.
 EMPTY = "No profile matches this query."
@@ -142,27 +142,3 @@ def preview_html(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool = F
     if stale:
         body = f'<div style="opacity:0.45">{body}</div>'
     return f'<div class="sn-preview-result">{note}{body}</div>'
-
-
-def preview_output(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool) -> dict[str, Any]:
-    """The Jupyter output of a Preview: :func:`preview_html` and the same as text.
-
-    Args:
-        frame: What the query read.
-        params: The request it was read with (``query``, ``fields``).
-        stale: The query changed since: the output says it is out of date.
-    """
-    plain_note = "Out of date: the query changed after this Preview.\n" if stale else ""
-    if frame.empty:
-        text = EMPTY
-    else:
-        _, shown, rows = _parts(frame, params)
-        text = f"{rows} rows:\n" + shown.to_string()
-    return {
-        "output_type": "display_data",
-        "data": {
-            "text/plain": plain_note + text,
-            "text/html": preview_html(frame, params, stale=stale),
-        },
-        "metadata": {},
-    }
