@@ -34,6 +34,7 @@ from archives import make_zip, serve_download
 from demo_fixtures import served_and_cleared
 
 import stoplist_nb as sn
+import stoplist_nb._output as output_module
 from stoplist_nb._output import Output
 from stoplist_nb.cli.output import CliError, write_frame
 from stoplist_nb.demo import DemoService
@@ -642,3 +643,76 @@ def test_write_frame_keeps_its_usage_error_for_a_suffix(tmp_path: pathlib.Path) 
     with pytest.raises(CliError, match=r"must end in \.parquet or \.csv"):
         write_frame(pd.DataFrame({"n": [1]}), tmp_path / "x.txt")
     assert listing(tmp_path) == []
+
+
+# ---------------------------------------------------------------- no hard links
+
+
+def _write_through_output(target: pathlib.Path, text: str) -> pathlib.Path:
+    with Output(target) as out:
+        part = out.temporary("part")
+        part.write_text(text)
+        return out.put(part)
+
+
+@pytest.mark.parametrize("code", sorted(output_module._NO_LINKS))
+def test_where_links_are_refused_the_name_is_claimed_then_filled(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    # Filesystems without hard links (FAT, some network mounts) answer link()
+    # with one of these; no server can make a local filesystem do that.
+    def refused(*_: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(output_module.os, "link", refused)
+    target = tmp_path / "out.csv"
+    assert _write_through_output(target, "a,b\n1,2\n") == target
+    assert target.read_text() == "a,b\n1,2\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+def test_where_links_are_refused_a_file_that_appeared_is_left_as_it_is(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "out.csv"
+
+    def refused(*_: object) -> None:
+        target.write_text("theirs")  # another program takes the name meanwhile
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(output_module.os, "link", refused)
+    with pytest.raises(sn.OutputExists, match="appeared while it was being written"):
+        _write_through_output(target, "ours")
+    assert target.read_text() == "theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+def test_a_failed_move_after_the_claim_leaves_no_empty_file(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*_: object) -> None:
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+    def full(*_: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(output_module.os, "link", refused)
+    monkeypatch.setattr(output_module.os, "replace", full)
+    target = tmp_path / "out.csv"
+    with pytest.raises(OSError, match="No space left") as caught:
+        _write_through_output(target, "ours")
+    assert caught.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_temporary_label_is_checked(tmp_path: pathlib.Path) -> None:
+    with Output(tmp_path / "x.csv") as out:
+        with pytest.raises(ValueError, match="lower-case letters and digits, not 'A b'"):
+            out.temporary("A b")
+        out.temporary("part")
+        with pytest.raises(ValueError, match="already has a temporary 'part'"):
+            out.temporary("part")
+
+
+def test_debris_of_a_directory_that_is_not_there_is_none(tmp_path: pathlib.Path) -> None:
+    assert output_module.remove_debris(tmp_path / "missing") == []
