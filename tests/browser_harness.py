@@ -63,12 +63,18 @@ KEY_DELAY_MS = 60
 #: The text ipywidgets shows in place of a widget its front end cannot draw.
 WIDGET_ERROR = "Error displaying widget"
 
-# JupyterLab's own settings for the run: no news, no update check, no toasts.
+# JupyterLab's own settings for the run: no news, no update check, no toasts,
+# and a notebook opens on the preferred kernel without asking (a "Select Kernel"
+# dialog, shown when the page loads before the server has the session, would
+# otherwise stop every cell on a loaded machine).
 _LAB_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false",
         "checkForUpdates": False,
         "doNotDisturbMode": True,
+    },
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
+        "autoStartDefaultKernel": True,
     },
 }
 
