@@ -378,15 +378,22 @@ class NotebookPage:
         if not button.count():
             return False
         # A click that lands while the dialog is still being set up does nothing
-        # (seen about once in four runs): click again until it goes.
-        clicks = 4
-        for _ in range(clicks):
+        # (seen about once in four runs), and on a loaded machine a dialog can
+        # be replaced by the next one: press again, by click or by Enter (the
+        # accept button has the focus), until none is left.
+        presses = 12
+        for attempt in range(presses):
             with contextlib.suppress(PlaywrightTimeout):
-                if button.count():
+                if not button.count():
+                    return True
+                if attempt % 2:
+                    self.page.keyboard.press("Enter")
+                else:
                     button.first.click(timeout=5_000)
                 button.first.wait_for(state="detached", timeout=5_000)
-                return True
-        raise PlaywrightTimeout(f"a JupyterLab dialog stayed open after {clicks} clicks")
+        if not button.count():
+            return True
+        raise PlaywrightTimeout(f"a JupyterLab dialog stayed open after {presses} presses")
 
     def cell(self, index: int) -> Locator:
         """The ``index``-th cell (from 0)."""
