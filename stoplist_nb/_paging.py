@@ -1,20 +1,27 @@
 """Cursor paging (``from_id`` / ``next_from_id``), with requests sent ahead.
 
-Requests go out one at a time, from the caller's thread, in the order plain
-paging would send them. What runs alongside is the parsing of replies, in
-worker threads (pyarrow releases the GIL while it parses): as soon as a reply's
-bytes arrive, the next request leaves with a cursor read from those bytes by a
-plain text search, while the reply is parsed in the background.
+Requests go out one at a time, in the order plain paging would send them, but
+never wait for the caller: with ``lookahead > 0`` a fetch thread sends each one
+as soon as its cursor is known, read from the previous reply's raw bytes by a
+plain text search, and hands the reply to a ``concurrent.futures`` pool of
+workers (one per core by default, at most :data:`MAX_WORKERS`) that parse it
+(pyarrow releases the GIL while it parses) and, given ``prepare``, flatten its
+rows. The caller's thread only takes the results, in order, and checks them.
+At most ``lookahead + 1`` pages are in flight (sent and not yet taken): the
+fetch thread waits on a condition, never polls, when that many wait.
 
 That cursor is a guess until the reply is parsed. ``walk`` is plain paging;
 ``_Ahead`` answers each of its requests, from one sent ahead only when that one
 carried exactly the same body (cursor, ``limit``, every param), otherwise by
-dropping those sent ahead and sending it again. So looking ahead changes when
-pages arrive, never which: at worst it costs ``lookahead`` requests of a
+dropping those sent ahead (and the reply on the wire, once it arrives) and
+having the fetch thread send it again. So looking ahead changes when pages
+arrive, never which: at worst it costs ``lookahead + 1`` requests of a
 read-only method whose replies are thrown away.
 
-Closing the iterator (or an exception through it) cancels what was sent
-ahead and joins the workers before it returns.
+Closing the iterator (or an exception through it, Ctrl-C included) stops the
+fetch thread, cuts the request on the wire short (``cut``: its socket shut
+down, no retry), cancels the parses and joins every thread before it returns:
+no request is sent after it.
 
 A page whose cursor does not move the walk forward is never yielded: the
 error raised for it carries the cursor it was asked with as ``resume_from``,
@@ -36,6 +43,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -48,7 +56,18 @@ import pyarrow as pa
 from stoplist_nb import errors
 from stoplist_nb._json import Reply
 
-__all__ = ["DEFAULT_LOOKAHEAD", "Page", "parse_threads", "peek_cursor", "row_id", "walk"]
+__all__ = [
+    "DEFAULT_LOOKAHEAD",
+    "MAX_WORKERS",
+    "Page",
+    "default_workers",
+    "in_workers",
+    "parse_threads",
+    "peek_cursor",
+    "records_of",
+    "row_id",
+    "walk",
+]
 
 DEFAULT_LOOKAHEAD = 2
 """Requests sent ahead of the page being parsed (0: one request, then its parse)."""
@@ -57,6 +76,34 @@ _KEY = b'"next_from_id"'
 _WS = rb"[ \t\r\n]*"
 _VALUE = re.compile(_KEY + _WS + b":" + _WS + rb'("(?:[^"\\]|\\.)*"|-?[0-9]+)(?=' + _WS + b"[,}])")
 _EMPTY_DATA = re.compile(rb'"data"' + _WS + b":" + _WS + rb"(?:\[" + _WS + rb"\]|null)")
+
+Prepared = Callable[[], Any]
+"""What ``prepare`` made of a page's rows: call it for the value (or its exception)."""
+
+
+MAX_WORKERS = 8
+"""The most worker threads :func:`default_workers` gives, whatever the cores."""
+
+
+def default_workers() -> int:
+    """Worker threads that parse and flatten replies by default: one per core, at most 8.
+
+    >>> 1 <= default_workers() <= MAX_WORKERS
+    True
+    """
+    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+
+
+def in_workers(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> list[Any]:
+    """``[fn(item) for item in items]``, run on ``workers`` threads (in order; 1: this thread).
+
+    >>> in_workers(len, ["a", "bc"], 2)
+    [1, 2]
+    """
+    if workers <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(workers, "stoplist_nb-frame") as pool:
+        return list(pool.map(fn, items))
 
 
 def parse_threads(lookahead: int) -> int:
@@ -80,15 +127,33 @@ class Page:
     next_from_id: str | None
     envelope: dict[str, Any]
     content: bytes = field(repr=False)
+    _prepared: Prepared | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.data)
 
+    def prepared(self) -> Prepared | None:
+        """What the walk's ``prepare`` made of these rows in a worker, if it ran on them.
+
+        ``None`` when it did not (no ``prepare``, ``lookahead=0``, or a page
+        cut at ``max_rows``): the reader prepares the page itself.
+        """
+        return self._prepared
+
     @cached_property
     def records(self) -> list[dict[str, Any]]:
         """The rows exactly as the service sent them, as Python dicts (those kept, if cut)."""
-        data = json.loads(self.content).get("data")
-        return list(data)[: len(self.data)] if isinstance(data, list) else []
+        return records_of(self.content, len(self.data))
+
+
+def records_of(content: bytes, rows: int) -> list[dict[str, Any]]:
+    """The first ``rows`` rows of a reply exactly as sent, as Python dicts.
+
+    >>> records_of(b'{"data":[{"id":"a"},{"id":"b"}],"next_from_id":"b"}', 1)
+    [{'id': 'a'}]
+    """
+    data = json.loads(content).get("data")
+    return list(data)[:rows] if isinstance(data, list) else []
 
 
 def peek_cursor(content: bytes) -> str | None:
@@ -142,6 +207,9 @@ def walk(
     max_rows: int | None,
     lookahead: int,
     seen: Iterable[str] = (),
+    workers: int | None = None,
+    prepare: Callable[[pa.Array, bytes], Any] | None = None,
+    cut: Callable[[], None] | None = None,
 ) -> Generator[Page, None, None]:
     """Yield the pages of a cursor endpoint until one comes back without rows.
 
@@ -156,16 +224,31 @@ def walk(
     page of ``limit`` rows or more without a cursor, whose last row has no id,
     is yielded, then :class:`~stoplist_nb.errors.CursorStalled` is raised with
     ``resume_from`` ``None``: no cursor leads on from it.
+
+    With ``lookahead > 0``, ``post`` runs in a fetch thread and ``parse`` in
+    ``workers`` threads (``None``: :func:`default_workers`); so does
+    ``prepare(rows, content)`` when given, whose result (or exception) a page
+    carries for its reader to take (:meth:`Page.prepared`); ``cut`` ends the
+    request on the wire when the walk is closed.
     """
     plan = partial(_plan, params, max_rows)
     # Every cursor moved to, the first one included: coming back to one is a stall.
     visited = {cursor for cursor in (from_id, *seen) if cursor}
     fetched = 0
-    ahead = _Ahead(post, parse, lookahead=lookahead, plan=plan, seen=visited)
+    ahead = _Ahead(
+        post,
+        parse,
+        lookahead=lookahead,
+        plan=plan,
+        seen=visited,
+        workers=default_workers() if workers is None else workers,
+        prepare=prepare,
+        cut=cut,
+    )
     try:
         while (body := plan(from_id, fetched)) is not None:
             try:
-                reply, content = ahead.get(from_id, body, fetched=fetched)
+                reply, content, prepared = ahead.get(from_id, body, fetched=fetched)
             except errors.StoplistError as exc:
                 exc.resume_from = from_id or ""
                 raise
@@ -178,11 +261,11 @@ def walk(
             last = row_id(data, len(data) - 1)
             if next_id is None and (limit is None or len(data) < limit):
                 fetched += len(data)
-                yield Page(data, from_id, None, reply.envelope, content)
+                yield Page(data, from_id, None, reply.envelope, content, prepared)
                 return  # a short page without a cursor can only be the last one
             if next_id is None and last is None:
                 fetched += len(data)
-                yield Page(data, from_id, None, reply.envelope, content)  # its rows are kept
+                yield Page(data, from_id, None, reply.envelope, content, prepared)  # rows kept
                 lost = errors.CursorStalled(
                     f"{method}: {len(data)} rows (as many as the limit of {limit} asked) came "
                     "without next_from_id, and the last of them has no id to go on from: "
@@ -196,10 +279,10 @@ def walk(
                 # goes on from it): any row's id points after that row.
                 next_id = last
                 if max_rows is not None and fetched + len(data) > max_rows:
-                    cut = row_id(data, max_rows - fetched - 1)
-                    if cut is not None:  # a service that ignored limit: keep what was asked
-                        data, next_id = data.slice(0, max_rows - fetched), cut
-            page = Page(data, from_id, next_id, reply.envelope, content)
+                    at = row_id(data, max_rows - fetched - 1)
+                    if at is not None:  # a service that ignored limit: keep what was asked
+                        data, next_id, prepared = data.slice(0, max_rows - fetched), at, None
+            page = Page(data, from_id, next_id, reply.envelope, content, prepared)
             fetched += len(data)
             if next_id is None or next_id == from_id or next_id in visited:
                 # Not yielded: its rows come again with the request resumed from here.
@@ -244,17 +327,21 @@ class _Sent:
     from_id: str | None
     body: dict[str, Any]
     content: bytes
-    reply: Future[Reply] | errors.StoplistError
+    reply: Future[tuple[Reply, Prepared | None]] | Exception
     guess: str | None  # the next cursor, read from ``content`` before the parse
 
 
 class _Ahead:
     """Replies to the requests of plain paging, with up to ``lookahead`` more sent ahead.
 
-    ``get`` returns the reply to exactly the request it is given: one sent ahead
-    is used only if it asked the same thing (cursor and whole body), otherwise
-    all those sent ahead are dropped. With ``lookahead=0`` nothing is sent
-    ahead and replies are parsed in the caller's thread.
+    With ``lookahead > 0`` a fetch thread sends the requests, each as soon as
+    its cursor is read from the previous reply's bytes, and hands every reply
+    to the workers to be parsed (and prepared); the caller's thread only takes
+    the results, in order. ``get`` returns the reply to exactly the request it
+    is given: one sent ahead is used only if it asked the same thing (cursor
+    and whole body), otherwise every one sent ahead is dropped and the fetch
+    thread starts again from the request asked. With ``lookahead=0`` nothing
+    is sent ahead and replies are parsed in the caller's thread.
     """
 
     def __init__(
@@ -265,62 +352,167 @@ class _Ahead:
         lookahead: int,
         plan: Callable[[str | None, int], dict[str, Any] | None],
         seen: set[str],
+        workers: int,
+        prepare: Callable[[pa.Array, bytes], Any] | None = None,
+        cut: Callable[[], None] | None = None,
     ) -> None:
         self._post, self._parse, self._lookahead = post, parse, lookahead
         self._plan, self._seen = plan, seen  # the walk's rules and the cursors it moved to
+        self._prepare, self._cut = prepare, cut
         self._queue: deque[_Sent] = deque()
-        self._pool = None
+        # One lock for the state the two threads share; waits are on it, never a poll.
+        self._cond = threading.Condition()
+        # The request to send next and the one on the wire, each with its generation,
+        # which is bumped when what was sent ahead is dropped.
+        self._next: tuple[int, str | None, dict[str, Any], int] | None = None
+        self._sending: tuple[int, str | None, dict[str, Any]] | None = None
+        self._generation = 0
+        self._closed = False
+        self._broken: BaseException | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._thread: threading.Thread | None = None
         if lookahead > 0:
-            self._pool = ThreadPoolExecutor(parse_threads(lookahead), "stoplist_nb-parse")
+            self._pool = ThreadPoolExecutor(workers, "stoplist_nb-parse")
+            self._thread = threading.Thread(target=self._fetch, name="stoplist_nb-fetch")
+            self._thread.daemon = True
+            self._thread.start()
 
-    def get(self, cursor: str | None, body: dict[str, Any], *, fetched: int) -> tuple[Reply, bytes]:
-        """The reply to ``body`` (on ``cursor``, ``fetched`` rows in), parsed, and its bytes."""
+    def get(
+        self, cursor: str | None, body: dict[str, Any], *, fetched: int
+    ) -> tuple[Reply, bytes, Prepared | None]:
+        """The reply to ``body`` (on ``cursor``, ``fetched`` rows in), parsed, its bytes, and
+        what ``prepare`` made of its rows (``None`` when it did not run)."""
         if self._pool is None:
             content = self._post(body)
-            return self._parse(content), content
-        if self._queue and (self._queue[0].from_id, self._queue[0].body) != (cursor, body):
-            self._drop()  # a wrong guess: those replies answer other questions
-        if not self._queue:
-            self._queue.append(self._send(self._pool, cursor, body))
-        self._send_ahead(self._pool, fetched)
-        head = self._queue.popleft()
-        if isinstance(head.reply, errors.StoplistError):
-            raise head.reply
-        return head.reply.result(), head.content
+            return self._parse(content), content, None
+        with self._cond:
+            if self._queue and (self._queue[0].from_id, self._queue[0].body) != (cursor, body):
+                self._drop()  # a wrong guess: those replies answer other questions
+            coming = (self._generation, cursor, body)
+            if not self._queue and coming not in (self._sending, self._next and self._next[:3]):
+                self._generation += 1  # what is on the wire answers nothing asked
+                self._next = (self._generation, cursor, body, fetched)
+                self._cond.notify_all()
+            while not self._queue and self._broken is None:
+                self._cond.wait()
+            if not self._queue:
+                raise RuntimeError("the fetch thread of the paging walk failed") from self._broken
+            head = self._queue[0]
+        try:
+            if isinstance(head.reply, Exception):
+                raise head.reply
+            # Taken off the queue once parsed: the page being parsed counts as in flight.
+            reply, prepared = head.reply.result()
+        finally:
+            with self._cond:
+                if self._queue and self._queue[0] is head:
+                    self._queue.popleft()
+                    self._cond.notify_all()  # room for one more page in flight
+        return reply, head.content, prepared
 
     def close(self) -> None:
-        """Cancel the parses of what was sent ahead and join the workers."""
-        self._drop()
-        # Joined, not left to finish: a notebook keeps the last exception (and
-        # with it the walk's frame) alive, and nothing may run behind the user's back.
+        """Stop the fetch thread (cutting the request on the wire), cancel parses, join all."""
+        with self._cond:
+            self._closed = True
+            self._drop()
+            self._cond.notify_all()
+        if self._thread is not None:
+            if self._cut is not None:
+                self._cut()  # nothing may be sent, or waited for, after this
+            # Joined, not left to finish: a notebook keeps the last exception (and
+            # with it the walk's frame) alive, and nothing may run behind the user's back.
+            self._thread.join()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def _send_ahead(self, pool: ThreadPoolExecutor, fetched: int) -> None:
-        """Top the queue up to ``lookahead`` requests beyond its head, on guessed cursors."""
-        # Rows in once every queued page comes back full: what plain paging plans from.
-        fetched += sum(int(sent.body.get("limit") or 0) for sent in self._queue)
-        while len(self._queue) <= self._lookahead:
-            cursor = self._queue[-1].guess
-            if cursor is None:
-                return  # the end, or no cursor in sight: wait for the parse
-            if cursor in self._seen or any(sent.from_id == cursor for sent in self._queue):
-                return  # plain paging would stop there, on a stalled cursor
-            body = self._plan(cursor, fetched)
-            if body is None:
-                return
-            fetched += int(body.get("limit") or 0)
-            self._queue.append(self._send(pool, cursor, body))
-
-    def _send(self, pool: ThreadPoolExecutor, cursor: str | None, body: dict[str, Any]) -> _Sent:
+    def _fetch(self) -> None:
+        """The fetch thread: send each request as soon as its cursor is known."""
         try:
-            content = self._post(body)
-        except errors.StoplistError as exc:
-            return _Sent(cursor, body, b"", exc, None)  # raised only if its page comes up
-        return _Sent(cursor, body, content, pool.submit(self._parse, content), peek_cursor(content))
+            self._send_all()
+        except BaseException as exc:  # a bug: the caller must not wait forever
+            with self._cond:
+                self._broken = exc
+                self._cond.notify_all()
+
+    def _send_all(self) -> None:
+        assert self._pool is not None
+        while True:
+            with self._cond:
+                # Pages in flight are bounded: at most ``lookahead + 1`` wait for the caller.
+                while not self._closed and (
+                    self._next is None or len(self._queue) > self._lookahead
+                ):
+                    self._cond.wait()
+                if self._closed or self._next is None:
+                    return
+                generation, cursor, body, fetched = self._next
+                self._next, self._sending = None, (generation, cursor, body)
+            failure: Exception | None = None
+            content = b""
+            try:
+                content = self._post(body)
+            except Exception as exc:  # raised in the caller's thread, if its page comes up
+                failure = exc
+            with self._cond:
+                self._sending = None
+                if self._stopped():  # closed while the request was on the wire
+                    return
+                if generation != self._generation:
+                    self._cond.notify_all()
+                    continue  # dropped while on the wire: its reply answers nothing asked
+                if failure is not None:
+                    self._queue.append(_Sent(cursor, body, b"", failure, None))
+                    self._cond.notify_all()
+                    continue  # the caller raises it; nothing follows a failed page
+                guess = peek_cursor(content)
+                reply = self._pool.submit(_work, self._parse, self._prepare, content)
+                self._queue.append(_Sent(cursor, body, content, reply, guess))
+                self._next = self._ahead(cursor, guess, fetched + int(body.get("limit") or 0))
+                self._cond.notify_all()
+
+    def _stopped(self) -> bool:
+        return self._closed
+
+    def _ahead(
+        self, cursor: str | None, guess: str | None, fetched: int
+    ) -> tuple[int, str | None, dict[str, Any], int] | None:
+        """The request plain paging would send after ``cursor``, if ``guess`` is its cursor."""
+        if guess is None or guess == cursor:
+            return None  # the end, or no cursor in sight: the caller asks, once parsed
+        if guess in self._seen or any(sent.from_id == guess for sent in self._queue):
+            return None  # plain paging would stop there, on a stalled cursor
+        body = self._plan(guess, fetched)
+        return None if body is None else (self._generation, guess, body, fetched)
 
     def _drop(self) -> None:
+        """Forget what was sent ahead (the lock held): its replies are thrown away."""
+        self._generation += 1
+        self._next = None
         for sent in self._queue:
             if isinstance(sent.reply, Future):
                 sent.reply.cancel()
         self._queue.clear()
+
+
+def _work(
+    parse: Callable[[bytes], Reply],
+    prepare: Callable[[pa.Array, bytes], Any] | None,
+    content: bytes,
+) -> tuple[Reply, Prepared | None]:
+    """A worker's task: parse a reply, then ``prepare`` its rows (its error kept for later)."""
+    reply = parse(content)
+    if prepare is None or reply.data is None or len(reply.data) == 0:
+        return reply, None
+    try:
+        value = prepare(reply.data, content)
+    except Exception as exc:  # raised where the page is taken, as if prepared there
+        return reply, partial(_reraise, exc)
+    return reply, partial(_identity, value)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _reraise(exc: Exception) -> Any:
+    raise exc

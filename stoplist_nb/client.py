@@ -29,6 +29,7 @@ from stoplist_nb._http import (
     Transport,
     check_envelope,
 )
+from stoplist_nb._http.deadline import Exchanges
 from stoplist_nb._json import Reply, read_reply
 from stoplist_nb._output import Output
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
@@ -266,6 +267,8 @@ class Client:
         max_rows: int | None = None,
         lookahead: int = DEFAULT_LOOKAHEAD,
         seen: Iterable[str] = (),
+        workers: int | None = None,
+        prepare: Callable[[Any, bytes], Any] | None = None,
     ) -> Generator[Page, None, None]:
         """Walk a cursor endpoint (``from_id`` / ``next_from_id``) page by page.
 
@@ -301,6 +304,12 @@ class Client:
                 each parse. Only for methods that read.
             seen: Cursors an earlier walk of the same list was at (``from_id``
                 counts anyway): a cursor that goes back to one is a stall.
+            workers: Threads that parse replies (``None``: one per core, at
+                most 8). With ``lookahead > 0`` requests leave from a thread
+                of their own, each as soon as its cursor is read.
+            prepare: ``prepare(rows, content)``, run in a worker on each
+                page's rows once parsed; a page hands it over as
+                :meth:`Page.prepared`.
 
         Raises:
             CursorStalled: Rows keep coming but the cursor does not move.
@@ -311,8 +320,17 @@ class Client:
         """
         _check_method(method, params)
         errors.require_int("lookahead", lookahead, minimum=0)
+        if workers is not None:
+            errors.require_int("workers", workers, minimum=1)
+        exchanges = Exchanges()
+
+        def post(body: dict[str, Any]) -> bytes:
+            # Closing the walk cuts the exchange of the fetch thread short.
+            with exchanges.tracking():
+                return self._transport.post(method, body)
+
         return walk(
-            lambda body: self._transport.post(method, body),
+            post,
             partial(_parse_page, method),
             method,
             params,
@@ -320,6 +338,9 @@ class Client:
             max_rows=max_rows,
             lookahead=lookahead,
             seen=seen,
+            workers=workers,
+            prepare=prepare,
+            cut=exchanges.cut,
         )
 
     def download(

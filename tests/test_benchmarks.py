@@ -127,3 +127,31 @@ def test_paced_benchmark_switches_the_guards_off_and_back() -> None:
         assert reader.depth_bound(deep) == 0
         assert reader.exact_floats(None) is True
     assert (reader.depth_bound, reader.exact_floats) == (depth_bound, exact_floats)
+
+
+def test_link_speed_benchmark_serves_from_a_child_and_times_every_route() -> None:
+    out = run(
+        "link_speed.py",
+        "--profiles", "1500", "--repeat", "1", "--latencies", "0.02", "--bandwidth", "5",
+        "--memory-profiles", "2000", "--memory-repeat", "1", "--workers", "2",
+    )  # fmt: skip
+    rows = re.findall(
+        r"^\| 20 \| (\w+) \| ([0-9.]+) \| ([0-9.]+)x \| ([0-9-]+) \| ([0-9-]+) \| \d+ \|$",
+        out,
+        re.MULTILINE,
+    )
+    assert [route for route, *_ in rows] == ["fetch", "read_profiles", "parquet", "frames"]
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from profile_pages import make_pages
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    total = sum(len(content) for _, content in make_pages(1500, 1000))
+    for route, seconds, _, rows_read, profiles in rows:
+        # No read can beat the paced link: 5 MB/s for the bytes, 20 ms before each reply.
+        assert float(seconds) >= total / 5e6 + 3 * 0.02
+        if route != "fetch":
+            assert profiles == "1500"
+            assert int(rows_read) > 1500
+    memory = re.search(r"read_profiles [0-9.]+ s = ([0-9.]+)x, ([0-9,]+) rows; calling", out)
+    assert memory is not None

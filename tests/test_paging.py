@@ -126,9 +126,12 @@ def test_a_wrong_guess_is_dropped_and_asked_again(client: sn.Client, demo: DemoS
     assert df["next_from_id"].notna().sum() == len(df[df["profile_id"].isin(ids(df)[:7])])
     p = demo.profiles
     sent = asked(demo)
-    # two requests on guesses (the decoy, then the cursor of the decoy's reply), dropped
-    assert sent[1:3] == [(p[0]["id"], 7), (p[7]["id"], 7)]
-    assert sent[:1] + sent[3:] == plain
+    # Up to two requests on guesses (the decoy, then the cursor of the decoy's reply),
+    # dropped: the fetch thread sends the second only if the first page's parse has not
+    # shown the guess wrong by then.
+    wrong = sent[1 : len(sent) - len(plain) + 1]
+    assert wrong == [(p[0]["id"], 7), (p[7]["id"], 7)][: len(wrong)]
+    assert sent[:1] + sent[1 + len(wrong) :] == plain
     assert plain[1] == (p[6]["id"], 7)
 
 
@@ -167,7 +170,12 @@ def test_an_error_ahead_is_raised_when_its_page_comes_up(
     demo.add_fault("profiles/list", "status", status=400)
     pages = sn.iter_profile_pages(client, demo.db_id, limit=7, lookahead=2)
     first = next(pages)
-    assert len(demo.requests) == 3  # the failed third request is already in
+    # The fetch thread sends the third request without waiting for the caller.
+    for _ in range(2000):
+        if len(demo.requests) >= 3:
+            break
+        threading.Event().wait(0.005)
+    assert len(demo.requests) == 3  # the failed third request is in, nothing after it
     assert len(first) == 7
     assert len(next(pages)) == 7
     with pytest.raises(sn.BadRequest) as info:
@@ -188,7 +196,9 @@ def test_leaving_early_stops_the_workers(client: sn.Client, demo: DemoService) -
         thread.join(10)
     assert parse_threads() == []
     assert [len(page) for page in got] == [7, 7]
-    assert len(demo.requests) == 2 + 2  # two pages read, two sent ahead of them
+    # two pages read, at most two sent ahead of them (the fetch thread may not have
+    # sent both when the iterator was closed)
+    assert 2 <= len(demo.requests) <= 2 + 2
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "2", True, None])

@@ -34,7 +34,7 @@ import urllib3.poolmanager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-__all__ = ["Deadline", "current", "running", "watch_pools"]
+__all__ = ["Deadline", "Exchanges", "current", "running", "watch_pools"]
 
 _CURRENT: ContextVar[Deadline | None] = ContextVar("stoplist_nb_deadline", default=None)
 
@@ -110,6 +110,18 @@ class Deadline:
             if getattr(connection, "stoplist_deadline", None) is self:
                 _shut_down(connection)
         return True
+
+    def cut(self) -> None:
+        """End the exchange now, whatever the time: shut down its connections' sockets."""
+        with self._lock:
+            if self.closed:
+                return
+            self.fired = True
+            self.expires_at = min(self.expires_at, time.monotonic())  # no retry, no pause
+            connections = list(self._connections)
+        for connection in connections:
+            if getattr(connection, "stoplist_deadline", None) is self:
+                _shut_down(connection)
 
     def close(self) -> None:
         """End the exchange: the watchdog forgets it and touches its connections no more."""
@@ -189,6 +201,54 @@ if hasattr(os, "register_at_fork"):  # a forked child has no watchdog thread, ma
     os.register_at_fork(after_in_child=_WATCHDOG._reset)
 
 
+class Exchanges:
+    """The exchanges one thread runs, which another thread may cut short.
+
+    A thread that sends requests on behalf of another (the paging walk's
+    fetch thread) runs each under :meth:`tracking`; :meth:`cut` then ends the
+    exchange on the wire at once (its sockets shut down, no retry) and any
+    later one as soon as it starts, so that nothing is sent after it.
+
+    >>> exchanges = Exchanges()
+    >>> exchanges.cut()
+    >>> with exchanges.tracking(), running(None) as deadline:
+    ...     deadline.passed
+    True
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._current: Deadline | None = None
+        self._cut = False
+
+    @contextlib.contextmanager
+    def tracking(self) -> Iterator[None]:
+        """Report the exchanges run in the ``with`` block (in this thread) to this object."""
+        token = _EXCHANGES.set(self)
+        try:
+            yield
+        finally:
+            _EXCHANGES.reset(token)
+
+    def cut(self) -> None:
+        """End the exchange running now, and every later one as it starts."""
+        with self._lock:
+            self._cut = True
+            current = self._current
+        if current is not None:
+            current.cut()
+
+    def _started(self, deadline: Deadline | None) -> None:
+        with self._lock:
+            self._current = deadline
+            cut = self._cut
+        if cut and deadline is not None:
+            deadline.cut()
+
+
+_EXCHANGES: ContextVar[Exchanges | None] = ContextVar("stoplist_nb_exchanges", default=None)
+
+
 def current() -> Deadline | None:
     """The deadline of the exchange running in this thread, if any."""
     return _CURRENT.get()
@@ -201,9 +261,14 @@ def running(seconds: float | None) -> Iterator[Deadline]:
     if seconds is not None:
         _WATCHDOG.arm(deadline)
     token = _CURRENT.set(deadline)
+    exchanges = _EXCHANGES.get()
+    if exchanges is not None:
+        exchanges._started(deadline)
     try:
         yield deadline
     finally:
+        if exchanges is not None:
+            exchanges._started(None)
         _CURRENT.reset(token)
         deadline.close()
 

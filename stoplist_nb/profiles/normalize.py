@@ -78,6 +78,7 @@ import pyarrow.compute as pc
 from stoplist_nb._json import kinds
 from stoplist_nb._json.mixed import from_values
 from stoplist_nb._json.records import records_to_arrow
+from stoplist_nb._paging import in_workers
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.profiles import rows as fl
@@ -357,7 +358,7 @@ def _subscription_leaves(
 
 
 def frame_from_tables(
-    pages: Sequence[FlatPage], *, dtype_backend: str | None = None
+    pages: Sequence[FlatPage], *, dtype_backend: str | None = None, workers: int = 1
 ) -> pd.DataFrame:
     """Combine pages flattened by ``flatten_profiles`` into the final DataFrame.
 
@@ -371,9 +372,22 @@ def frame_from_tables(
         dtype_backend: ``None`` or ``"numpy_nullable"`` for the dtypes in the
             module doc; ``"pyarrow"`` for ``pd.ArrowDtype`` columns only
             (objects and arrays then as their JSON text).
+        workers: Threads that convert the columns (Arrow converts without
+            the GIL); ``1`` converts them in the calling thread.
+
+    >>> page = flatten_profiles(pa.array([{"id": "a", "_fname": "Ann"}]))
+    >>> frame_from_tables([page], workers=2)[["profile_id", "_fname"]]
+      profile_id _fname
+    0          a    Ann
     """
     columns, rows = _settled(pages)
-    data = {name: cols.to_pandas(kind, chunks, dtype_backend) for name, (kind, chunks) in columns}
+
+    def convert(column: tuple[str, tuple[str, list[pa.Array]]]) -> Any:
+        kind, chunks = column[1]
+        return cols.to_pandas(kind, chunks, dtype_backend)
+
+    converted = in_workers(convert, columns, workers)
+    data = {name: values for (name, _), values in zip(columns, converted, strict=True)}
     return pd.DataFrame(data, index=pd.RangeIndex(rows), copy=False)
 
 

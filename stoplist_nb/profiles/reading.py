@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from stoplist_nb import errors
 from stoplist_nb._output import check_target
-from stoplist_nb._paging import DEFAULT_LOOKAHEAD
+from stoplist_nb._paging import DEFAULT_LOOKAHEAD, default_workers
 from stoplist_nb.client import Client, Page
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles import stream as st
@@ -88,8 +88,10 @@ class ProfilesRequest:
         lookahead: Requests sent while earlier pages are still being parsed,
             so that parsing runs beside the network and on several cores;
             ``0`` sends each request only once the previous page is parsed.
-            Requests still go out one at a time.
+            Requests still go out one at a time, from a thread of their own.
         progress: Show a progress bar counting profiles (not for :meth:`pages`).
+        workers: Threads that parse and flatten pages (``None``: one per
+            core, at most 8).
 
     Raises:
         InvalidInput: An argument is wrong (nothing was sent).
@@ -111,6 +113,7 @@ class ProfilesRequest:
     max_profiles: int | None = None
     lookahead: int = DEFAULT_LOOKAHEAD
     progress: bool = True
+    workers: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.client, Client):
@@ -123,6 +126,8 @@ class ProfilesRequest:
             errors.require_int("max_profiles", self.max_profiles, minimum=1)
         request.check_from_id(self.from_id)
         errors.require_int("lookahead", self.lookahead, minimum=0)
+        if self.workers is not None:
+            errors.require_int("workers", self.workers, minimum=1)
         request.check_flag("progress", self.progress)
         object.__setattr__(self, "query", request.check_query(self.query))
         object.__setattr__(self, "fields", request.check_fields(self.fields))
@@ -151,6 +156,7 @@ class ProfilesRequest:
             from_id=self.from_id,
             max_rows=self.max_profiles,
             lookahead=self.lookahead,
+            workers=self.workers,
         )
 
     def tables(
@@ -254,7 +260,8 @@ class ProfilesRequest:
         declared = request.check_dtypes(dtypes, dtype_backend)
 
         def frame(pages: list[FlatPage], cursor: str, count: int) -> pd.DataFrame:
-            df = st.cast_frame(frame_from_tables(pages, dtype_backend=dtype_backend), declared)
+            built = frame_from_tables(pages, dtype_backend=dtype_backend, workers=self._workers)
+            df = st.cast_frame(built, declared)
             df.attrs.update(db_id=self.db_id, next_from_id=cursor, profiles=count)
             return df
 
@@ -437,6 +444,10 @@ class ProfilesRequest:
         request.check_flag("overwrite", overwrite)
         return self._file(path, "csv", declared, overwrite)
 
+    @property
+    def _workers(self) -> int:
+        return default_workers() if self.workers is None else self.workers
+
     def _flat_pages(
         self, from_id: str | None = None, seen: Sequence[str] = ()
     ) -> Generator[st.FlatPages, None, None]:
@@ -448,6 +459,7 @@ class ProfilesRequest:
             progress=self.progress,
             lookahead=self.lookahead,
             seen=seen,
+            workers=self.workers,
         )
 
     def _file(
@@ -525,6 +537,7 @@ def iter_profile_pages(
     from_id: str | None = None,
     max_profiles: int | None = None,
     lookahead: int = DEFAULT_LOOKAHEAD,
+    workers: int | None = None,
 ) -> Generator[Page, None, None]:
     """Yield the raw pages of ``profiles/list``, one request each.
 
@@ -552,6 +565,8 @@ def iter_profile_pages(
             :meth:`~stoplist_nb.client.Client.pages`).
         lookahead: Requests sent while earlier pages are still being parsed
             (see :meth:`~stoplist_nb.client.Client.pages`); ``0`` for none.
+        workers: Threads that parse and flatten pages (``None``: one per core,
+            at most 8).
 
     Raises:
         InvalidInput: An argument is wrong (nothing was sent).
@@ -570,6 +585,7 @@ def iter_profile_pages(
         from_id=from_id,
         max_profiles=max_profiles,
         lookahead=lookahead,
+        workers=workers,
     ).pages()
 
 
@@ -586,6 +602,7 @@ def read_profiles(
     dtypes: Mapping[str, Any] | None = None,
     progress: bool = True,
     lookahead: int = DEFAULT_LOOKAHEAD,
+    workers: int | None = None,
 ) -> pd.DataFrame:
     """Read a database's profiles into a DataFrame, one row per subscription.
 
@@ -622,6 +639,8 @@ def read_profiles(
             ``0`` sends each request only once the previous page is parsed.
             Requests still go out one at a time (see
             :meth:`~stoplist_nb.client.Client.pages`).
+        workers: Threads that parse and flatten pages (``None``: one per core,
+            at most 8).
 
     Returns:
         The frame; ``attrs["next_from_id"]`` is where a later read resumes and
@@ -646,6 +665,7 @@ def read_profiles(
         max_profiles=max_profiles,
         lookahead=lookahead,
         progress=progress,
+        workers=workers,
     ).to_frame(dtypes=dtypes, dtype_backend=dtype_backend)
 
 
@@ -661,6 +681,7 @@ def iter_profile_tables(
     dtypes: Mapping[str, Any] | None = None,
     progress: bool = True,
     lookahead: int = DEFAULT_LOOKAHEAD,
+    workers: int | None = None,
     schema: StreamSchema | None = None,
 ) -> Generator[pa.Table, None, None]:
     """Yield each page of profiles as an Arrow table, all in one growing schema.
@@ -688,6 +709,8 @@ def iter_profile_tables(
             types): those columns are there from the first table, in that type.
         progress: Show a progress bar counting profiles.
         lookahead: Requests sent while earlier pages are being parsed.
+        workers: Threads that parse and flatten pages (``None``: one per core,
+            at most 8).
         schema: Go on with this schema (that of an earlier, interrupted read).
 
     Raises:
@@ -708,6 +731,7 @@ def iter_profile_tables(
         max_profiles=max_profiles,
         lookahead=lookahead,
         progress=progress,
+        workers=workers,
     ).tables(dtypes=dtypes, schema=schema)
 
 
@@ -724,6 +748,7 @@ def iter_profile_frames(
     dtypes: Mapping[str, Any] | None = None,
     progress: bool = True,
     lookahead: int = DEFAULT_LOOKAHEAD,
+    workers: int | None = None,
 ) -> Generator[pd.DataFrame, None, None]:
     """Yield each page of profiles as a DataFrame, all with the same dtypes.
 
@@ -750,6 +775,8 @@ def iter_profile_frames(
         dtypes: ``{column: dtype}``: those columns are in every frame, in that dtype.
         progress: Show a progress bar counting profiles.
         lookahead: Requests sent while earlier pages are being parsed.
+        workers: Threads that parse and flatten pages (``None``: one per core,
+            at most 8).
 
     Raises:
         InvalidInput: An argument is wrong (nothing was sent).
@@ -774,6 +801,7 @@ def iter_profile_frames(
         max_profiles=max_profiles,
         lookahead=lookahead,
         progress=progress,
+        workers=workers,
     ).frames(dtypes=dtypes, dtype_backend=dtype_backend)
 
 
@@ -789,6 +817,7 @@ def read_profiles_arrow(
     dtypes: Mapping[str, Any] | None = None,
     progress: bool = True,
     lookahead: int = DEFAULT_LOOKAHEAD,
+    workers: int | None = None,
 ) -> pa.Table:
     """Read a database's profiles into one Arrow table, one row per subscription.
 
@@ -812,6 +841,8 @@ def read_profiles_arrow(
             their names): those columns cast to that type, added if absent.
         progress: Show a progress bar counting profiles.
         lookahead: Requests sent while earlier pages are being parsed.
+        workers: Threads that parse and flatten pages (``None``: one per core,
+            at most 8).
 
     Returns:
         The table; its schema metadata holds ``db_id``, ``next_from_id``
@@ -835,6 +866,7 @@ def read_profiles_arrow(
         max_profiles=max_profiles,
         lookahead=lookahead,
         progress=progress,
+        workers=workers,
     ).to_arrow(dtypes=dtypes)
 
 
@@ -851,6 +883,7 @@ def write_profiles_parquet(
     overwrite: bool = False,
     progress: bool = True,
     lookahead: int = DEFAULT_LOOKAHEAD,
+    workers: int | None = None,
     profiles_per_part: int = DEFAULT_PROFILES_PER_PART,
     repair: bool = False,
     commit_seconds: float = DEFAULT_COMMIT_SECONDS,
@@ -896,6 +929,8 @@ def write_profiles_parquet(
             never removed: their presence is refused.
         progress: Show a progress bar counting profiles (of this call).
         lookahead: Requests sent while earlier pages are being parsed.
+        workers: Threads that parse and flatten pages (``None``: one per core,
+            at most 8).
         profiles_per_part: A part is closed once it holds this many profiles
             (whole pages: it may hold up to a page more).
         repair: When a file the checkpoint lists is damaged (changed, cut
@@ -938,6 +973,7 @@ def write_profiles_parquet(
         limit=limit,
         lookahead=lookahead,
         progress=progress,
+        workers=workers,
     )
     return request.to_parquet(
         path,

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from stoplist_nb import errors
 from stoplist_nb._json.kinds import OBJECT
+from stoplist_nb._paging import records_of
 from stoplist_nb.client import Client
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.profiles import request
@@ -76,6 +77,7 @@ def flat_pages(
     progress: bool,
     lookahead: int,
     seen: Iterable[str] = (),
+    workers: int | None = None,
 ) -> Generator[FlatPages, None, None]:
     """Yield each page of ``profiles/list`` flattened (``params``: the checked request body).
 
@@ -89,6 +91,10 @@ def flat_pages(
     whole (more than ``max_profiles`` are then read). A full page without a
     cursor whose last profile has no id is yielded, then ``CursorStalled``
     leaves with ``resume_from`` ``None``: nothing leads on from it.
+
+    Each page is flattened in the walk's workers (``workers``: how many,
+    ``None`` for one per core, at most 8) beside the parse; this generator
+    only hands the results over, in order.
     """
     pages = client.pages(
         request.METHOD,
@@ -97,6 +103,8 @@ def flat_pages(
         max_rows=max_profiles,
         lookahead=lookahead,
         seen=seen,
+        workers=workers,
+        prepare=_flatten,
     )
     count = 0
     cursor = from_id or ""
@@ -111,8 +119,12 @@ def flat_pages(
             data = page.data
             if bar.total is None and isinstance(page.envelope.get("total_count"), int):
                 bar.total = page.envelope["total_count"]
+            prepared = page.prepared()
             try:
-                flat = flatten_profiles(data, lambda: page.records)  # noqa: B023 (called at once)
+                if prepared is not None:
+                    flat = prepared()
+                else:
+                    flat = flatten_profiles(data, lambda: page.records)  # noqa: B023 (at once)
             except errors.InvalidInput as exc:  # the service's rows, not the caller's input
                 invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
                 invalid.resume_from = cursor
@@ -125,6 +137,11 @@ def flat_pages(
             started, cursor = cursor, page.next_from_id or cursor
             bar.update(len(data))
             yield FlatPages(flat, started, cursor, count)
+
+
+def _flatten(data: pa.Array, content: bytes) -> FlatPage:
+    """A page's rows flattened, in a worker of the walk (the rows as sent, for objects)."""
+    return flatten_profiles(data, lambda: records_of(content, len(data)))
 
 
 def tables(

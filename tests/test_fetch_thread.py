@@ -1,0 +1,149 @@
+"""Requests sent from a fetch thread of their own, against the demo service on loopback.
+
+With ``lookahead > 0`` the paging walk sends each request from a thread of its
+own as soon as its cursor is read from the previous reply's bytes, while
+workers parse and flatten the replies. These tests hold what that must never
+change: the rows, the options checked before anything is sent, a bounded
+number of pages in flight, and nothing running or sent after a close or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from contextlib import closing
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import stoplist_nb as sn
+from stoplist_nb.demo import DemoService
+
+OURS = ("stoplist_nb-parse", "stoplist_nb-fetch")
+
+
+def ours() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(OURS)]
+
+
+def wait_for_requests(demo: DemoService, count: int) -> None:
+    """Until the service has logged ``count`` requests (an event, not a time)."""
+    for _ in range(2000):
+        if len(demo.requests) >= count:
+            return
+        threading.Event().wait(0.005)
+    raise AssertionError(f"{len(demo.requests)} requests, never {count}")
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
+def test_workers_is_checked_before_any_request(
+    client: sn.Client, demo: DemoService, workers: Any, tmp_path: Any
+) -> None:
+    calls = [
+        lambda: sn.read_profiles(client, demo.db_id, workers=workers),
+        lambda: sn.read_profiles_arrow(client, demo.db_id, workers=workers),
+        lambda: sn.iter_profile_pages(client, demo.db_id, workers=workers),
+        lambda: sn.iter_profile_tables(client, demo.db_id, workers=workers),
+        lambda: sn.iter_profile_frames(client, demo.db_id, workers=workers),
+        lambda: sn.write_profiles_parquet(client, demo.db_id, tmp_path / "ds", workers=workers),
+        lambda: sn.ProfilesRequest(client, demo.db_id, workers=workers),
+        lambda: client.pages("profiles/list", {"db_id": demo.db_id}, workers=workers),
+    ]
+    for call in calls:
+        with pytest.raises(sn.errors.InvalidInput, match="workers"):
+            call()
+    assert demo.requests == []
+    assert not (tmp_path / "ds").exists()
+
+
+@pytest.mark.parametrize("workers", [1, 2, 5])
+def test_every_worker_count_reads_the_same_rows(
+    client: sn.Client, demo: DemoService, workers: int
+) -> None:
+    plain = sn.read_profiles(client, demo.db_id, limit=7, lookahead=0, progress=False)
+    ahead = sn.read_profiles(client, demo.db_id, limit=7, progress=False, workers=workers)
+    pd.testing.assert_frame_equal(ahead, plain)
+    assert ahead.attrs == plain.attrs
+    frames = list(sn.iter_profile_frames(client, demo.db_id, limit=7, progress=False))
+    assert sum(len(f) for f in frames) == len(plain)
+    assert ours() == [] or all(not t.is_alive() for t in ours())
+
+
+@pytest.mark.parametrize("lookahead", [1, 2, 4])
+def test_a_wrong_guess_never_changes_the_rows_of_any_reader(
+    client: sn.Client, demo: DemoService, lookahead: int, tmp_path: Any
+) -> None:
+    # The decoy's rows carry a field of their own: the plain read gets the same reply.
+    demo.add_fault("profiles/list", "decoy")
+    plain = sn.read_profiles_arrow(client, demo.db_id, limit=7, lookahead=0, progress=False)
+    demo.add_fault("profiles/list", "decoy")
+    arrow = sn.read_profiles_arrow(client, demo.db_id, limit=7, lookahead=lookahead, progress=False)
+    assert arrow.equals(plain)
+    demo.add_fault("profiles/list", "decoy")
+    tables = list(
+        sn.iter_profile_tables(client, demo.db_id, limit=7, lookahead=lookahead, progress=False)
+    )
+    assert pa.concat_tables(tables, promote_options="default")["profile_id"].equals(
+        plain["profile_id"]
+    )
+    demo.add_fault("profiles/list", "decoy")
+    summary = sn.write_profiles_parquet(
+        client, demo.db_id, tmp_path / "ds", limit=7, lookahead=lookahead, progress=False
+    )
+    assert summary.rows == plain.num_rows
+    assert summary.profiles == len(demo.profiles)
+
+
+@pytest.mark.parametrize("lookahead", [1, 2, 3])
+def test_pages_in_flight_are_bounded(client: sn.Client, demo: DemoService, lookahead: int) -> None:
+    # The caller takes one page and stops: the fetch thread may hold the page
+    # being parsed and ``lookahead`` more, then waits for the caller, not sending.
+    with closing(sn.iter_profile_pages(client, demo.db_id, limit=5, lookahead=lookahead)) as pages:
+        next(pages)
+        wait_for_requests(demo, 2 + lookahead)
+        threading.Event().wait(0.3)  # room for a request past the bound, were there one
+        assert len(demo.requests) == 2 + lookahead
+    assert ours() == []
+
+
+def test_closing_cuts_the_request_on_the_wire(client: sn.Client, demo: DemoService) -> None:
+    before = set(threading.enumerate())
+    demo.add_fault("profiles/list", "slow", delay=60, after=1)
+    pages = sn.iter_profile_pages(client, demo.db_id, limit=5, lookahead=2)
+    next(pages)
+    wait_for_requests(demo, 2)  # the second request waits 60 s for its reply
+    closer = threading.Thread(target=pages.close)
+    closer.start()
+    closer.join(20)
+    assert not closer.is_alive(), "closing waited for the slow reply"
+    assert ours() == []
+    sent = len(demo.requests)
+    assert [t for t in threading.enumerate() if t not in before and t.name.startswith(OURS)] == []
+    threading.Event().wait(0.2)
+    assert len(demo.requests) == sent == 2
+
+
+@pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread(), reason="SIGINT goes to main"
+)
+def test_ctrl_c_while_waiting_for_a_page_leaves_nothing_running(
+    client: sn.Client, demo: DemoService
+) -> None:
+    demo.add_fault("profiles/list", "slow", delay=60, after=2)
+
+    def interrupt() -> None:
+        wait_for_requests(demo, 3)  # the caller now waits for the slow third page
+        os.kill(os.getpid(), signal.SIGINT)
+
+    sender = threading.Thread(target=interrupt)
+    sender.start()
+    with pytest.raises(KeyboardInterrupt):
+        sn.read_profiles(client, demo.db_id, limit=5, lookahead=2, progress=False)
+    sender.join()
+    assert ours() == []
+    sent = len(demo.requests)
+    threading.Event().wait(0.2)
+    assert len(demo.requests) == sent == 3  # no request after Ctrl-C
