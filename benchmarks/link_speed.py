@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from normalize import _machine
-from paced import PATH, TOKEN, PacedServer
+from paced import TOKEN, PacedServer, fetch_only
 from profile_pages import EMPTY, make_pages
 
 ROUTES = ("fetch", "read_profiles", "parquet", "frames")
@@ -73,18 +73,7 @@ def _reset_peak() -> int:
 
 
 def _fetch(url: str, cursors: list[str]) -> tuple[int, int]:
-    import requests
-
-    received = 0
-    with requests.Session() as session:
-        for cursor in cursors:
-            body: dict[str, Any] = {"db_id": 1, "limit": 1000, "token": TOKEN}
-            if cursor:
-                body["from_id"] = cursor
-            response = session.post(url + PATH, json=body, timeout=60)
-            response.raise_for_status()
-            received += len(response.content)
-    return received, 0
+    return fetch_only(url, cursors), 0
 
 
 def _child(route: str, url: str, cursors_path: str, workers: int | None) -> dict[str, Any]:
