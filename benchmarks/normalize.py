@@ -51,11 +51,12 @@ from typing import Any
 
 from profile_pages import EMPTY, PROFILE_FIELDS, make_pages, replay_client
 
-from stoplist_nb._paging import DEFAULT_LOOKAHEAD, parse_threads
+from stoplist_nb._paging import DEFAULT_LOOKAHEAD, default_workers
 
 # --- routes (each runs in a child process) -----------------------------------------
 
-PARSE_THREADS = parse_threads(DEFAULT_LOOKAHEAD)  # as many as read_profiles parses in
+# As many as read_profiles parses in: its workers, with at most lookahead + 1 pages in flight.
+PARSE_THREADS = min(default_workers(), DEFAULT_LOOKAHEAD + 1)
 
 
 def _parse(content: bytes) -> Any:

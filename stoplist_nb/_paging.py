@@ -62,7 +62,6 @@ __all__ = [
     "Page",
     "default_workers",
     "in_workers",
-    "parse_threads",
     "peek_cursor",
     "records_of",
     "row_id",
@@ -104,11 +103,6 @@ def in_workers(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> 
         return [fn(item) for item in items]
     with ThreadPoolExecutor(workers, "stoplist_nb-frame") as pool:
         return list(pool.map(fn, items))
-
-
-def parse_threads(lookahead: int) -> int:
-    """Worker threads that parse replies: one per request ahead, at most one per core."""
-    return max(1, min(lookahead, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)
