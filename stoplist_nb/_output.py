@@ -15,11 +15,13 @@ holds the rules they share:
   directory. On every way out but success (an error, Ctrl-C, SIGTERM as the
   command line turns it into ``KeyboardInterrupt``) they are removed.
 - **Debris is cleared by the next write.** A run that is killed (SIGKILL, a
-  power cut) cannot clean up. A later write in the same directory removes
-  the temporaries whose writer is dead: made on this host by a process id
-  that no longer runs. Anything else stays: a live writer's (whatever it
-  is now: a process id taken again keeps the files), another host's (a
-  shared disk), a name of any other shape.
+  power cut) cannot clean up, nor can a cleanup that Ctrl-C cut short. A
+  later write in the same directory removes the temporaries whose writer is
+  over: made on this host by a process id that no longer runs, or by this
+  process in a write that has ended. Anything else stays: a live writer's
+  (whatever it is now: a process id taken again keeps the files), another
+  host's (a shared disk), a name of any other shape. (Ctrl-C on the very
+  call into a cleanup leaves the write's temporaries until its process ends.)
 - **No file is replaced unasked.** With ``overwrite`` false a file at the
   target raises :class:`~stoplist_nb.errors.OutputExists` when the output is
   opened, before anything is sent; the file is then given its name with a
@@ -65,9 +67,14 @@ _TAG = "stoplist_nb"
 _LABEL = re.compile(r"[a-z0-9]+")
 #: ``.<name>.stoplist_nb-<host>-<pid>-<nonce>.<label>``, or without ``<name>.``.
 _TEMPORARY = re.compile(
-    rf"\.(?:.*\.)?{_TAG}-(?P<host>[0-9a-f]{{8}})-(?P<pid>[1-9][0-9]{{0,9}})-[0-9a-f]{{8}}\.[a-z0-9]+",
+    rf"\.(?:.*\.)?{_TAG}-(?P<writer>(?P<host>[0-9a-f]{{8}})-(?P<pid>[1-9][0-9]{{0,9}})-"
+    r"[0-9a-f]{8})\.[a-z0-9]+",
     re.DOTALL,
 )
+#: The writes of this process that are not over (``<host>-<pid>-<nonce>``): the
+#: temporaries of any other write of this process are debris too. Ctrl-C can
+#: land in a cleanup; what it leaves, the next write clears.
+_WRITING: set[str] = set()
 # link() errors that say the file system has no hard links (FAT, some network disks).
 _NO_LINKS = frozenset(
     {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
@@ -119,7 +126,11 @@ def remove_debris(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
         return gone
     for entry in entries:
         found = _TEMPORARY.fullmatch(entry.name)
-        if found is None or writer_alive(found["host"], int(found["pid"])):
+        if found is None or found["writer"] in _WRITING:
+            continue
+        if int(found["pid"]) != os.getpid() and writer_alive(found["host"], int(found["pid"])):
+            continue
+        if found["host"] != _host():
             continue
         path = pathlib.Path(entry.path)
         with contextlib.suppress(OSError):
@@ -188,12 +199,14 @@ class Output:
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.path = pathlib.Path(path)
         self.overwrite = overwrite
-        self._stem = f".{self.path.name}.{_TAG}-{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+        self._writer = f"{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+        self._stem = f".{self.path.name}.{_TAG}-{self._writer}"
         self._made: list[pathlib.Path] = []
 
     def __enter__(self) -> Output:
         refuse_existing(self.path, self.overwrite)
         remove_debris(self.path.parent)
+        _WRITING.add(self._writer)
         return self
 
     def __exit__(
@@ -202,6 +215,8 @@ class Output:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        # First: if Ctrl-C stops the cleanup, the next write clears what is left.
+        _WRITING.discard(self._writer)
         self.discard()
         # Only the system's error of this write: one naming another file is that
         # file's to tell, and ours (ConnectError is an OSError too) are already clean.
@@ -227,16 +242,26 @@ class Output:
     def temporary(self, label: str) -> pathlib.Path:
         """A new empty hidden file beside the target, removed unless :meth:`put` in place."""
         path = self._name(label)
-        # Created here, new, with the umask's mode (not mkstemp's 0600).
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        # Listed first: Ctrl-C (or a signal the command line turns into it) may come
+        # between any two steps, and what is made must be on the list to go.
         self._made.append(path)
+        try:
+            # Created here, new, with the umask's mode (not mkstemp's 0600).
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except OSError:
+            self._made.remove(path)  # not made: what may be there is not ours
+            raise
         return path
 
     def temporary_directory(self, label: str) -> pathlib.Path:
         """A new hidden directory beside the target, removed with what it holds on leaving."""
         path = self._name(label)
-        path.mkdir(0o777)
         self._made.append(path)
+        try:
+            path.mkdir(0o777)
+        except OSError:
+            self._made.remove(path)
+            raise
         return path
 
     def put(self, temporary: pathlib.Path) -> pathlib.Path:
@@ -254,15 +279,26 @@ class Output:
         return self.path
 
     def discard(self) -> None:
-        """Remove every temporary still there; a failure to remove is passed over."""
+        """Remove every temporary still there; a failure to remove is passed over.
+
+        Ctrl-C during the cleanup does not stop it: the cleanup ends (a few
+        removals), then the ``KeyboardInterrupt`` goes on.
+        """
+        interrupted: KeyboardInterrupt | None = None
         while self._made:
-            path = self._made.pop()
-            # The error that got here, if any, is the one to tell.
-            with contextlib.suppress(OSError):
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink(missing_ok=True)
+            try:
+                path = self._made[-1]
+                # The error that got here, if any, is the one to tell.
+                with contextlib.suppress(OSError):
+                    if path.is_dir() and not path.is_symlink():
+                        shutil.rmtree(path)
+                    else:
+                        path.unlink(missing_ok=True)
+                self._made.pop()
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
 
 
 def _link(temporary: pathlib.Path, target: pathlib.Path) -> None:
@@ -314,9 +350,12 @@ def scratch_directory(
     if not _LABEL.fullmatch(label):
         raise ValueError(f"a temporary's label is lower-case letters and digits, not {label!r}")
     remove_debris(parent)
-    path = parent / f".{_TAG}-{_host()}-{os.getpid()}-{secrets.token_hex(4)}.{label}"
-    path.mkdir(0o777)
+    writer = f"{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+    path = parent / f".{_TAG}-{writer}.{label}"
+    _WRITING.add(writer)
     try:
+        path.mkdir(0o777)
         yield path
     finally:
+        _WRITING.discard(writer)
         shutil.rmtree(path, ignore_errors=True)

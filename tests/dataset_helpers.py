@@ -112,18 +112,30 @@ def pages_from(demo: DemoService) -> list[str | None]:
 #: arrives; at the ``hold_at``-th reply of profiles/list the pull prints "holding"
 #: and waits for a line on stdin, its earlier pages written, before it goes on.
 WRITER = r"""
-import json, os, sys
+import json, os, sys, time
 import requests
 import stoplist_nb as sn
 
-path, hold_at, options = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+path, hold_at, saved = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+options = json.loads(sys.argv[4])
 answered = 0
+
+def checkpointed():
+    try:
+        with open(os.path.join(path, "_checkpoint.json"), encoding="utf-8") as file:
+            return json.load(file)["profiles"]
+    except (OSError, ValueError):
+        return -1
 
 def hold(response, *args, **kwargs):
     global answered
     if response.request.path_url.endswith("/profiles/list"):
         answered += 1
         if answered == hold_at:
+            # The writer works a page behind the replies: held once it has caught up.
+            deadline = time.monotonic() + 60
+            while checkpointed() < saved and time.monotonic() < deadline:
+                time.sleep(0.01)
             print("holding", os.getpid(), flush=True)
             sys.stdin.readline()
 
@@ -138,12 +150,13 @@ print("finished", summary.profiles, flush=True)
 
 @contextmanager
 def held_writer(
-    demo: DemoService, path: pathlib.Path, hold_at: int, **options: Any
+    demo: DemoService, path: pathlib.Path, hold_at: int, saved: int, **options: Any
 ) -> Iterator[subprocess.Popen[str]]:
-    """A writer process held at its ``hold_at``-th page (see ``WRITER``), killed if left over.
+    """A writer process held at its ``hold_at``-th reply (see ``WRITER``), killed if left over.
 
-    Requests go out one at a time (``lookahead=0``), so that when it holds, the
-    pages before that reply are written and no other request is on its way.
+    Requests go out one at a time (``lookahead=0``), and it holds once its
+    checkpoint holds ``saved`` profiles, so that when it holds, the pages
+    before that reply are written and no other request is on its way.
     """
     options = {
         "limit": PAGE,
@@ -155,7 +168,7 @@ def held_writer(
     }
     env = {**os.environ, "STOPLIST_NB_URL": demo.base_url, "STOPLIST_NB_TOKEN": demo.token}
     with subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path), str(hold_at), json.dumps(options)],
+        [sys.executable, "-c", WRITER, str(path), str(hold_at), str(saved), json.dumps(options)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

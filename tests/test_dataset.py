@@ -183,12 +183,23 @@ def test_a_pull_failed_by_the_service_resumes_exactly(
     assert_same_dataset(out, reference)
 
 
+# Each page is written into the part's file, then into the segment of the pages since
+# the last commit; part 1 is pages 4-6: the 9th write is page 5's into the part.
+@pytest.mark.parametrize(
+    ("failing", "saved"),
+    [
+        pytest.param(9, 40, id="the-part"),  # the segment holds page 4 whole: it is committed
+        pytest.param(10, 30, id="the-segment"),  # it may hold half of page 5: it goes
+    ],
+)
 def test_a_pull_interrupted_by_ctrl_c_in_a_write_resumes_exactly(
     client: sn.Client,
     demo: DemoService,
     reference: pathlib.Path,
     tmp_path: pathlib.Path,
     monkeypatch: pytest.MonkeyPatch,
+    failing: int,
+    saved: int,
 ) -> None:
     out = tmp_path / "profiles"
     write = pq.ParquetWriter.write_table
@@ -196,7 +207,7 @@ def test_a_pull_interrupted_by_ctrl_c_in_a_write_resumes_exactly(
 
     def interrupted(self: pq.ParquetWriter, table: Any, *args: Any, **kwargs: Any) -> None:
         calls.append(table.num_rows)
-        if len(calls) == 5:  # the second page of the second part
+        if len(calls) == failing:
             raise KeyboardInterrupt
         write(self, table, *args, **kwargs)
 
@@ -204,14 +215,14 @@ def test_a_pull_interrupted_by_ctrl_c_in_a_write_resumes_exactly(
     with pytest.raises(KeyboardInterrupt) as info:
         pull(client, out)
     monkeypatch.undo()
-    # A write that did not finish may have left half a page in the file: the pages
-    # since the last commit go, and come again.
-    assert listing(out) == ["_checkpoint.json", "part-00000.parquet"]  # no temporary file
-    assert f"30 profiles are saved in {out}" in "".join(getattr(info.value, "__notes__", []))
-    assert checkpoint(out)["next_from_id"] == demo.profiles[29]["id"]
+    # The part being written goes (a pull carried on writes it again), and no temporary file.
+    segments = [".part-00001.parquet.seg-00000"] if saved > PER_PART else []
+    assert listing(out) == [*segments, "_checkpoint.json", "part-00000.parquet"]
+    assert f"{saved} profiles are saved in {out}" in "".join(getattr(info.value, "__notes__", []))
+    assert checkpoint(out)["next_from_id"] == demo.profiles[saved - 1]["id"]
     demo.requests.clear()
     pull(client, out)
-    assert pages_from(demo)[0] == demo.profiles[29]["id"]
+    assert pages_from(demo)[0] == demo.profiles[saved - 1]["id"]
     assert_same_dataset(out, reference)
 
 
@@ -291,8 +302,8 @@ def test_a_pull_killed_in_the_middle_of_a_part_resumes_exactly(
 ) -> None:
     out = tmp_path / "profiles"
     # Held at the sixth reply: part 0 (pages 1-3) is closed, pages 4 and 5 are in the
-    # file of part 1 being written, not committed (no commit window in this test).
-    with held_writer(demo, out, 6) as child:
+    # files of part 1 and of its segment being written, not committed (no commit window).
+    with held_writer(demo, out, 6, PER_PART) as child:
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=60)
     assert child.returncode == -signal.SIGKILL
@@ -301,6 +312,7 @@ def test_a_pull_killed_in_the_middle_of_a_part_resumes_exactly(
     assert listing(out) == [
         ".lock",
         ".part-00001.parquet.seg-00000.tmp",
+        ".part-00001.parquet.tmp",
         "_checkpoint.json",
         "part-00000.parquet",
     ]

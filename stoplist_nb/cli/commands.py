@@ -26,6 +26,7 @@ from stoplist_nb.cli.output import (
     plural,
     refuse_existing,
     said_on_interrupt,
+    what_is_kept,
     write_frame,
 )
 from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client
@@ -161,7 +162,7 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         )
     path = args.out.path
     refuse_existing([path], overwrite=args.overwrite)
-    kept = f"{path} was left as it was" if path.exists() else f"nothing was written: no {path}"
+    kept = what_is_kept(path)
     with client_from_env(args) as client, _advising(client):
         request = ProfilesRequest(
             client,
@@ -180,7 +181,7 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
                 else request.to_parquet(path, dataset=False, overwrite=args.overwrite)
             )
         except KeyboardInterrupt as exc:
-            said_on_interrupt(exc, kept, "hint: the same command reads the profiles again")
+            said_on_interrupt(exc, kept(), "hint: the same command reads the profiles again")
             raise
         except errors.StoplistError as exc:
             read = exc.partial.profiles if isinstance(exc.partial, FileSummary) else 0
@@ -368,7 +369,7 @@ def _export(args: argparse.Namespace, ui: Ui) -> int:
     """Start or pick up the export, wait, and write ``--out`` (see :func:`run_export`)."""
     out: pathlib.Path = args.out
     refuse_existing([out], overwrite=args.overwrite)
-    kept = f"{out} was left as it was" if out.exists() else f"nothing was written: no {out}"
+    kept = what_is_kept(out)
     with client_from_env(args) as client, _advising(client):
         task_id = args.task_id or start_suppression_export(client, args.list_id, type=args.type)
         ui.note(f"export task {task_id}")
@@ -454,7 +455,10 @@ def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, 
 
 @contextlib.contextmanager
 def _resumable(
-    args: argparse.Namespace, task_id: str, say: Callable[[str], str], kept: str
+    args: argparse.Namespace,
+    task_id: str,
+    say: Callable[[str], str],
+    kept: Callable[[], str],
 ) -> Iterator[None]:
     """Say how to go on after a failure as the command line does: with ``--task-id``."""
     try:
@@ -475,5 +479,5 @@ def _resumable(
         hint = say(task_id)
         # wait_for_task prints how to pick the task up itself, and notes it (3.11+).
         told = any(hint in note for note in getattr(exc, "__notes__", ()))
-        said_on_interrupt(exc, kept, *([] if told else [f"hint: {hint}"]))
+        said_on_interrupt(exc, kept(), *([] if told else [f"hint: {hint}"]))
         raise

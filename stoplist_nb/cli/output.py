@@ -19,7 +19,7 @@ import json
 import os
 import pathlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,6 +149,33 @@ def cannot_write(path: pathlib.Path | str, exc: OSError) -> CliError:
         os.strerror(exc.errno) if exc.errno is not None and exc.errno in errno.errorcode else None
     )
     return CliError(f"cannot write {shown}: {reason or exc.strerror or exc}")
+
+
+def what_is_kept(path: pathlib.Path) -> Callable[[], str]:
+    """What an interruption leaves at ``path``, said when it comes: what was there, or not.
+
+    Looked at again when it is said: the write may have given the file its
+    name in the instant before the interruption.
+    """
+    before = _identity(path)
+
+    def kept() -> str:
+        now = _identity(path)
+        if now is None:
+            return f"nothing was written: no {path}"
+        if now == before:
+            return f"{path} was left as it was"
+        return f"{path} was written whole before the interruption"
+
+    return kept
+
+
+def _identity(path: pathlib.Path) -> tuple[int, int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino, stat.st_mtime_ns)
 
 
 def said_on_interrupt(exc: BaseException, *lines: str) -> None:

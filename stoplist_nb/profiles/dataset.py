@@ -7,17 +7,23 @@ as one table::
 
     part-00000.parquet   part-00001.parquet   ...   _common_metadata   _checkpoint.json
 
-Memory holds about one page: each page of the stream
+Memory holds a few pages: each page of the stream
 (:func:`~stoplist_nb.profiles.stream.tables`) goes through a
-:class:`pyarrow.parquet.ParquetWriter` as one row group. A part is closed at
+:class:`pyarrow.parquet.ParquetWriter` as one row group, on a thread of its
+own that works one page behind the stream (the next page is read and
+flattened meanwhile, and Ctrl-C, which Python raises in the calling thread,
+never lands between a page's rows and their record). A part is closed at
 ``profiles_per_part`` profiles, or when a column joins the stream (a Parquet
 file has one schema). Between the two, its progress is committed every
-``commit_seconds`` or ``commit_bytes`` of pages: the pages since the last
-commit are closed into a hidden segment file (``.part-00003.parquet.seg-00001``),
-and when the part closes its segments are copied into it, row group by row
-group, so that its file is the one a pull that never stopped writes. On an
-error or Ctrl-C the pages written since the last commit are committed too,
-when the file they are in reads back whole.
+``commit_seconds`` or ``commit_bytes`` of pages: each page is also written
+into a hidden, uncompressed segment file (``.part-00003.parquet.seg-00001``),
+which a commit closes and records. The part's own file is written page by
+page beside them and takes its name when the part closes; a pull carried on
+after an interruption copies the part's committed segments into a new file
+first, so that a part is the same file however its pull went. On an error or
+Ctrl-C the pages written since the last commit are committed too, when their
+segment reads back whole; a killed process loses the window and the page
+being written.
 
 A file is written under a hidden name and renamed when whole; only then does
 the checkpoint move on to it. The checkpoint (``_checkpoint.json``, replaced
@@ -45,6 +51,7 @@ with ``_`` or ``.`` are ignored by pyarrow, DuckDB's ``*.parquet`` and Dask.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import datetime
 import errno
@@ -57,7 +64,9 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
@@ -809,16 +818,43 @@ def _pull(
     pages = pages_from(state.next_from_id or None, list(state.cursors))
     stream = tables(schema, declared, pages)
     writer = _Writer(directory, state, declared, window)
-    try:
-        with closing(stream):
-            for table in stream:
-                writer.add(table, schema)
-        writer.finish(schema)
-    except BaseException as exc:
-        writer.save_what_is_whole()
-        _say_what_is_saved(exc, directory, writer.state)
-        raise
+    # The writer has a thread of its own, a page behind the stream: the next
+    # page is read while one is written, and Ctrl-C (which Python raises in
+    # the calling thread) never falls between a page's rows and their record.
+    with ThreadPoolExecutor(1, thread_name_prefix="stoplist-nb-writer") as thread:
+        writes: deque[Future[None]] = deque()
+        try:
+            with closing(stream):
+                for table in stream:
+                    # Taken here: the stream's schema changes as the next page is read.
+                    writes.append(thread.submit(writer.add, table, schema.to_dict()))
+                    while len(writes) > _WRITES_AHEAD:
+                        writes.popleft().result()
+            while writes:
+                writes.popleft().result()
+            thread.submit(writer.finish, schema).result()
+        except BaseException as exc:
+            _settled(writes)
+            _settled([thread.submit(writer.save_what_is_whole)])
+            _say_what_is_saved(exc, directory, writer.state)
+            raise
     return writer.state
+
+
+#: Pages handed to the writer and not yet written, beside the one it writes.
+_WRITES_AHEAD = 1
+
+
+def _settled(futures: Iterable[Future[None]]) -> None:
+    """Wait until the writer is done with ``futures``, whatever they raise.
+
+    On the way out of an error: a page is written in milliseconds, and a
+    second Ctrl-C that stopped the wait would leave it half recorded.
+    """
+    pending = set(futures)
+    while pending:
+        with contextlib.suppress(KeyboardInterrupt):
+            pending = concurrent.futures.wait(pending).not_done
 
 
 def _declared_schema(declared: Mapping[str, Any]) -> StreamSchema:
@@ -839,21 +875,16 @@ def _say_what_is_saved(exc: BaseException, directory: pathlib.Path, state: _Stat
         exc.add_note(again)
 
 
-class _Segment:
-    """The pages written since the last commit, in a hidden file until they are committed."""
+class _File:
+    """A Parquet file being written under a hidden name, a row group a page."""
 
-    def __init__(self, temp: pathlib.Path, schema: pa.Schema) -> None:
+    def __init__(self, temp: pathlib.Path, schema: pa.Schema, compression: str) -> None:
         self.temp = temp
         self.writer: pq.ParquetWriter | None = pq.ParquetWriter(
-            temp, schema, compression=COMPRESSION
+            temp, schema, compression=compression
         )
-        self.profiles = self.rows = self.nbytes = 0
-        self.cursors: list[str] = []  # those its pages were asked with
-        self.next_from_id = ""
-        self.schema: dict[str, Any] = {}
-        self.opened = time.monotonic()
+        self.rows = 0
         self.torn = False  # a write that did not finish: the file may hold part of a page
-        self.ending = False  # its last page has no cursor of its own: nothing follows it
 
     def write(self, table: pa.Table) -> None:
         assert self.writer is not None
@@ -861,14 +892,14 @@ class _Segment:
         self.writer.write_table(table, row_group_size=max(1, table.num_rows))
         self.torn = False
         self.rows += table.num_rows
-        self.nbytes += table.nbytes
 
     def close(self) -> None:
-        """Close the file (again: nothing); raise if it does not read back with every row."""
+        """Close the file and make it durable; raise if it does not read back with every row."""
         if self.writer is not None:
-            writer, self.writer = self.writer, None
-            writer.close()
+            self.writer.close()
+            self.writer = None
         _check_rows(self.temp, self.rows)
+        _fsync(self.temp)
 
     def discard(self) -> None:
         with contextlib.suppress(Exception):
@@ -877,8 +908,27 @@ class _Segment:
         self.temp.unlink(missing_ok=True)
 
 
+@dataclass(frozen=True)
+class _Page:
+    """A page written since the last commit: what its commit records."""
+
+    profiles: int
+    cursor: str  # the one it was asked with ("": the first page)
+    next_from_id: str
+    schema: dict[str, Any]  # the stream's schema after it
+    ending: bool  # it has no cursor of its own: nothing follows it
+    nbytes: int  # as an Arrow table
+
+
 class _Writer:
-    """The pages of a pull into part files, the part being written committed as it goes."""
+    """The pages of a pull into part files, the part being written committed as it goes.
+
+    Each page goes into the part's file, under a hidden name until the part
+    closes, and into a segment file, which a commit closes and records: a
+    pull carried on after an interruption copies the part's segments into
+    its file first, so that a part is the same file however its pull went.
+    Segments are not compressed: they are read only by such a pull.
+    """
 
     def __init__(
         self,
@@ -891,41 +941,62 @@ class _Writer:
         self.state = state
         self.declared = declared
         self.window = window
-        self.segment: _Segment | None = None
+        self.part: _File | None = None
+        self.segment: _File | None = None
+        self.pages: list[_Page] = []  # those in the segment
+        self.opened = 0.0  # when the segment's first page came
         self.read = 0  # profiles of this call: the tables count from where it started
+        self.failed = False
         # The part whose segments a resumed pull goes on with has their file schema.
         self.file_schema: pa.Schema | None = (
             _file_schema(state.open[-1].schema, declared) if state.open else None
         )
 
-    def add(self, table: pa.Table, schema: StreamSchema) -> None:
-        meta = table.schema.metadata
+    def add(self, table: pa.Table, schema: dict[str, Any]) -> None:
+        """Write a page, ``schema`` the stream's after it; after a failed page, nothing."""
+        if self.failed:
+            return
+        try:
+            self._add(table, schema)
+        except BaseException:
+            self.failed = True
+            raise
+
+    def _add(self, table: pa.Table, schema: dict[str, Any]) -> None:
         if self.file_schema is not None and not table.schema.equals(
             self.file_schema, check_metadata=False
         ):
             self.close_part(ended=False)  # a column joined: a file has one schema
         if self.file_schema is None:
-            self.file_schema = parquet_schema(table, schema, self.declared)
-        segment = self.segment
-        if segment is None:
-            segment = self.segment = self._new_segment()
-        segment.write(table)
-        if meta[META_FROM]:
-            segment.cursors.append(meta[META_FROM].decode())
+            self.file_schema = parquet_schema(table, StreamSchema.from_dict(schema), self.declared)
+        if self.part is None:
+            self.part = self._open_part()
+        if self.segment is None:
+            self.segment = self._open_segment()
+            self.opened = time.monotonic()
+        # The part first: a part cut by a failed write goes, the segment stays whole.
+        self.part.write(table)
+        self.segment.write(table)
+        meta = table.schema.metadata
         count = int(meta[META_PROFILES])
-        segment.profiles += count - self.read
+        page = _Page(
+            profiles=count - self.read,
+            cursor=meta[META_FROM].decode(),
+            next_from_id=meta[META_NEXT].decode(),
+            schema=schema,
+            ending=meta[META_NEXT] == meta[META_FROM],
+            nbytes=table.nbytes,
+        )
         self.read = count
-        segment.next_from_id = meta[META_NEXT].decode()
-        # A page without a cursor of its own is the last one.
-        segment.ending = meta[META_NEXT] == meta[META_FROM]
-        segment.schema = schema.to_dict()  # as it was after this page, not the next
+        self.pages.append(page)
         window = self.window
-        if sum(e.profiles for e in self.state.open) + segment.profiles >= window.per_part:
-            self.close_part(ended=segment.ending)
-        elif not segment.ending and (
-            segment.nbytes >= window.bytes or time.monotonic() - segment.opened >= window.seconds
+        if sum(e.profiles for e in self.state.open) + _profiles(self.pages) >= window.per_part:
+            self.close_part(ended=page.ending)
+        elif not page.ending and (
+            sum(p.nbytes for p in self.pages) >= window.bytes
+            or time.monotonic() - self.opened >= window.seconds
         ):
-            self.commit_segment()
+            self.commit()
 
     def finish(self, schema: StreamSchema) -> None:
         """The stream ended: close the part being written, or say that it ended."""
@@ -935,116 +1006,124 @@ class _Writer:
             # No profile at all: one empty part still says which columns there are.
             empty = cast_columns(schema.arrow_schema.empty_table(), self.declared)
             self.file_schema = parquet_schema(empty, schema, self.declared)
-            segment = self.segment = self._new_segment()
-            segment.write(empty)
-            segment.schema = schema.to_dict()
+            self.part = self._open_part()
+            self.part.write(empty)
+            self.pages.append(_Page(0, "", "", schema.to_dict(), ending=True, nbytes=0))
             self.close_part(ended=True)
         else:
             self.state = _saved(self.directory, replace(self.state, ended=True))
 
-    def commit_segment(self) -> None:
-        """Commit the pages written since the last commit, as a segment of the part."""
-        segment = self.segment
+    def commit(self) -> None:
+        """Commit the pages since the last commit: their segment takes its name."""
+        state, segment, pages = self.state, self.segment, self.pages
         assert segment is not None
-        segment.close()
-        _fsync(segment.temp)
-        final = segment.temp.with_name(segment.temp.name.removesuffix(".tmp"))
-        entry = _entry(final.name, segment.temp, segment)
-        os.replace(segment.temp, final)
-        self.segment = None
+        self.segment, self.pages = None, []
+        name = segment.temp.name.removesuffix(".tmp")
+        try:
+            segment.close()
+            entry = _entry(name, segment, pages, ())
+            os.replace(segment.temp, self.directory / name)
+        finally:
+            segment.temp.unlink(missing_ok=True)  # gone once renamed; else its pages come again
         self.state = _saved(
             self.directory,
-            replace(
-                self.state,
-                open=(*self.state.open, entry),
-                cursors=(*self.state.cursors, *segment.cursors),
-            ),
+            replace(state, open=(*state.open, entry), cursors=(*state.cursors, *_cursors(pages))),
         )
 
     def close_part(self, *, ended: bool) -> None:
-        """Close the part: the file written becomes it, or its segments are copied into it."""
-        state, segment = self.state, self.segment
-        assert self.file_schema is not None
-        name = f"part-{len(state.parts):05d}.parquet"
-        path = self.directory / name
-        pieces = [self.directory / e.name for e in state.open]
-        counts = list(state.open)
+        """Close the part: its file, written page by page, takes its name."""
+        state, pages = self.state, self.pages
+        if self.part is None:  # a resumed part to which no page came
+            self.part = self._open_part()
+        part, self.part = self.part, None
+        segment, self.segment, self.pages = self.segment, None, []
         if segment is not None:
-            segment.close()
-            pieces.append(segment.temp)
-            counts.append(_entry(segment.temp.name, None, segment))
-        if len(pieces) == 1 and segment is not None:
-            _fsync(segment.temp)
-            os.replace(segment.temp, path)
-        else:
-            temp = self.directory / f".{name}.tmp"
-            try:
-                _copy_row_groups(pieces, temp, self.file_schema)
-                _check_rows(temp, sum(e.rows for e in counts))
-                _fsync(temp)
-                os.replace(temp, path)
-            finally:
-                temp.unlink(missing_ok=True)  # gone once renamed; else half a part
-        self.segment = None
+            segment.discard()  # its pages are in the part
+        name = f"part-{len(state.parts):05d}.parquet"
+        try:
+            part.close()
+            entry = _entry(name, part, pages, state.open)
+            os.replace(part.temp, self.directory / name)
+        finally:
+            part.temp.unlink(missing_ok=True)  # gone once renamed; else the part comes again
         self.file_schema = None
-        part = _Entry(
-            name,
-            profiles=sum(e.profiles for e in counts),
-            rows=sum(e.rows for e in counts),
-            bytes=path.stat().st_size,
-            sha256=_sha256(path),
-            next_from_id=counts[-1].next_from_id,
-            cursors=sum(e.cursors for e in counts),
-            schema=counts[-1].schema,
-        )
         self.state = _saved(
             self.directory,
             replace(
                 state,
-                parts=(*state.parts, part),
+                parts=(*state.parts, entry),
                 open=(),
-                cursors=(*state.cursors, *(segment.cursors if segment else [])),
+                cursors=(*state.cursors, *_cursors(pages)),
                 ended=ended,
             ),
         )
-        for piece in pieces:
-            piece.unlink(missing_ok=True)  # in the part now
+        for committed in state.open:
+            (self.directory / committed.name).unlink(missing_ok=True)  # in the part now
 
     def save_what_is_whole(self) -> None:
         """On the way out of an error: commit the pages since the last commit if they are whole."""
-        segment, self.segment = self.segment, None
+        part, self.part = self.part, None
+        if part is not None:
+            part.discard()  # a pull that carries on writes it again from the segments
+        segment = self.segment
         if segment is None:
             return
-        if segment.torn or segment.ending:
+        if segment.torn or not self.pages or self.pages[-1].ending:
             # Half a page; or a last page, which a pull carried on from its cursor would read again.
+            self.segment, self.pages = None, []
             segment.discard()
             return
-        self.segment = segment
-        try:
-            self.commit_segment()
-        # The file does not read back whole, or cannot be saved: its pages come again.
-        except Exception:
-            self.segment = None
-            segment.discard()
+        # When they cannot be saved (a full disk), their pages come again.
+        with contextlib.suppress(Exception):
+            self.commit()
 
-    def _new_segment(self) -> _Segment:
+    def _open_part(self) -> _File:
+        """The part's file, with the segments a resumed pull goes on from copied in."""
         assert self.file_schema is not None
-        part = f".part-{len(self.state.parts):05d}.parquet"
-        temp = self.directory / f"{part}.seg-{len(self.state.open):05d}.tmp"
-        return _Segment(temp, self.file_schema)
+        temp = self.directory / f".part-{len(self.state.parts):05d}.parquet.tmp"
+        part = _File(temp, self.file_schema, COMPRESSION)
+        try:
+            for segment in self.state.open:
+                with pq.ParquetFile(self.directory / segment.name) as source:
+                    for i in range(source.num_row_groups):
+                        # Read back, a list's item is named "element": the cast names it as written.
+                        part.write(source.read_row_group(i).cast(self.file_schema))
+        except BaseException:
+            part.discard()
+            raise
+        return part
+
+    def _open_segment(self) -> _File:
+        assert self.file_schema is not None
+        state = self.state
+        name = f".part-{len(state.parts):05d}.parquet.seg-{len(state.open):05d}.tmp"
+        return _File(self.directory / name, self.file_schema, _SEGMENT_COMPRESSION)
 
 
-def _entry(name: str, path: pathlib.Path | None, segment: _Segment) -> _Entry:
-    """The record of ``segment`` (its size and checksum those of ``path``, if given)."""
+#: Segments are read back only by a pull carried on after an interruption.
+_SEGMENT_COMPRESSION = "none"
+
+
+def _profiles(pages: Sequence[_Page]) -> int:
+    return sum(p.profiles for p in pages)
+
+
+def _cursors(pages: Sequence[_Page]) -> list[str]:
+    return [p.cursor for p in pages if p.cursor]
+
+
+def _entry(name: str, file: _File, pages: Sequence[_Page], before: Sequence[_Entry]) -> _Entry:
+    """The record of ``file``: the committed segments ``before`` it, then ``pages``."""
+    last = pages[-1] if pages else before[-1]
     return _Entry(
         name,
-        profiles=segment.profiles,
-        rows=segment.rows,
-        bytes=path.stat().st_size if path is not None else 0,
-        sha256=_sha256(path) if path is not None else "",
-        next_from_id=segment.next_from_id,
-        cursors=len(segment.cursors),
-        schema=segment.schema,
+        profiles=sum(e.profiles for e in before) + _profiles(pages),
+        rows=file.rows,
+        bytes=file.temp.stat().st_size,
+        sha256=_sha256(file.temp),
+        next_from_id=last.next_from_id,
+        cursors=sum(e.cursors for e in before) + len(_cursors(pages)),
+        schema=last.schema,
     )
 
 
@@ -1053,17 +1132,6 @@ def _file_schema(schema: Mapping[str, Any], declared: Mapping[str, Any]) -> pa.S
     stream = StreamSchema.from_dict(schema)
     empty = cast_columns(stream.arrow_schema.empty_table(), declared)
     return parquet_schema(empty, stream, declared)
-
-
-def _copy_row_groups(paths: Sequence[pathlib.Path], temp: pathlib.Path, schema: pa.Schema) -> None:
-    """The row groups of ``paths``, in order, into one file: the one written in one go."""
-    with pq.ParquetWriter(temp, schema, compression=COMPRESSION) as writer:
-        for path in paths:
-            with pq.ParquetFile(path) as source:
-                for i in range(source.num_row_groups):
-                    # Read back, a list's item is named "element": the cast names it as written.
-                    table = source.read_row_group(i).cast(schema)
-                    writer.write_table(table, row_group_size=max(1, table.num_rows))
 
 
 def _check_rows(path: pathlib.Path, rows: int) -> None:
@@ -1104,9 +1172,12 @@ def _seal(directory: pathlib.Path, state: _State) -> _State:
         finally:
             temp.unlink(missing_ok=True)  # gone once renamed; else half a part
     temp = directory / ".common_metadata.tmp"
-    pq.write_metadata(final, temp)
-    _fsync(temp)
-    os.replace(temp, directory / COMMON_METADATA)
+    try:
+        pq.write_metadata(final, temp)
+        _fsync(temp)
+        os.replace(temp, directory / COMMON_METADATA)
+    finally:
+        temp.unlink(missing_ok=True)
     return _saved(directory, replace(state, ended=True, complete=True))
 
 
@@ -1148,11 +1219,14 @@ def _save(directory: pathlib.Path, state: _State) -> None:
         else:
             lines.append(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
     text = "{\n " + ",\n ".join(lines) + "\n}\n"
-    with open(temp, "w", encoding="utf-8") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temp, directory / CHECKPOINT)
+    try:
+        with open(temp, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, directory / CHECKPOINT)
+    finally:
+        temp.unlink(missing_ok=True)  # gone once renamed; else the checkpoint before stands
     _fsync_directory(directory)
 
 

@@ -889,7 +889,7 @@ def write_profiles_parquet(
     commit_seconds: float = DEFAULT_COMMIT_SECONDS,
     commit_bytes: int = DEFAULT_COMMIT_BYTES,
 ) -> DatasetSummary:
-    """Read a database's profiles into a Parquet dataset (a directory), holding one page at a time.
+    """Read a database's profiles into a Parquet dataset (a directory), a few pages in memory.
 
     The columns are those of :func:`~stoplist_nb.profiles.reading.iter_profile_tables`
     (a column joins on the first page where it has a value; objects and arrays
