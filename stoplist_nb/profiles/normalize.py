@@ -380,14 +380,16 @@ def frame_from_tables(
       profile_id _fname
     0          a    Ann
     """
-    columns, rows = _settled(pages)
+    columns, rows = _pieces(pages)
 
-    def convert(column: tuple[str, tuple[str, list[pa.Array]]]) -> Any:
-        kind, chunks = column[1]
-        return cols.to_pandas(kind, chunks, dtype_backend)
+    # Each column is settled and converted in one task: both are its own work.
+    def convert(column: tuple[str, list[pa.Array | int]]) -> list[tuple[str, Any]]:
+        return [
+            (name, cols.to_pandas(kind, chunks, dtype_backend))
+            for name, (kind, chunks) in _settle(*column)
+        ]
 
-    converted = in_workers(convert, columns, workers)
-    data = {name: values for (name, _), values in zip(columns, converted, strict=True)}
+    data = dict(item for settled in in_workers(convert, columns, workers) for item in settled)
     return pd.DataFrame(data, index=pd.RangeIndex(rows), copy=False)
 
 
@@ -399,14 +401,21 @@ def table_from_tables(pages: Sequence[FlatPage]) -> pa.Table:
     ``timestamp[ms, UTC]``, ``list<string>`` for ``cats``, and the JSON text of
     each value for objects and arrays.
     """
-    columns, _ = _settled(pages)
-    return pa.table({name: cols.to_arrow(kind, chunks) for name, (kind, chunks) in columns})
+    columns, _ = _pieces(pages)
+    return pa.table(
+        {
+            name: cols.to_arrow(kind, chunks)
+            for column in columns
+            for name, (kind, chunks) in _settle(*column)
+        }
+    )
 
 
-def _settled(
-    pages: Sequence[FlatPage],
-) -> tuple[list[tuple[str, tuple[str, list[pa.Array]]]], int]:
-    """Every column of the pages, in order, with its kind and its chunks; and the rows."""
+_Settled = tuple[str, list[pa.Array]]  # a column's kind and its chunks
+
+
+def _pieces(pages: Sequence[FlatPage]) -> tuple[list[tuple[str, list[pa.Array | int]]], int]:
+    """Every column of the pages, in order, with its pieces (see ``settle``); and the rows."""
     for page in pages:
         if not isinstance(page, FlatPage):
             raise InvalidInput(
@@ -425,7 +434,7 @@ def _settled(
     names["id"], names["cats"] = {"profile_id": None}, {cols.CATS: None}
     names["fixed"] = dict.fromkeys(SUBSCRIPTION_COLUMNS)
 
-    settled = []
+    found = []
     for role in cols.ROLES:
         for name in names[role]:
             pieces: list[pa.Array | int] = []
@@ -434,11 +443,18 @@ def _settled(
                     pieces.extend(columns[name].chunks)
                 else:
                     pieces.append(table.num_rows)
-            kind, chunks, twin = cols.settle(pieces, cols.KINDS.get(name))
-            settled.append((name, (kind, chunks)))
-            if twin is not None:
-                settled.append((name + cols.TWIN_SUFFIX, (kinds.STRING, twin)))
-    return settled, sum(t.num_rows for t in tables)
+            found.append((name, pieces))
+    return found, sum(t.num_rows for t in tables)
+
+
+def _settle(
+    name: str, pieces: list[pa.Array | int]
+) -> list[tuple[str, tuple[str, list[pa.Array]]]]:
+    """The column's kind and chunks, and its text twin's where values do not fit the kind."""
+    kind, chunks, twin = cols.settle(pieces, cols.KINDS.get(name))
+    if twin is None:
+        return [(name, (kind, chunks))]
+    return [(name, (kind, chunks)), (name + cols.TWIN_SUFFIX, (kinds.STRING, twin))]
 
 
 def split_channels(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
