@@ -42,7 +42,7 @@ PACKAGE = pathlib.Path(sn.__file__).parent
 DATASET = (str(PACKAGE / "profiles" / "dataset.py"),)
 FILE = (str(PACKAGE / "profiles" / "files.py"), str(PACKAGE / "_output.py"))
 #: At most this many points of a call, spread evenly (each is a call, and a resume).
-POINTS = 40
+POINTS = 32
 EVERY_PAGE = {"commit_seconds": 0}
 
 
@@ -169,7 +169,7 @@ def test_a_file_is_whole_or_not_there_wherever_ctrl_c_lands(
         total = lines_run(lambda: write(tmp_path / f"count{suffix}"), FILE)
         assert total > 50
         # Parquet and CSV share all but the last step: the Parquet file is tried densely.
-        for line in points(total, 3 * POINTS if suffix == ".parquet" else POINTS):
+        for line in points(total, 4 * POINTS if suffix == ".parquet" else POINTS):
             folder = tmp_path / f"at-{line}"
             folder.mkdir()
             target = folder / f"profiles{suffix}"
