@@ -86,6 +86,11 @@ def _host() -> str:
     return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
+def _new_writer() -> str:
+    """``<host>-<pid>-<nonce>``: the names of one write's temporaries."""
+    return f"{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
 def writer_alive(host: str, pid: int) -> bool:
     """Whether the writer ``pid`` of ``host`` (as in the temporaries' names) may still run.
 
@@ -126,11 +131,10 @@ def remove_debris(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
         return gone
     for entry in entries:
         found = _TEMPORARY.fullmatch(entry.name)
-        if found is None or found["writer"] in _WRITING:
+        if found is None or found["writer"] in _WRITING or found["host"] != _host():
             continue
-        if int(found["pid"]) != os.getpid() and writer_alive(found["host"], int(found["pid"])):
-            continue
-        if found["host"] != _host():
+        pid = int(found["pid"])
+        if pid != os.getpid() and writer_alive(found["host"], pid):
             continue
         path = pathlib.Path(entry.path)
         with contextlib.suppress(OSError):
@@ -199,7 +203,7 @@ class Output:
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.path = pathlib.Path(path)
         self.overwrite = overwrite
-        self._writer = f"{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+        self._writer = _new_writer()
         self._stem = f".{self.path.name}.{_TAG}-{self._writer}"
         self._made: list[pathlib.Path] = []
 
@@ -350,7 +354,7 @@ def scratch_directory(
     if not _LABEL.fullmatch(label):
         raise ValueError(f"a temporary's label is lower-case letters and digits, not {label!r}")
     remove_debris(parent)
-    writer = f"{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+    writer = _new_writer()
     path = parent / f".{_TAG}-{writer}.{label}"
     _WRITING.add(writer)
     try:
