@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,8 @@ from stoplist_nb._paging import DEFAULT_LOOKAHEAD, default_workers
 
 # --- routes (each runs in a child process) -----------------------------------------
 
-# As many as read_profiles parses in: its workers, with at most lookahead + 1 pages in flight.
-PARSE_THREADS = min(default_workers(), DEFAULT_LOOKAHEAD + 1)
+# As many as read_profiles parses in: its workers (each has a page in flight).
+PARSE_THREADS = default_workers()
 
 
 def _parse(content: bytes) -> Any:
@@ -93,7 +94,9 @@ def _ours(pages: list[tuple[str, bytes]], lookahead: int = DEFAULT_LOOKAHEAD) ->
 
     replies = dict(pages)
 
-    def post(body: dict[str, Any]) -> bytes:
+    def post(body: dict[str, Any], sent: Callable[[], None] | None = None) -> bytes:
+        if sent is not None:
+            sent()  # from memory, a request is answered as soon as it is asked
         return replies.get(body.get("from_id", ""), EMPTY)
 
     walker = walk(

@@ -7,15 +7,23 @@ plain text search, and hands the reply to a ``concurrent.futures`` pool of
 workers (one per core by default, at most :data:`MAX_WORKERS`) that parse it
 (pyarrow releases the GIL while it parses) and, given ``prepare``, flatten its
 rows. The caller's thread only takes the results, in order, and checks them.
-At most ``lookahead + 1`` pages are in flight (sent and not yet taken): the
-fetch thread waits on a condition, never polls, when that many wait.
+A reply's parse starts once the next request is on the wire (or at once when
+none is to be sent yet): sending takes the GIL for a millisecond or so, and a
+parse that starts at the same instant (much of the guards' and the
+flattening's work holds the GIL) would hold that request back by up to the
+interpreter's switch interval, on every page.
+At most ``lookahead + workers`` pages are in flight (received and not yet
+taken): one for each worker to parse and ``lookahead`` more, so that every
+core has a page when replies come faster than they are parsed, and memory
+stays bounded when they come faster than the caller takes them. The fetch
+thread waits on a condition, never polls, when that many wait.
 
 That cursor is a guess until the reply is parsed. ``walk`` is plain paging;
 ``_Ahead`` answers each of its requests, from one sent ahead only when that one
 carried exactly the same body (cursor, ``limit``, every param), otherwise by
 dropping those sent ahead (and the reply on the wire, once it arrives) and
 having the fetch thread send it again. So looking ahead changes when pages
-arrive, never which: at worst it costs ``lookahead + 1`` requests of a
+arrive, never which: at worst it costs ``lookahead + workers`` requests of a
 read-only method whose replies are thrown away.
 
 Closing the iterator (or an exception through it, Ctrl-C included) stops the
@@ -78,6 +86,9 @@ _EMPTY_DATA = re.compile(rb'"data"' + _WS + b":" + _WS + rb"(?:\[" + _WS + rb"\]
 
 Prepared = Callable[[], Any]
 """What ``prepare`` made of a page's rows: call it for the value (or its exception)."""
+
+Post = Callable[[dict[str, Any], Callable[[], None] | None], bytes]
+"""``post(body, sent)``: send one request, call ``sent()`` once it is on the wire."""
 
 
 MAX_WORKERS = 8
@@ -192,7 +203,7 @@ def row_id(data: pa.Array, index: int) -> str | None:
 
 
 def walk(
-    post: Callable[[dict[str, Any]], bytes],
+    post: Post,
     parse: Callable[[bytes], Reply],
     method: str,
     params: Mapping[str, Any],
@@ -207,7 +218,9 @@ def walk(
 ) -> Generator[Page, None, None]:
     """Yield the pages of a cursor endpoint until one comes back without rows.
 
-    ``post`` sends one request body and returns the reply's bytes; ``parse``
+    ``post(body, sent)`` sends one request body and returns the reply's
+    bytes, calling ``sent()`` once the request is on the wire (or when it
+    returns, if it never got there); ``parse``
     turns them into a :class:`Reply` (raising for an error envelope). Both raise
     :class:`~stoplist_nb.errors.StoplistError`, which leaves here with
     ``resume_from`` set to the cursor of the page that failed. ``seen``: cursors
@@ -340,7 +353,7 @@ class _Ahead:
 
     def __init__(
         self,
-        post: Callable[[dict[str, Any]], bytes],
+        post: Post,
         parse: Callable[[bytes], Reply],
         *,
         lookahead: int,
@@ -350,10 +363,13 @@ class _Ahead:
         prepare: Callable[[pa.Array, bytes], Any] | None = None,
         cut: Callable[[], None] | None = None,
     ) -> None:
-        self._post, self._parse, self._lookahead = post, parse, lookahead
+        self._post, self._parse = post, parse
         self._plan, self._seen = plan, seen  # the walk's rules and the cursors it moved to
         self._prepare, self._cut = prepare, cut
         self._queue: deque[_Sent] = deque()
+        # Replies received whose parse waits for the next request to be on the wire.
+        self._unparsed: list[tuple[Future[tuple[Reply, Prepared | None]], bytes]] = []
+        self._in_flight = lookahead + workers  # pages received and not yet taken, at most
         # One lock for the state the two threads share; waits are on it, never a poll.
         self._cond = threading.Condition()
         # The request to send next and the one on the wire, each with its generation,
@@ -377,7 +393,7 @@ class _Ahead:
         """The reply to ``body`` (on ``cursor``, ``fetched`` rows in), parsed, its bytes, and
         what ``prepare`` made of its rows (``None`` when it did not run)."""
         if self._pool is None:
-            content = self._post(body)
+            content = self._post(body, None)
             return self._parse(content), content, None
         with self._cond:
             if self._queue and (self._queue[0].from_id, self._queue[0].body) != (cursor, body):
@@ -432,10 +448,11 @@ class _Ahead:
         assert self._pool is not None
         while True:
             with self._cond:
-                # Pages in flight are bounded: at most ``lookahead + 1`` wait for the caller.
+                # Pages in flight are bounded (see the module's text).
                 while not self._closed and (
-                    self._next is None or len(self._queue) > self._lookahead
+                    self._next is None or len(self._queue) >= self._in_flight
                 ):
+                    self._start_parses()  # nothing is sent now: no parse waits for it
                     self._cond.wait()
                 if self._closed or self._next is None:
                     return
@@ -444,7 +461,7 @@ class _Ahead:
             failure: Exception | None = None
             content = b""
             try:
-                content = self._post(body)
+                content = self._post(body, self._start_parses)
             except Exception as exc:  # raised in the caller's thread, if its page comes up
                 failure = exc
             with self._cond:
@@ -459,13 +476,23 @@ class _Ahead:
                     self._cond.notify_all()
                     continue  # the caller raises it; nothing follows a failed page
                 guess = peek_cursor(content)
-                reply = self._pool.submit(_work, self._parse, self._prepare, content)
+                reply: Future[tuple[Reply, Prepared | None]] = Future()
+                self._unparsed.append((reply, content))  # see _start_parses
                 self._queue.append(_Sent(cursor, body, content, reply, guess))
                 self._next = self._ahead(cursor, guess, fetched + int(body.get("limit") or 0))
                 self._cond.notify_all()
 
     def _stopped(self) -> bool:
         return self._closed
+
+    def _start_parses(self) -> None:
+        """Hand the replies received to the workers (in the fetch thread, as the next
+        request goes on the wire, or before it waits with none to send)."""
+        assert self._pool is not None
+        with self._cond:
+            unparsed, self._unparsed = self._unparsed, []
+        for reply, content in unparsed:
+            self._pool.submit(_work_into, reply, self._parse, self._prepare, content)
 
     def _ahead(
         self, cursor: str | None, guess: str | None, fetched: int
@@ -482,6 +509,7 @@ class _Ahead:
         """Forget what was sent ahead (the lock held): its replies are thrown away."""
         self._generation += 1
         self._next = None
+        self._unparsed.clear()
         for sent in self._queue:
             if isinstance(sent.reply, Future):
                 sent.reply.cancel()
@@ -502,6 +530,21 @@ def _work(
     except Exception as exc:  # raised where the page is taken, as if prepared there
         return reply, partial(_reraise, exc)
     return reply, partial(_identity, value)
+
+
+def _work_into(
+    future: Future[tuple[Reply, Prepared | None]],
+    parse: Callable[[bytes], Reply],
+    prepare: Callable[[pa.Array, bytes], Any] | None,
+    content: bytes,
+) -> None:
+    """:func:`_work` for a reply the fetch thread received, unless it was dropped since."""
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        future.set_result(_work(parse, prepare, content))
+    except BaseException as exc:  # the caller's thread raises it when it takes the page
+        future.set_exception(exc)
 
 
 def _identity(value: Any) -> Any:

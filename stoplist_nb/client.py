@@ -324,9 +324,9 @@ class Client:
             errors.require_int("workers", workers, minimum=1)
         exchanges = Exchanges()
 
-        def post(body: dict[str, Any]) -> bytes:
+        def post(body: dict[str, Any], sent: Callable[[], None] | None = None) -> bytes:
             # Closing the walk cuts the exchange of the fetch thread short.
-            with exchanges.tracking():
+            with exchanges.tracking(sent):
                 return self._transport.post(method, body)
 
         return walk(

@@ -97,15 +97,19 @@ def test_a_wrong_guess_never_changes_the_rows_of_any_reader(
     assert summary.profiles == len(demo.profiles)
 
 
-@pytest.mark.parametrize("lookahead", [1, 2, 3])
-def test_pages_in_flight_are_bounded(client: sn.Client, demo: DemoService, lookahead: int) -> None:
-    # The caller takes one page and stops: the fetch thread may hold the page
-    # being parsed and ``lookahead`` more, then waits for the caller, not sending.
-    with closing(sn.iter_profile_pages(client, demo.db_id, limit=5, lookahead=lookahead)) as pages:
+@pytest.mark.parametrize(("lookahead", "workers"), [(1, 1), (2, 1), (1, 3), (3, 2)])
+def test_pages_in_flight_are_bounded(
+    client: sn.Client, demo: DemoService, lookahead: int, workers: int
+) -> None:
+    # The caller takes one page and stops: the fetch thread may hold a page for
+    # each worker and ``lookahead`` more, then waits for the caller, not sending.
+    with closing(
+        sn.iter_profile_pages(client, demo.db_id, limit=5, lookahead=lookahead, workers=workers)
+    ) as pages:
         next(pages)
-        wait_for_requests(demo, 2 + lookahead)
+        wait_for_requests(demo, 1 + lookahead + workers)
         threading.Event().wait(0.3)  # room for a request past the bound, were there one
-        assert len(demo.requests) == 2 + lookahead
+        assert len(demo.requests) == 1 + lookahead + workers
     assert ours() == []
 
 

@@ -26,6 +26,7 @@ from stoplist_nb.profiles.normalize import (
     frame_from_tables,
     normalize_profiles,
     split_channels,
+    table_from_tables,
 )
 
 FIXED = [*PROFILE_COLUMNS, *SUBSCRIPTION_COLUMNS, "cats"]
@@ -857,3 +858,37 @@ def test_records_to_arrow_restores_first_seen_key_order(monkeypatch: pytest.Monk
     assert [f.name for f in inner.field(1).type.value_type] == ["q", "p"]
     assert array.to_pylist()[1] is None
     assert array.to_pylist()[2]["a"] == {"z": None, "y": None, "x": 1}
+
+
+def test_pages_fitted_ahead_and_threads_give_the_same_frame_and_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What the walk's workers do ahead (fit_fixed), and the threads that convert
+    # the columns, change when the work is done, never what comes out.
+    records = [
+        [profile("1", [email_sub(priority="7", cats="a"), sms_sub(reg_info={"date": "x"})])],
+        [profile("2", [sms_sub(priority=2, cats=["b", "c"], is_delete="yes")])],
+        [profile("3", None, age=4)],
+    ]
+
+    def pages(objects: bool | None) -> list[FlatPage]:
+        flat = [flatten_profiles(read_reply(page_bytes(r)).data) for r in records]
+        return flat if objects is None else [page.fit_fixed(objects=objects) for page in flat]
+
+    want = frame_from_tables(pages(None))
+    assert values(want["is_delete__text"]) == [None, None, "yes", None]  # a twin, too
+    assert want["cats"].tolist() == [["a"], None, ["b", "c"], None]
+    monkeypatch.setattr("stoplist_nb.profiles.normalize.ROWS_PER_THREAD", 1)
+    for objects in (None, False, True):
+        for workers in (1, 3):
+            got = frame_from_tables(pages(objects), workers=workers)
+            pd.testing.assert_frame_equal(got, want)
+        got_arrow = frame_from_tables(pages(objects), dtype_backend="pyarrow", workers=3)
+        pd.testing.assert_frame_equal(
+            got_arrow, frame_from_tables(pages(None), dtype_backend="pyarrow")
+        )
+        assert table_from_tables(pages(objects)).equals(table_from_tables(pages(None)))
+    # Fitted once: the page hands back the same values when asked again.
+    page = pages(True)[0]
+    assert page.fitted("cats") is page.fitted("cats")
+    assert page.fitted("cats").objects.tolist() == [["a"], None]

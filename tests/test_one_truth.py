@@ -46,8 +46,12 @@ from stoplist_nb.demo import serve
 
 Rows = list[dict[str, Any]]
 
+# The readers whose frames hold lists and objects as Python values.
+FRAMES_OF_VALUES = ("read_profiles", "read_profiles:lookahead=0", "iter_profile_frames")
+
 READERS = (
     "read_profiles",
+    "read_profiles:lookahead=0",
     "read_profiles_arrow",
     "iter_profile_frames",
     "iter_profile_tables",
@@ -80,6 +84,12 @@ def read_every_way(
         def read_profiles() -> Rows:
             frame = sn.read_profiles(client, db, **opts)
             check_frame_dtypes("read_profiles", frame, objects_as_values=True)
+            return frame_rows(frame)
+
+        def read_profiles_in_one_thread() -> Rows:
+            # No walk's workers: each page is fitted while the frame is built.
+            frame = sn.read_profiles(client, db, lookahead=0, **opts)
+            check_frame_dtypes("read_profiles:lookahead=0", frame, objects_as_values=True)
             return frame_rows(frame)
 
         def read_profiles_arrow() -> Rows:
@@ -135,6 +145,7 @@ def read_every_way(
                     got[name] = rows
 
         attempt("read_profiles", read_profiles)
+        attempt("read_profiles:lookahead=0", read_profiles_in_one_thread)
         attempt("read_profiles_arrow", read_profiles_arrow)
         attempt("iter_profile_frames", iter_profile_frames)
         attempt("iter_profile_tables", iter_profile_tables)
@@ -452,7 +463,7 @@ def test_mixed_lists_and_objects_stay_intact(limit: int) -> None:
             read = decoded(rows, key)
             if not all(same(r, w) for r, w in zip(read, want, strict=True)):
                 out.append(f"{key} read {read}, sent {want}")
-            if reader in ("read_profiles", "iter_profile_frames"):  # Python values there
+            if reader in FRAMES_OF_VALUES:
                 cells = [row.get(key) for row in rows]
                 if not all(isinstance(v, list | dict) for v in cells):
                     out.append(f"{key} not Python values: {cells}")

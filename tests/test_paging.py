@@ -106,7 +106,10 @@ def test_requests_leave_while_the_first_page_is_parsed(
 
     opener = threading.Thread(target=release)
     opener.start()
-    df = sn.read_profiles(client, demo.db_id, limit=7, lookahead=lookahead, progress=False)
+    # One worker, held by the first parse: the pages in flight are 1 + lookahead.
+    df = sn.read_profiles(
+        client, demo.db_id, limit=7, lookahead=lookahead, progress=False, workers=1
+    )
     opener.join()
     assert ids(df) == [p["id"] for p in demo.profiles]
     assert parse_gate["requests_at_parse"] == [1 + lookahead]
@@ -121,7 +124,8 @@ def test_a_wrong_guess_is_dropped_and_asked_again(client: sn.Client, demo: DemoS
     plain = asked(demo)
     demo.requests.clear()
     demo.add_fault("profiles/list", "decoy")
-    df = sn.read_profiles(client, demo.db_id, limit=7, lookahead=2, progress=False)
+    # One worker: 3 (lookahead + workers) pages in flight at most.
+    df = sn.read_profiles(client, demo.db_id, limit=7, lookahead=2, progress=False, workers=1)
     assert ids(df) == [p["id"] for p in demo.profiles]
     assert df["next_from_id"].notna().sum() == len(df[df["profile_id"].isin(ids(df)[:7])])
     p = demo.profiles
@@ -188,7 +192,7 @@ def parse_threads() -> list[threading.Thread]:
 
 
 def test_leaving_early_stops_the_workers(client: sn.Client, demo: DemoService) -> None:
-    pages = sn.iter_profile_pages(client, demo.db_id, limit=7, lookahead=2)
+    pages = sn.iter_profile_pages(client, demo.db_id, limit=7, lookahead=2, workers=1)
     got = [next(pages), next(pages)]
     assert parse_threads()
     pages.close()
@@ -196,8 +200,8 @@ def test_leaving_early_stops_the_workers(client: sn.Client, demo: DemoService) -
         thread.join(10)
     assert parse_threads() == []
     assert [len(page) for page in got] == [7, 7]
-    # two pages read, at most two sent ahead of them (the fetch thread may not have
-    # sent both when the iterator was closed)
+    # two pages read, at most lookahead + workers - 1 = 2 sent ahead of them (the
+    # fetch thread may not have sent both when the iterator was closed)
     assert 2 <= len(demo.requests) <= 2 + 2
 
 

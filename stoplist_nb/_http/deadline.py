@@ -26,7 +26,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -220,15 +220,28 @@ class Exchanges:
         self._lock = threading.Lock()
         self._current: Deadline | None = None
         self._cut = False
+        self._sent: Callable[[], None] | None = None
 
     @contextlib.contextmanager
-    def tracking(self) -> Iterator[None]:
-        """Report the exchanges run in the ``with`` block (in this thread) to this object."""
+    def tracking(self, sent: Callable[[], None] | None = None) -> Iterator[None]:
+        """Report the exchanges run in the ``with`` block (in this thread) to this object.
+
+        ``sent`` runs once, in this thread, as soon as the block's first
+        request is on the wire and its reply is awaited (or when the block
+        ends, if no request got that far).
+        """
         token = _EXCHANGES.set(self)
+        self._sent = sent
         try:
             yield
         finally:
             _EXCHANGES.reset(token)
+            self._on_the_wire()
+
+    def _on_the_wire(self) -> None:
+        sent, self._sent = self._sent, None
+        if sent is not None:
+            sent()
 
     def cut(self) -> None:
         """End the exchange running now, and every later one as it starts."""
@@ -292,6 +305,9 @@ class _Watched:
 
     def getresponse(self) -> Any:
         _watch(self)  # the socket may have opened since request(): a passed deadline shuts it
+        exchanges = _EXCHANGES.get()
+        if exchanges is not None:
+            exchanges._on_the_wire()
         return super().getresponse()  # type: ignore[misc]
 
 

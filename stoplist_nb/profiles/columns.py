@@ -110,7 +110,8 @@ def fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
     return value, pc.if_else(lost, to_text(array), pa.scalar(None, TEXT))
 
 
-def _nulls(kind: str, length: int) -> pa.Array:
+def nulls(kind: str, length: int) -> pa.Array:
+    """``length`` nulls in the Arrow type of a column of ``kind`` (a null type for objects)."""
     return pa.nulls(length, pa.null() if kind == kinds.OBJECT else ARROW_TYPES[kind])
 
 
@@ -283,12 +284,12 @@ def unify(chunks: Sequence[pa.Array | int]) -> tuple[str, list[pa.Array]]:
     out: list[pa.Array] = []
     for chunk in chunks:
         if isinstance(chunk, int):
-            out.append(_nulls(kind, chunk))
+            out.append(nulls(kind, chunk))
             continue
         value, rest = fit(kind, chunk) if kind != kinds.OBJECT or common else (chunk, None)
         if rest is not None:
             return kinds.STRING, [
-                _nulls(kinds.STRING, c) if isinstance(c, int) else to_text(c) for c in chunks
+                nulls(kinds.STRING, c) if isinstance(c, int) else to_text(c) for c in chunks
             ]
         out.append(value)
     return kind, out
@@ -331,51 +332,37 @@ def kind_dtype(kind: str, backend: str | None) -> Any:
     return KIND_DTYPES[kind]
 
 
-def settle(
-    pieces: Sequence[pa.Array | int], kind: str | None
-) -> tuple[str, list[pa.Array], list[pa.Array] | None]:
-    """A column's kind, its pages in that kind's Arrow type, and its text twin's pages.
-
-    Args:
-        pieces: The column's Arrow chunks, page by page (an int is a page
-            without it: its length).
-        kind: The column's kind if it is fixed; None lets :func:`unify` choose
-            one that holds every value, so that it needs no twin.
-
-    Returns:
-        The kind, the chunks, and the chunks of ``<name>__text`` (the exact
-        text of the values the kind does not hold, see :func:`fit`), or
-        ``None`` when every value fits.
-    """
-    if kind is None:
-        return (*unify(pieces), None)
-    values: list[pa.Array] = []
-    rests: dict[int, pa.Array] = {}
-    for i, piece in enumerate(pieces):
-        if isinstance(piece, int):
-            values.append(_nulls(kind, piece))
-            continue
-        value, rest = fit(kind, piece)
-        values.append(value)
-        if rest is not None:
-            rests[i] = rest
-    if not rests:
-        return kind, values, None
-    twin = [rests.get(i) or _nulls(kinds.STRING, len(v)) for i, v in enumerate(values)]
-    return kind, values, twin
+def twin_of(values: Sequence[pa.Array], rests: Sequence[pa.Array | None]) -> list[pa.Array] | None:
+    """The chunks of ``<name>__text``: each chunk's rest from :func:`fit`, nulls where
+    all of it fit; ``None`` when every value of every chunk fit."""
+    if all(rest is None for rest in rests):
+        return None
+    return [
+        nulls(kinds.STRING, len(value)) if rest is None else rest
+        for value, rest in zip(values, rests, strict=True)
+    ]
 
 
 def to_arrow(kind: str, chunks: Sequence[pa.Array]) -> pa.ChunkedArray:
-    """A settled column (see :func:`settle`) in its Arrow output type (:func:`arrow_type`)."""
+    """A settled column (chunks in its kind's type) as its Arrow output (:func:`arrow_type`)."""
     return pa.chunked_array(arrow_chunks(kind, chunks), arrow_type(kind))
 
 
-def to_pandas(kind: str, chunks: Sequence[pa.Array], backend: str | None) -> Any:
-    """A settled column (see :func:`settle`) as a pandas array under a ``dtype_backend``."""
+def to_pandas(
+    kind: str,
+    chunks: Sequence[pa.Array],
+    backend: str | None,
+    objects: Sequence[np.ndarray] | None = None,
+) -> Any:
+    """A settled column as a pandas array under a ``dtype_backend``.
+
+    ``objects``: the Python values of each chunk, when they were made
+    beforehand (:func:`object_values`), for a column of ``object`` dtype.
+    """
     if backend == "pyarrow":
         return pd.arrays.ArrowExtensionArray(to_arrow(kind, chunks))
     if KIND_DTYPES[kind] is object:
-        return object_values(chunks)
+        return np.concatenate(objects) if objects else object_values(chunks)
     chunked = pa.chunked_array(chunks, type=ARROW_TYPES[kind])
     if kind == kinds.DATE:
         return chunked.to_pandas().array

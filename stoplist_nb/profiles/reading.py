@@ -230,7 +230,7 @@ class ProfilesRequest:
             table = st.cast_columns(table_from_tables(pages), declared)
             return table.replace_schema_metadata(meta)
 
-        return st.collect(self._flat_pages(), self.from_id, table)
+        return st.collect(self._flat_pages(fit="arrow"), self.from_id, table)
 
     def to_frame(
         self, *, dtypes: Mapping[str, Any] | None = None, dtype_backend: str | None = None
@@ -265,7 +265,8 @@ class ProfilesRequest:
             df.attrs.update(db_id=self.db_id, next_from_id=cursor, profiles=count)
             return df
 
-        return st.collect(self._flat_pages(), self.from_id, frame)
+        fit: st.Fit = "arrow" if dtype_backend == "pyarrow" else "python"
+        return st.collect(self._flat_pages(fit=fit), self.from_id, frame)
 
     @overload
     def to_parquet(
@@ -449,7 +450,7 @@ class ProfilesRequest:
         return default_workers() if self.workers is None else self.workers
 
     def _flat_pages(
-        self, from_id: str | None = None, seen: Sequence[str] = ()
+        self, from_id: str | None = None, seen: Sequence[str] = (), fit: st.Fit = None
     ) -> Generator[st.FlatPages, None, None]:
         return st.flat_pages(
             self.client,
@@ -460,6 +461,7 @@ class ProfilesRequest:
             lookahead=self.lookahead,
             seen=seen,
             workers=self.workers,
+            fit=fit,
         )
 
     def _file(

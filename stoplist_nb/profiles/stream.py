@@ -15,7 +15,8 @@ import json
 from collections.abc import Callable, Generator, Iterable, Mapping
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+Fit = Literal["arrow", "python"] | None
 
 #: Schema metadata keys of each table :func:`iter_profile_tables` yields.
 META_FROM, META_NEXT, META_PROFILES = b"from_id", b"next_from_id", b"profiles"
@@ -78,6 +80,7 @@ def flat_pages(
     lookahead: int,
     seen: Iterable[str] = (),
     workers: int | None = None,
+    fit: Fit = None,
 ) -> Generator[FlatPages, None, None]:
     """Yield each page of ``profiles/list`` flattened (``params``: the checked request body).
 
@@ -94,8 +97,12 @@ def flat_pages(
 
     Each page is flattened in the walk's workers (``workers``: how many,
     ``None`` for one per core, at most 8) beside the parse; this generator
-    only hands the results over, in order.
+    only hands the results over, in order. ``fit``: for a reader that combines
+    every page at the end, the workers also fit each page's fixed columns
+    (:meth:`FlatPage.fit_fixed`): ``"arrow"`` in Arrow, ``"python"`` with the
+    Python values of the object ones too (a frame of the default dtypes).
     """
+
     pages = client.pages(
         request.METHOD,
         params,
@@ -104,7 +111,7 @@ def flat_pages(
         lookahead=lookahead,
         seen=seen,
         workers=workers,
-        prepare=_flatten,
+        prepare=partial(_flatten, fit),
     )
     count = 0
     cursor = from_id or ""
@@ -139,9 +146,10 @@ def flat_pages(
             yield FlatPages(flat, started, cursor, count)
 
 
-def _flatten(data: pa.Array, content: bytes) -> FlatPage:
+def _flatten(fit: Fit, data: pa.Array, content: bytes) -> FlatPage:
     """A page's rows flattened, in a worker of the walk (the rows as sent, for objects)."""
-    return flatten_profiles(data, lambda: records_of(content, len(data)))
+    page = flatten_profiles(data, lambda: records_of(content, len(data)))
+    return page if fit is None else page.fit_fixed(objects=fit == "python")
 
 
 def tables(
