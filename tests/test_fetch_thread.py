@@ -151,3 +151,37 @@ def test_ctrl_c_while_waiting_for_a_page_leaves_nothing_running(
     sent = len(demo.requests)
     threading.Event().wait(0.2)
     assert len(demo.requests) == sent == 3  # no request after Ctrl-C
+
+
+def test_a_reply_is_parsed_once_the_next_request_is_on_the_wire(
+    client: sn.Client, demo: DemoService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Sending holds the GIL for a while; a parse started at the same instant would hold
+    # the request back. Each request after the first takes 0.2 s to begin sending: the
+    # parse of the reply before it must wait for it, and run while its reply is awaited.
+    import stoplist_nb.client as client_module
+
+    begun: list[int] = []
+    post = client._transport.post
+
+    def slow_to_send(method: str, params: Any) -> bytes:
+        if begun:
+            threading.Event().wait(0.2)
+        begun.append(1)
+        return post(method, params)
+
+    at_parse: list[int] = []
+    parse = client_module.read_reply
+
+    def recorded(content: bytes) -> Any:
+        at_parse.append(len(begun))
+        return parse(content)
+
+    monkeypatch.setattr(client._transport, "post", slow_to_send)
+    monkeypatch.setattr(client_module, "read_reply", recorded)
+    got = sn.read_profiles(client, demo.db_id, limit=40, lookahead=2, workers=1, progress=False)
+    pages = -(-len(demo.profiles) // 40)
+    assert got.attrs["profiles"] == len(demo.profiles)
+    # Reply k (the empty last one too) is parsed once request k + 1 is sent; the last
+    # reply has no request after it.
+    assert at_parse == [*range(2, pages + 2), pages + 1]
