@@ -300,8 +300,9 @@ class Client:
                 the whole page is kept, so that no row is ever skipped.
             lookahead: Requests to send while earlier replies are still being
                 parsed, on the cursor read from their raw bytes (one at a time,
-                and sent again if the parsed cursor differs); ``0`` waits for
-                each parse. Only for methods that read.
+                and sent again if the parsed cursor differs): at most
+                ``lookahead + workers`` replies are held at once; ``0`` waits
+                for each parse. Only for methods that read.
             seen: Cursors an earlier walk of the same list was at (``from_id``
                 counts anyway): a cursor that goes back to one is a stall.
             workers: Threads that parse replies (``None``: one per core, at

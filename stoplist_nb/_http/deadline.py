@@ -228,7 +228,8 @@ class Exchanges:
 
         ``sent`` runs once, in this thread, as soon as the block's first
         request is on the wire and its reply is awaited (or when the block
-        ends, if no request got that far).
+        ends, if no request got that far, or went through a connection
+        :func:`watch_pools` does not reach, such as a SOCKS proxy's).
         """
         token = _EXCHANGES.set(self)
         self._sent = sent

@@ -85,10 +85,12 @@ class ProfilesRequest:
             a later read resumes (more only where a service ignores ``limit``
             and its cursor is no profile id: see
             :meth:`~stoplist_nb.client.Client.pages`).
-        lookahead: Requests sent while earlier pages are still being parsed,
-            so that parsing runs beside the network and on several cores;
-            ``0`` sends each request only once the previous page is parsed.
-            Requests still go out one at a time, from a thread of their own.
+        lookahead: Replies that may wait beyond one per worker (so at most
+            ``lookahead + workers`` pages are held between the network and
+            the caller), so that parsing runs beside the network and on
+            several cores; ``0`` sends each request only once the previous
+            page is parsed. Requests still go out one at a time, from a
+            thread of their own.
         progress: Show a progress bar counting profiles (not for :meth:`pages`).
         workers: Threads that parse and flatten pages (``None``: one per
             core, at most 8).
