@@ -892,3 +892,18 @@ def test_pages_fitted_ahead_and_threads_give_the_same_frame_and_table(
     page = pages(True)[0]
     assert page.fitted("cats") is page.fitted("cats")
     assert page.fitted("cats").objects.tolist() == [["a"], None]
+
+
+def test_a_table_built_elsewhere_gets_every_fixed_column_all_null() -> None:
+    # A page without the fixed columns (FlatPage.from_table): each is there, all null,
+    # in its dtype, whether the page was fitted ahead or not.
+    table = pa.table({"profile_id": ["a", "b"], "channel": ["email", None], "age": [3, 4]})
+    for page in (FlatPage.from_table(table), FlatPage.from_table(table).fit_fixed(objects=True)):
+        df = frame_from_tables([page])
+        assert values(df["channel"]) == ["email", None]
+        assert df["cats"].tolist() == [None, None]
+        for name in FIXED:
+            assert df[name].dtype == DTYPES[name], name
+        assert df["priority"].isna().all()
+        assert df["reg_date"].isna().all()
+        assert df["age"].tolist() == [3, 4]
