@@ -443,6 +443,8 @@ class _Ahead:
             with self._cond:
                 self._broken = exc
                 self._cond.notify_all()
+        finally:
+            self._start_parses()  # nor for a reply received before it
 
     def _send_all(self) -> None:
         assert self._pool is not None

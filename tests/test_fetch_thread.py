@@ -185,3 +185,40 @@ def test_a_reply_is_parsed_once_the_next_request_is_on_the_wire(
     # Reply k (the empty last one too) is parsed once request k + 1 is sent; the last
     # reply has no request after it.
     assert at_parse == [*range(2, pages + 2), pages + 1]
+
+
+def test_a_fetch_thread_that_fails_leaves_no_page_unparsed_and_no_caller_waiting(
+    client: sn.Client, demo: DemoService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bug in the fetch thread after a reply is in (planning the request after the
+    # second page): the pages it received are still parsed and handed over, then the
+    # caller gets the failure instead of waiting for ever.
+    from stoplist_nb import _paging
+
+    plan, calls = _paging._Ahead._ahead, []
+
+    def broken(self: Any, *args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise LookupError("a bug")
+        return plan(self, *args)
+
+    monkeypatch.setattr(_paging._Ahead, "_ahead", broken)
+    got: list[Any] = []
+
+    def read() -> None:
+        pages = sn.iter_profile_pages(client, demo.db_id, limit=5, lookahead=2, workers=1)
+        with closing(pages):
+            try:
+                got.extend(len(page) for page in pages)
+            except RuntimeError as exc:
+                got.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    reader.join(20)
+    assert not reader.is_alive(), "the caller waited for a page never parsed"
+    assert got[:2] == [5, 5]
+    assert isinstance(got[2], RuntimeError)
+    assert isinstance(got[2].__cause__, LookupError)
+    assert ours() == []
