@@ -170,7 +170,7 @@ class FlatPage:
         for name in cols.KINDS:
             fitted = self.fitted(name)
             if objects and cols.KIND_DTYPES[fitted.kind] is object:
-                fitted.objects  # noqa: B018 (worked out here, kept for the frame)
+                fitted.make_objects()
         return self
 
     @classmethod
@@ -198,11 +198,20 @@ class Fitted:
     kind: str
     values: tuple[pa.Array, ...]
     rests: tuple[pa.Array | None, ...]
+    _made: list[np.ndarray] = field(default_factory=list, init=False, repr=False, compare=False)
 
-    @cached_property
+    def make_objects(self) -> None:
+        """Make the Python values now, for the next :meth:`objects` (a worker does it,
+        ahead of the frame)."""
+        self._made.append(cols.object_values(self.values))
+
     def objects(self) -> np.ndarray:
-        """The values as Python objects, for a column of ``object`` dtype."""
-        return cols.object_values(self.values)
+        """The values as Python objects, for a column of ``object`` dtype.
+
+        Those made ahead are handed out once: each frame gets lists and dicts
+        of its own, never ones another frame holds.
+        """
+        return self._made.pop() if self._made else cols.object_values(self.values)
 
 
 def normalize_profiles(
@@ -533,7 +542,7 @@ def _settle(name: str, pieces: list[pa.Array | int] | list[FlatPage]) -> list[_S
         twin = cols.twin_of(chunks, [rest for f in fitted for rest in f.rests])
 
         def objects() -> list[np.ndarray] | None:
-            return [f.objects for f in fitted] if cols.KIND_DTYPES[kind] is object else None
+            return [f.objects() for f in fitted] if cols.KIND_DTYPES[kind] is object else None
     else:
         kind, chunks = cols.unify([p for p in pieces if not isinstance(p, FlatPage)])
         twin = None
