@@ -55,7 +55,9 @@ def start(
             preexec()
 
     return subprocess.Popen(
-        [sys.executable, "-m", "stoplist_nb", *argv],
+        # -X faulthandler: a command that never ends prints where each thread is
+        # when finish() stops it with SIGABRT.
+        [sys.executable, "-X", "faulthandler", "-m", "stoplist_nb", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -71,8 +73,12 @@ def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     try:
         stdout, stderr = proc.communicate(timeout=PATIENCE)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        stdout, stderr = proc.communicate()
+        proc.send_signal(signal.SIGABRT)  # the stack of every thread, to stderr
+        try:
+            stdout, stderr = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
         pytest.fail(f"the command did not end: {stderr}")
     return proc.returncode, stdout, stderr
 
