@@ -48,6 +48,7 @@ kept, even past ``max_rows``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import re
@@ -90,6 +91,14 @@ Prepared = Callable[[], Any]
 Post = Callable[[dict[str, Any], Callable[[], None] | None], bytes]
 """``post(body, sent)``: send one request, call ``sent()`` once it is on the wire."""
 
+
+# CPython runs signal handlers (Ctrl-C's KeyboardInterrupt, the command line's
+# SIGTERM) in the main thread only, and the kernel may hand a process's signal
+# to any of its threads: one that reaches the fetch thread or a worker leaves a
+# caller asleep on a lock until the lock is let go, which a held reply may not
+# do for minutes. So the caller's waits wake this often (seconds) to let a
+# pending handler run, then wait again; they are also woken when a page comes.
+_WAKE = 0.25
 
 MAX_WORKERS = 8
 """The most worker threads :func:`default_workers` gives, whatever the cores."""
@@ -404,7 +413,7 @@ class _Ahead:
                 self._next = (self._generation, cursor, body, fetched)
                 self._cond.notify_all()
             while not self._queue and self._broken is None:
-                self._cond.wait()
+                self._cond.wait(_WAKE)
             if not self._queue:
                 raise RuntimeError("the fetch thread of the paging walk failed") from self._broken
             head = self._queue[0]
@@ -412,6 +421,8 @@ class _Ahead:
             if isinstance(head.reply, Exception):
                 raise head.reply
             # Taken off the queue once parsed: the page being parsed counts as in flight.
+            while not head.reply.done():
+                concurrent.futures.wait([head.reply], _WAKE)
             reply, prepared = head.reply.result()
         finally:
             with self._cond:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from contextlib import closing
 from typing import Any
 
@@ -221,4 +222,38 @@ def test_a_fetch_thread_that_fails_leaves_no_page_unparsed_and_no_caller_waiting
     assert got[:2] == [5, 5]
     assert isinstance(got[2], RuntimeError)
     assert isinstance(got[2].__cause__, LookupError)
+    assert ours() == []
+
+
+@pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread()
+    or not hasattr(signal, "pthread_kill"),
+    reason="SIGINT is handled in the main thread; pthread_kill is POSIX",
+)
+@pytest.mark.parametrize("target", ["stoplist_nb-fetch", "stoplist_nb-parse"])
+def test_ctrl_c_that_another_thread_receives_still_stops_the_read(
+    client: sn.Client, demo: DemoService, target: str
+) -> None:
+    # The kernel may hand a process's signal to any thread that does not block it;
+    # Python runs the handler in the main thread only, which must not sleep through it
+    # while the third page's reply is held for a minute.
+    demo.add_fault("profiles/list", "slow", delay=60, after=2)
+    started = threading.Event()
+
+    def interrupt() -> None:
+        wait_for_requests(demo, 3)
+        threading.Event().wait(0.5)  # the caller is asleep, waiting for the third page
+        thread = next(t for t in threading.enumerate() if t.name.startswith(target))
+        started.set()
+        signal.pthread_kill(thread.ident, signal.SIGINT)  # type: ignore[arg-type]
+
+    sender = threading.Thread(target=interrupt)
+    sender.start()
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        sn.read_profiles(client, demo.db_id, limit=5, lookahead=2, workers=1, progress=False)
+    sender.join()
+    assert started.is_set()
+    # Not a measure of speed: the held reply would have come after 60 s.
+    assert time.monotonic() - began < 30, "the caller slept through the signal"
     assert ours() == []
