@@ -64,6 +64,7 @@ import pyarrow as pa
 
 from stoplist_nb import errors
 from stoplist_nb._json import Reply
+from stoplist_nb._threads import leave_signals_to_main
 
 __all__ = [
     "DEFAULT_LOOKAHEAD",
@@ -94,10 +95,11 @@ Post = Callable[[dict[str, Any], Callable[[], None] | None], bytes]
 
 # CPython runs signal handlers (Ctrl-C's KeyboardInterrupt, the command line's
 # SIGTERM) in the main thread only, and the kernel may hand a process's signal
-# to any of its threads: one that reaches the fetch thread or a worker leaves a
-# caller asleep on a lock until the lock is let go, which a held reply may not
-# do for minutes. So the caller's waits wake this often (seconds) to let a
-# pending handler run, then wait again; they are also woken when a page comes.
+# to any thread that does not block it (ours do: stoplist_nb._threads; another
+# library's may not): one that lands there leaves a caller asleep on a lock
+# until the lock is let go, which a held reply may not do for minutes. So the
+# caller's waits wake this often (seconds) to let a pending handler run, then
+# wait again; they are also woken when a page comes.
 _WAKE = 0.25
 
 MAX_WORKERS = 8
@@ -121,7 +123,7 @@ def in_workers(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> 
     """
     if workers <= 1:
         return [fn(item) for item in items]
-    with ThreadPoolExecutor(workers, "stoplist_nb-frame") as pool:
+    with ThreadPoolExecutor(workers, "stoplist_nb-frame", leave_signals_to_main) as pool:
         return list(pool.map(fn, items))
 
 
@@ -391,7 +393,7 @@ class _Ahead:
         self._pool: ThreadPoolExecutor | None = None
         self._thread: threading.Thread | None = None
         if lookahead > 0:
-            self._pool = ThreadPoolExecutor(workers, "stoplist_nb-parse")
+            self._pool = ThreadPoolExecutor(workers, "stoplist_nb-parse", leave_signals_to_main)
             self._thread = threading.Thread(target=self._fetch, name="stoplist_nb-fetch")
             self._thread.daemon = True
             self._thread.start()
@@ -448,6 +450,7 @@ class _Ahead:
 
     def _fetch(self) -> None:
         """The fetch thread: send each request as soon as its cursor is known."""
+        leave_signals_to_main()
         try:
             self._send_all()
         except BaseException as exc:  # a bug: the caller must not wait forever

@@ -230,30 +230,64 @@ def test_a_fetch_thread_that_fails_leaves_no_page_unparsed_and_no_caller_waiting
     or not hasattr(signal, "pthread_kill"),
     reason="SIGINT is handled in the main thread; pthread_kill is POSIX",
 )
-@pytest.mark.parametrize("target", ["stoplist_nb-fetch", "stoplist_nb-parse"])
 def test_ctrl_c_that_another_thread_receives_still_stops_the_read(
-    client: sn.Client, demo: DemoService, target: str
+    client: sn.Client, demo: DemoService
 ) -> None:
-    # The kernel may hand a process's signal to any thread that does not block it;
-    # Python runs the handler in the main thread only, which must not sleep through it
-    # while the third page's reply is held for a minute.
+    # The kernel may hand a process's signal to any thread that does not block it (ours
+    # do; another library's thread may not); Python runs the handler in the main thread
+    # only, which must not sleep through it while the third reply is held for a minute.
     demo.add_fault("profiles/list", "slow", delay=60, after=2)
-    started = threading.Event()
+    bystander_done = threading.Event()
+    bystander = threading.Thread(target=bystander_done.wait, name="another-library")
+    bystander.start()
 
     def interrupt() -> None:
         wait_for_requests(demo, 3)
         threading.Event().wait(0.5)  # the caller is asleep, waiting for the third page
-        thread = next(t for t in threading.enumerate() if t.name.startswith(target))
-        started.set()
-        signal.pthread_kill(thread.ident, signal.SIGINT)  # type: ignore[arg-type]
+        signal.pthread_kill(bystander.ident, signal.SIGINT)  # type: ignore[arg-type]
 
     sender = threading.Thread(target=interrupt)
     sender.start()
     began = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        sn.read_profiles(client, demo.db_id, limit=5, lookahead=2, workers=1, progress=False)
-    sender.join()
-    assert started.is_set()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sn.read_profiles(client, demo.db_id, limit=5, lookahead=2, workers=1, progress=False)
+    finally:
+        sender.join()
+        bystander_done.set()
+        bystander.join()
     # Not a measure of speed: the held reply would have come after 60 s.
     assert time.monotonic() - began < 30, "the caller slept through the signal"
     assert ours() == []
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_the_threads_of_a_read_leave_the_stopping_signals_to_the_main_thread(
+    client: sn.Client, demo: DemoService, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import stoplist_nb.client as client_module
+
+    masks: dict[str, set[int]] = {}
+
+    def record() -> None:
+        name = next(p for p in OURS if threading.current_thread().name.startswith(p))
+        masks[name] = set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+    post, parse = client._transport.post, client_module.read_reply
+
+    def posting(method: str, params: Any) -> bytes:
+        record()
+        return post(method, params)
+
+    def parsing(content: bytes) -> Any:
+        record()
+        return parse(content)
+
+    monkeypatch.setattr(client._transport, "post", posting)
+    monkeypatch.setattr(client_module, "read_reply", parsing)
+    sn.write_profiles_parquet(client, demo.db_id, tmp_path / "ds", limit=7, progress=False)
+    stopping = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    assert set(masks) == {"stoplist_nb-fetch", "stoplist_nb-parse"}
+    for name, mask in masks.items():
+        assert stopping <= mask, name
+    assert stopping.isdisjoint(signal.pthread_sigmask(signal.SIG_BLOCK, []))  # this thread

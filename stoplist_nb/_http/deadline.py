@@ -34,6 +34,8 @@ import urllib3.poolmanager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from stoplist_nb._threads import leave_signals_to_main
+
 __all__ = ["Deadline", "Exchanges", "current", "running", "watch_pools"]
 
 _CURRENT: ContextVar[Deadline | None] = ContextVar("stoplist_nb_deadline", default=None)
@@ -173,6 +175,7 @@ class _Watchdog:
                 self._cond.notify()
 
     def _run(self) -> None:
+        leave_signals_to_main()
         while True:
             with self._cond:
                 due = self._next_due()

@@ -76,6 +76,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stoplist_nb import errors
+from stoplist_nb._threads import leave_signals_to_main
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles.schema import StreamSchema
 from stoplist_nb.profiles.stream import (
@@ -821,7 +822,7 @@ def _pull(
     # The writer has a thread of its own, a page behind the stream: the next
     # page is read while one is written, and Ctrl-C (which Python raises in
     # the calling thread) never falls between a page's rows and their record.
-    with ThreadPoolExecutor(1, thread_name_prefix="stoplist-nb-writer") as thread:
+    with ThreadPoolExecutor(1, "stoplist-nb-writer", leave_signals_to_main) as thread:
         writes: deque[Future[None]] = deque()
         try:
             with closing(stream):
