@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import signal
 
-__all__ = ["leave_signals_to_main"]
+__all__ = ["STOPPING", "leave_signals_to_main"]
 
-_STOPPING = tuple(
+#: The signals that stop a run as Ctrl-C does (Windows has no SIGHUP).
+STOPPING: tuple[signal.Signals, ...] = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
 )
 
@@ -27,4 +28,4 @@ def leave_signals_to_main() -> None:
     Call it first in a thread the package starts (or as a pool's initializer).
     """
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)

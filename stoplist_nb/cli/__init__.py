@@ -53,6 +53,7 @@ from typing import Any, TextIO
 
 from stoplist_nb import errors
 from stoplist_nb._redact import redact
+from stoplist_nb._threads import STOPPING
 from stoplist_nb.cli.output import (
     EXIT_AUTH,
     EXIT_ERROR,
@@ -119,10 +120,6 @@ def _show_warning(
     print(f"{PROG}: warning: {redact(str(message))}", file=sys.stderr)
 
 
-#: The signals a run handles like Ctrl-C, by name: Windows has no SIGHUP.
-_STOPPING = ("SIGINT", "SIGTERM", "SIGHUP")
-
-
 class _Signals:
     """For the length of a run, SIGTERM and SIGHUP stop it as Ctrl-C does.
 
@@ -142,9 +139,8 @@ class _Signals:
     def __enter__(self) -> _Signals:
         if threading.current_thread() is not threading.main_thread():
             return self  # only the main thread may set handlers; Ctrl-C still works there
-        for name in _STOPPING:
-            signum = getattr(signal, name, None)
-            if signum is None or signal.getsignal(signum) in (signal.SIG_IGN, None):
+        for signum in STOPPING:
+            if signal.getsignal(signum) in (signal.SIG_IGN, None):
                 continue
             self._saved[signum] = signal.signal(signum, self._stop)
         return self
