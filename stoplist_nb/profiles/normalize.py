@@ -69,7 +69,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
@@ -536,7 +536,7 @@ def _settle(name: str, pieces: list[pa.Array | int] | list[FlatPage]) -> list[_S
     """The column's kind and chunks, and its text twin's where values do not fit the kind."""
     twin: list[pa.Array] | None
     if name in cols.KINDS:
-        fitted = [page.fitted(name) for page in pieces if isinstance(page, FlatPage)]
+        fitted = [page.fitted(name) for page in cast(list[FlatPage], pieces)]
         kind = cols.KINDS[name]
         chunks = [value for f in fitted for value in f.values]
         twin = cols.twin_of(chunks, [rest for f in fitted for rest in f.rests])
@@ -544,7 +544,7 @@ def _settle(name: str, pieces: list[pa.Array | int] | list[FlatPage]) -> list[_S
         def objects() -> list[np.ndarray] | None:
             return [f.objects() for f in fitted] if cols.KIND_DTYPES[kind] is object else None
     else:
-        kind, chunks = cols.unify([p for p in pieces if not isinstance(p, FlatPage)])
+        kind, chunks = cols.unify(cast(list[pa.Array | int], pieces))
         twin = None
 
         def objects() -> list[np.ndarray] | None:
