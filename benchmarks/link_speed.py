@@ -23,7 +23,14 @@ in one child: pyarrow's JSON parse of the same bytes on 2 threads (the
 "2-thread parse floor": ``read_json`` per page, the options ``read_reply``
 uses, in a ``ThreadPoolExecutor`` of 2), and ``read_profiles``, alternately,
 best of ``--memory-repeat``; for the read, the calling thread's CPU time
-(``time.thread_time``) against the process's (``time.process_time``).
+(``time.thread_time``) against the process's (``time.process_time``). Then
+the bounds the machine sets, in CPU seconds: the parse on one thread and the
+read on one thread (``lookahead=0, workers=1``), whose difference is the work
+beside the parse; the least the read could take were both cores busy all the
+time (the floor's CPU plus that work, over 2); and two parts of that work
+which only one thread at a time can do under the GIL: the bare fetch through
+the same adapter, and making the ``cats`` cells Python lists (the default
+dtypes hold them so) with the collector running as it does in a read.
 
     python benchmarks/link_speed.py
     python benchmarks/link_speed.py --latencies 0.02 --repeat 5 --memory-profiles 0
@@ -131,6 +138,7 @@ def _memory_child(profiles: int, repeat: int, workers: int | None) -> dict[str, 
     from profile_pages import replay_client
 
     import stoplist_nb as sn
+    from stoplist_nb._json.reader import read_reply
 
     pages = make_pages(profiles, 1000)
     replies = dict(pages)
@@ -148,22 +156,64 @@ def _memory_child(profiles: int, repeat: int, workers: int | None) -> dict[str, 
             own, cpu = time.thread_time() - own, time.process_time() - cpu
         return len(frame), own, cpu
 
+    def parse_one_thread() -> None:
+        for _, content in pages:
+            _parse(content)
+
+    def read_one_thread() -> None:
+        with replay_client(lambda cursor: replies.get(cursor, EMPTY)) as client:
+            sn.read_profiles(client, 1, limit=1000, progress=False, lookahead=0, workers=1)
+
+    def fetch() -> None:
+        with replay_client(lambda cursor: replies.get(cursor, EMPTY)) as client:
+            url = client.base_url + "/api/v1.1/profiles/list"
+            received = 0
+            for cursor, _ in pages:
+                body = {"db_id": 1, "limit": 1000, "from_id": cursor}
+                received += len(client.session.post(url, json=body).content)
+            assert received == sum(len(content) for _, content in pages)
+
+    cats = [read_reply(c).data.field("subscriptions").flatten().field("cats") for _, c in pages]
+
+    def lists() -> None:
+        made = [chunk.to_pylist() for chunk in cats]
+        del made
+
     best = {"floor": float("inf"), "read": float("inf")}
+    cpu_of = {"floor": float("inf"), "read": float("inf")}
     share, rows = 1.0, 0
     for _ in range(repeat):
         for name in ("floor", "read"):
             gc.collect()
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             if name == "floor":
                 floor()
             else:
                 rows, own, cpu = read()
             seconds = time.perf_counter() - t
+            cpu_of[name] = min(cpu_of[name], time.process_time() - c)
             if seconds < best[name]:
                 best[name] = seconds
                 if name == "read":
                     share = own / cpu
-    return {**best, "rows": rows, "thread_share": share, "bytes": sum(len(c) for _, c in pages)}
+    bounds = {"parse_1": parse_one_thread, "read_1": read_one_thread, "fetch": fetch}
+    spent = {name: float("inf") for name in (*bounds, "lists")}
+    for _ in range(repeat):
+        for name, run in (*bounds.items(), ("lists", lists)):
+            gc.collect()
+            c = time.process_time()
+            run()
+            spent[name] = min(spent[name], time.process_time() - c)
+    return {
+        **best,
+        "floor_cpu": cpu_of["floor"],
+        "read_cpu": cpu_of["read"],
+        **{name + "_cpu": value for name, value in spent.items()},
+        "cells": sum(len(chunk) for chunk in cats),
+        "rows": rows,
+        "thread_share": share,
+        "bytes": sum(len(c) for _, c in pages),
+    }
 
 
 def main() -> None:
@@ -258,6 +308,16 @@ def main() -> None:
             f"{args.memory_repeat}: 2-thread parse floor {m['floor']:.3f} s, read_profiles "
             f"{m['read']:.3f} s = {m['read'] / m['floor']:.3f}x, {m['rows']:,} rows; calling "
             f"thread's CPU {m['thread_share']:.1%} of the process's"
+        )
+        beside = m["read_1_cpu"] - m["parse_1_cpu"]
+        least = (m["floor_cpu"] + beside) / 2
+        print(
+            f"CPU s: floor {m['floor_cpu']:.3f}, read_profiles {m['read_cpu']:.3f}; on one "
+            f"thread: parse {m['parse_1_cpu']:.3f}, read {m['read_1_cpu']:.3f}, so "
+            f"{beside:.3f} beside the parse; both cores busy all the time: the read "
+            f"no less than {least:.3f} s = {least / m['floor']:.3f}x the floor\n"
+            f"only one thread at a time (GIL): the bare fetch {m['fetch_cpu']:.3f} s, "
+            f"{m['cells']:,} cats cells as lists {m['lists_cpu']:.3f} s"
         )
 
 
