@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,7 @@ def _memory_child(profiles: int, repeat: int, workers: int | None) -> dict[str, 
 
     pages = make_pages(profiles, 1000)
     replies = dict(pages)
+    total = sum(len(content) for _, content in pages)
     kw: dict[str, Any] = {} if workers is None else {"workers": workers}
 
     def floor() -> None:
@@ -149,10 +151,10 @@ def _memory_child(profiles: int, repeat: int, workers: int | None) -> dict[str, 
             tables = list(pool.map(_parse, (content for _, content in pages)))
         del tables
 
-    def read() -> tuple[int, float, float]:
+    def read(**options: Any) -> tuple[int, float, float]:
         with replay_client(lambda cursor: replies.get(cursor, EMPTY)) as client:
             cpu, own = time.process_time(), time.thread_time()
-            frame = sn.read_profiles(client, 1, limit=1000, progress=False, **kw)
+            frame = sn.read_profiles(client, 1, limit=1000, progress=False, **options)
             own, cpu = time.thread_time() - own, time.process_time() - cpu
         return len(frame), own, cpu
 
@@ -160,18 +162,11 @@ def _memory_child(profiles: int, repeat: int, workers: int | None) -> dict[str, 
         for _, content in pages:
             _parse(content)
 
-    def read_one_thread() -> None:
-        with replay_client(lambda cursor: replies.get(cursor, EMPTY)) as client:
-            sn.read_profiles(client, 1, limit=1000, progress=False, lookahead=0, workers=1)
-
     def fetch() -> None:
         with replay_client(lambda cursor: replies.get(cursor, EMPTY)) as client:
-            url = client.base_url + "/api/v1.1/profiles/list"
-            received = 0
-            for cursor, _ in pages:
-                body = {"db_id": 1, "limit": 1000, "from_id": cursor}
-                received += len(client.session.post(url, json=body).content)
-            assert received == sum(len(content) for _, content in pages)
+            cursors = [cursor for cursor, _ in pages]
+            received = fetch_only(client.base_url, cursors, client.session)
+        assert received == total, (received, total)
 
     cats = [read_reply(c).data.field("subscriptions").flatten().field("cats") for _, c in pages]
 
@@ -189,14 +184,18 @@ def _memory_child(profiles: int, repeat: int, workers: int | None) -> dict[str, 
             if name == "floor":
                 floor()
             else:
-                rows, own, cpu = read()
+                rows, own, cpu = read(**kw)
             seconds = time.perf_counter() - t
             cpu_of[name] = min(cpu_of[name], time.process_time() - c)
             if seconds < best[name]:
                 best[name] = seconds
                 if name == "read":
                     share = own / cpu
-    bounds = {"parse_1": parse_one_thread, "read_1": read_one_thread, "fetch": fetch}
+    bounds = {
+        "parse_1": parse_one_thread,
+        "read_1": partial(read, lookahead=0, workers=1),
+        "fetch": fetch,
+    }
     spent = {name: float("inf") for name in (*bounds, "lists")}
     for _ in range(repeat):
         for name, run in (*bounds.items(), ("lists", lists)):
@@ -212,7 +211,7 @@ def _memory_child(profiles: int, repeat: int, workers: int | None) -> dict[str, 
         "cells": sum(len(chunk) for chunk in cats),
         "rows": rows,
         "thread_share": share,
-        "bytes": sum(len(c) for _, c in pages),
+        "bytes": total,
     }
 
 

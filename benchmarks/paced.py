@@ -117,12 +117,16 @@ def unguarded() -> Iterator[None]:
         names.update(saved)
 
 
-def fetch_only(url: str, cursors: list[str]) -> int:
-    """POST every cursor as ``read_profiles`` would, read each body, parse nothing."""
+def fetch_only(url: str, cursors: list[str], session: Any = None) -> int:
+    """POST every cursor as ``read_profiles`` would, read each body, parse nothing.
+
+    ``session``: a ``requests.Session`` to send through (one whose adapter
+    answers from memory, say), left open; by default a fresh one.
+    """
     import requests
 
     received = 0
-    with requests.Session() as session:
+    with nullcontext(session) if session is not None else requests.Session() as session:
         for cursor in cursors:
             body: dict[str, Any] = {"db_id": 1, "limit": 1000, "token": TOKEN}
             if cursor:
