@@ -48,14 +48,13 @@ kept, even past ``max_rows``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import os
 import re
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any
@@ -424,7 +423,7 @@ class _Ahead:
                 raise head.reply
             # Taken off the queue once parsed: the page being parsed counts as in flight.
             while not head.reply.done():
-                concurrent.futures.wait([head.reply], _WAKE)
+                wait([head.reply], _WAKE)
             reply, prepared = head.reply.result()
         finally:
             with self._cond:
