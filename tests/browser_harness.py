@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from children import popen
 from playwright.sync_api import BrowserContext, Locator, Page, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -185,7 +186,7 @@ class LabServer:
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             ]  # fmt: skip
             with self.log_path.open("ab") as log:
-                self._proc = subprocess.Popen(
+                self._proc = popen(
                     args,
                     cwd=self.root,
                     env=self._env(),

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from children import popen
 
 from stoplist_nb.demo import DemoService
 
@@ -33,13 +34,6 @@ def environment(svc: DemoService | None = None, **extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def _default_signals() -> None:
-    # Whoever started the tests may ignore SIGINT (a shell's &) or SIGHUP (nohup);
-    # a person's terminal does not, and the command keeps what it finds.
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        signal.signal(getattr(signal, name), signal.SIG_DFL)
-
-
 def start(
     argv: Sequence[str],
     *,
@@ -48,13 +42,7 @@ def start(
     preexec: Callable[[], Any] | None = None,
 ) -> subprocess.Popen[str]:
     """Start ``python -m stoplist_nb`` with ``argv``, its stdout and stderr piped."""
-
-    def prepare() -> None:
-        _default_signals()
-        if preexec is not None:
-            preexec()
-
-    return subprocess.Popen(
+    return popen(
         # -X faulthandler: a command that never ends prints where each thread is
         # when finish() stops it with SIGABRT.
         [sys.executable, "-X", "faulthandler", "-m", "stoplist_nb", *argv],
@@ -63,7 +51,7 @@ def start(
         text=True,
         env=env,
         cwd=cwd,
-        preexec_fn=prepare,
+        preexec=preexec,
         start_new_session=True,  # the signals of the test go to the command alone
     )
 

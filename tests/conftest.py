@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,20 @@ def client(demo: DemoService) -> Iterator[Client]:
 
     with demo.client(retry=default_retry().new(backoff_factor=0.01)) as c:
         yield c
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """SIGINT raises ``KeyboardInterrupt`` here for the test, however the run was started.
+
+    For the tests that send this process SIGINT: a script's ``cmd &`` starts it
+    with SIGINT ignored, and the signal would never arrive.
+    """
+    found = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, found)
 
 
 #: What the ``run`` fixture gives: call the command line, get (exit code, stdout, stderr).

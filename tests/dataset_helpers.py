@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from children import popen
 
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService, generate_profiles, serve
@@ -167,7 +168,7 @@ def held_writer(
         **options,
     }
     env = {**os.environ, "STOPLIST_NB_URL": demo.base_url, "STOPLIST_NB_TOKEN": demo.token}
-    with subprocess.Popen(
+    with popen(
         [sys.executable, "-c", WRITER, str(path), str(hold_at), str(saved), json.dumps(options)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

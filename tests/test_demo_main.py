@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 import pytest
+from children import popen
 from cli_process import PATIENCE, environment
 
 import stoplist_nb as sn
@@ -64,7 +65,7 @@ def test_its_help_shows_the_defaults() -> None:
 @pytest.fixture
 def running() -> Iterator[list[str]]:
     """``python -m stoplist_nb.demo`` in a child, and what it printed before it waits."""
-    proc = subprocess.Popen(
+    proc = popen(
         [sys.executable, "-m", "stoplist_nb.demo", "--port", "0", "--profiles", "40"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import requests
+from children import popen
 from demo_fixtures import served_and_cleared
 
 import stoplist_nb.demo._data
@@ -846,7 +847,7 @@ def test_cli_help() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(os.name == "nt", reason="SIGINT to a child process is POSIX-only")
 def test_cli_serves_until_interrupted() -> None:
-    proc = subprocess.Popen(
+    proc = popen(
         [sys.executable, "-m", "stoplist_nb.demo", "--port", "0", "--profiles", "4"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

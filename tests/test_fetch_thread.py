@@ -134,6 +134,7 @@ def test_closing_cuts_the_request_on_the_wire(client: sn.Client, demo: DemoServi
 @pytest.mark.skipif(
     threading.current_thread() is not threading.main_thread(), reason="SIGINT goes to main"
 )
+@pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_while_waiting_for_a_page_leaves_nothing_running(
     client: sn.Client, demo: DemoService
 ) -> None:
@@ -230,6 +231,7 @@ def test_a_fetch_thread_that_fails_leaves_no_page_unparsed_and_no_caller_waiting
     or not hasattr(signal, "pthread_kill"),
     reason="SIGINT is handled in the main thread; pthread_kill is POSIX",
 )
+@pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_that_another_thread_receives_still_stops_the_read(
     client: sn.Client, demo: DemoService
 ) -> None:

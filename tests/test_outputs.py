@@ -31,6 +31,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from archives import make_zip, serve_download
+from children import popen
 from demo_fixtures import served_and_cleared
 
 import stoplist_nb as sn
@@ -55,8 +56,6 @@ CHILD = r"""
 import json, os, pathlib, resource, signal, stat, sys
 
 job = json.loads(sys.argv[1])
-# However pytest was started (a background job ignores SIGINT), Ctrl-C is KeyboardInterrupt.
-signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import pandas as pd
 import stoplist_nb as sn
@@ -125,7 +124,7 @@ def child_env(service: DemoService, **extra: str) -> dict[str, str]:
 def start_child(
     service: DemoService, job: dict[str, Any], *, prefix: tuple[str, ...] = (), **env: str
 ) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    return popen(
         [*prefix, sys.executable, "-c", CHILD, json.dumps(job)],
         env=child_env(service, **env),
         stdout=subprocess.PIPE,
