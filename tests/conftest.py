@@ -1,4 +1,4 @@
-"""Shared fixtures: a real demo service on loopback for each test module."""
+"""Shared fixtures: a real demo service on loopback for each test module; Hypothesis's profiles."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from demo_fixtures import served_and_cleared
+from hypothesis import HealthCheck, settings
 
 from stoplist_nb.cli import main
 from stoplist_nb.demo import DemoService
@@ -15,6 +16,15 @@ from stoplist_nb.demo import DemoService
 if TYPE_CHECKING:
     from stoplist_nb.client import Client
 
+
+# How many examples each property test tries: "suite" for the test command (and the
+# quick run), "thorough" for a nightly or local run (--hypothesis-profile=thorough).
+# Tests say what else they need (no example database, a phase left out), never how
+# many examples; one whose every example is a whole read asks for a share of these.
+_PROFILE = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("suite", max_examples=100, **_PROFILE)
+settings.register_profile("thorough", max_examples=1000, **_PROFILE)
+settings.load_profile("suite")
 
 #: ``svc``: a demo service of 120 profiles, shared by the tests of one module (a module
 #: may define its own ``svc``); ``demo``: that service with no faults left over and an

@@ -336,13 +336,13 @@ def read_or_refuse(data: bytes) -> None:
     assert isinstance(hashed_csv_members(data), list)
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@settings(database=None)
 @given(head=st.sampled_from([b"", b"PK\x03\x04", b"PK\x05\x06", b"\xef\xbb\xbf"]), body=st.binary())
 def fuzz_bytes(head: bytes, body: bytes) -> None:
     read_or_refuse(head + body)
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@settings(database=None)
 @given(
     members=st.lists(st.tuples(NAMES, CONTENTS, METHODS), min_size=1, max_size=4),
     edits=EDITS,

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from demo_fixtures import served_and_cleared
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import stoplist_nb as sn
@@ -719,7 +719,6 @@ def _groups(within: bool, depth: int) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_groups(False, 2))
 def test_random_documents_load_back_to_the_same_query(root: dict[str, Any]) -> None:
     document = {"rev": 1, "root": root, "fields": [], "preview_rows": "10"}

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from demo_fixtures import served_and_cleared
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import stoplist_nb as sn
@@ -296,7 +296,6 @@ def test_an_idna_conversion_that_fails_keeps_the_lowercased_text() -> None:
     assert out["suppressed"].tolist() == [True, True, True]
 
 
-@settings(max_examples=150, deadline=None)
 @given(st.lists(st.text(st.sampled_from("aZ@.-_ \t\u00a0éΣς0İ"), max_size=12), max_size=8))
 def test_domains_are_canonical_as_the_scalar_rule(values: list[str]) -> None:
     frame = pd.DataFrame({"site": values, "email": values}, dtype=object)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stoplist_nb as sn
@@ -201,7 +201,6 @@ def reference_depth(value: Any) -> int:
     return 0
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=nested_json(), ascii_only=st.booleans(), pad=st.integers(0, 300))
 def test_text_depth_is_the_depth_of_the_parsed_value(
     value: Any, ascii_only: bool, pad: int
@@ -516,7 +515,7 @@ def read_page(content: bytes) -> None:
 
 
 def fuzz_profiles() -> None:
-    @settings(max_examples=300, deadline=None, database=None)
+    @settings(database=None)
     @given(rows=profile_rows(), ascii_only=st.booleans())
     def run(rows: Any, ascii_only: bool) -> None:
         read_page(json.dumps({"error": 0, "data": rows}, ensure_ascii=ascii_only).encode())
@@ -527,7 +526,7 @@ def fuzz_profiles() -> None:
 def fuzz_bytes() -> None:
     valid = json.dumps({"error": 0, "data": [{"id": "a", "n": 1, "s": [{"channel": "email"}]}]})
 
-    @settings(max_examples=300, deadline=None, database=None)
+    @settings(database=None)
     @given(data=st.binary(max_size=200), cut=st.integers(0, len(valid)), junk=st.binary(max_size=4))
     def run(data: bytes, cut: int, junk: bytes) -> None:
         read_page(data)

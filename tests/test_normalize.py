@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from stoplist_nb._json.mixed import is_json
@@ -813,7 +813,6 @@ _profile = st.fixed_dictionaries(
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_profile, max_size=12))
 def test_property_rows_follow_subscriptions(records: list[dict[str, Any]]) -> None:
     df = normalize_profiles(records)

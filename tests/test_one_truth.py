@@ -348,7 +348,9 @@ PHASES = [Phase.explicit, Phase.generate] + (
     [Phase.shrink] if os.environ.get("ONE_TRUTH_SHRINK") else []
 )
 PROPERTY = settings(
-    max_examples=30,
+    # Each example serves its profiles and reads them every way (about a second): a
+    # tenth of the profile's examples (tests/conftest.py).
+    max_examples=max(1, settings.default.max_examples // 10),
     deadline=None,
     database=None,
     phases=PHASES,

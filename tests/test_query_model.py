@@ -6,7 +6,7 @@ import doctest
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import stoplist_nb.query.model
@@ -282,7 +282,6 @@ LEAVES = st.one_of(conditions(), ELEMENTS)
 QUERIES = _combine(_combine(_combine(LEAVES)))
 
 
-@settings(max_examples=200, deadline=None)
 @given(QUERIES)
 def test_round_trip(query: Query) -> None:
     mongo = query.to_mongo()
@@ -290,7 +289,6 @@ def test_round_trip(query: Query) -> None:
     assert parse_query(mongo) == query
 
 
-@settings(max_examples=200, deadline=None)
 @given(QUERIES)
 def test_double_negation_and_repr(query: Query) -> None:
     assert ~~query == query
@@ -316,7 +314,6 @@ ARGUMENTS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(PATHS, CHECKED_OPERATORS, ARGUMENTS)
 def test_a_condition_is_built_exactly_when_validate_query_takes_it(
     path: str, op: str, arg: Any
