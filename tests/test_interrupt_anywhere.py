@@ -43,6 +43,9 @@ DATASET = (str(PACKAGE / "profiles" / "dataset.py"),)
 FILE = (str(PACKAGE / "profiles" / "files.py"), str(PACKAGE / "_output.py"))
 #: At most this many points of a call, spread evenly (each is a call, and a resume).
 POINTS = 32
+#: Each test's points are dealt into this many shares, one test each, so that
+#: pytest-xdist's workers take them side by side.
+SHARES = 4
 EVERY_PAGE = {"commit_seconds": 0}
 
 
@@ -120,21 +123,40 @@ def interrupted_at(line: int, modules: tuple[str, ...]) -> Iterator[None]:
         sys.settrace(found)
 
 
-def points(total: int, at_most: int = POINTS) -> list[int]:
+def spread(total: int, at_most: int) -> list[int]:
+    """At most ``at_most`` of the lines 1..``total``, evenly spread, first and last among them."""
     if total <= at_most:
         return list(range(1, total + 1))
     return sorted({1 + (total - 1) * i // (at_most - 1) for i in range(at_most)})
 
 
+def points(total: int, share: int, at_most: int = POINTS) -> list[int]:
+    """Share ``share`` of ``spread(total, at_most)``."""
+    return spread(total, at_most)[share::SHARES]
+
+
+def test_the_shares_deal_every_point_once() -> None:
+    for total, at_most in ((7, POINTS), (200, POINTS), (999, 4 * POINTS)):
+        dealt = [p for share in range(SHARES) for p in points(total, share, at_most)]
+        assert sorted(dealt) == spread(total, at_most)
+        assert len(dealt) == min(total, at_most)
+        assert {1, total} <= set(dealt)
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("share", range(SHARES))
 @pytest.mark.parametrize("window", [EVERY_PAGE, {}], ids=["every-page", "parts-only"])
 def test_a_dataset_keeps_what_it_says_wherever_ctrl_c_lands(
-    demo: DemoService, reference: pathlib.Path, tmp_path: pathlib.Path, window: dict[str, Any]
+    demo: DemoService,
+    reference: pathlib.Path,
+    tmp_path: pathlib.Path,
+    window: dict[str, Any],
+    share: int,
 ) -> None:
     with demo.client() as client:
         total = lines_run(lambda: pull(client, tmp_path / "count", **window), DATASET)
         assert total > 50  # the whole pull was traced
-        for line in points(total):
+        for line in points(total, share):
             out = tmp_path / f"at-{line}"
             said = ""
             try:
@@ -155,21 +177,24 @@ def test_a_dataset_keeps_what_it_says_wherever_ctrl_c_lands(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("share", range(SHARES))
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_a_file_is_whole_or_not_there_wherever_ctrl_c_lands(
-    demo: DemoService, tmp_path: pathlib.Path, suffix: str
+    demo: DemoService, tmp_path: pathlib.Path, suffix: str, share: int
 ) -> None:
+    # Pages of 50: the first, a middle one, the last (where the late column joins) and
+    # the empty one; the points then fall closer together on each line of the writers.
     with demo.client() as client:
-        whole = sn.read_profiles(client, 1, limit=10, progress=False)
+        whole = sn.read_profiles(client, 1, limit=50, progress=False)
 
         def write(path: pathlib.Path) -> Any:
-            request = sn.ProfilesRequest(client, 1, limit=10, progress=False)
+            request = sn.ProfilesRequest(client, 1, limit=50, progress=False)
             return request.to_csv(path) if suffix == ".csv" else request.to_parquet(path)
 
         total = lines_run(lambda: write(tmp_path / f"count{suffix}"), FILE)
         assert total > 50
         # Parquet and CSV share all but the last step: the Parquet file is tried densely.
-        for line in points(total, 4 * POINTS if suffix == ".parquet" else POINTS):
+        for line in points(total, share, 4 * POINTS if suffix == ".parquet" else POINTS):
             folder = tmp_path / f"at-{line}"
             folder.mkdir()
             target = folder / f"profiles{suffix}"
