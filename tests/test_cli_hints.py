@@ -52,6 +52,7 @@ def fast_retry(monkeypatch: pytest.MonkeyPatch) -> None:
         ("http//api.example.com", "https://http//api.example.com"),
     ],
 )
+@pytest.mark.slow  # a child process
 def test_an_address_that_is_no_http_url_names_the_variable(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, url: str, suggested: str
 ) -> None:
@@ -79,6 +80,7 @@ def test_an_address_that_is_no_http_url_names_the_variable(
 
 
 @pytest.mark.parametrize("command", [["profiles", "--db-id", "1"], ["export", "--list-id", "7"]])
+@pytest.mark.slow  # a child process
 def test_a_token_without_an_address_says_to_set_the_address_and_how_to_try_the_demo(
     tmp_path: pathlib.Path, command: list[str]
 ) -> None:
@@ -95,6 +97,7 @@ def test_a_token_without_an_address_says_to_set_the_address_and_how_to_try_the_d
     assert TOKEN not in stderr
 
 
+@pytest.mark.slow  # a child process
 def test_an_address_without_a_token_says_to_set_the_token(tmp_path: pathlib.Path) -> None:
     env = environment(STOPLIST_NB_URL="https://api.example.com")
     code, _, stderr = run(["profiles", "--db-id", "1", "--out", "p.csv"], env=env, cwd=tmp_path)
@@ -108,6 +111,7 @@ def test_an_address_without_a_token_says_to_set_the_token(tmp_path: pathlib.Path
 # --- where nothing answers ---------------------------------------------------------------
 
 
+@pytest.mark.slow  # a child process
 def test_nothing_listening_says_refused_and_to_check_the_variable(
     tmp_path: pathlib.Path,
 ) -> None:
@@ -129,6 +133,7 @@ def test_nothing_listening_says_refused_and_to_check_the_variable(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # a child process
 def test_a_name_that_does_not_resolve_says_so_and_to_check_the_variable(
     tmp_path: pathlib.Path,
 ) -> None:
@@ -168,6 +173,7 @@ def test_an_export_that_failed_on_the_way_gives_the_command_that_picks_it_up(
     assert [r.method for r in env.requests].count("suppresses/export") == 1
 
 
+@pytest.mark.slow  # a child process
 def test_a_pull_stopped_at_max_profiles_gives_the_command_that_reads_on(
     env: DemoService, tmp_path: pathlib.Path
 ) -> None:
@@ -189,6 +195,7 @@ def test_a_pull_stopped_at_max_profiles_gives_the_command_that_reads_on(
 # --- what the service says ---------------------------------------------------------------
 
 
+@pytest.mark.slow  # a child process
 def test_a_task_id_that_echoes_the_token_is_printed_scrubbed(
     env: DemoService, tmp_path: pathlib.Path
 ) -> None:
@@ -204,6 +211,7 @@ def test_a_task_id_that_echoes_the_token_is_printed_scrubbed(
     assert env.token not in stdout + stderr
 
 
+@pytest.mark.slow  # a child process
 def test_a_file_that_echoes_the_token_is_warned_of_scrubbed(
     env: DemoService, tmp_path: pathlib.Path
 ) -> None:

@@ -195,6 +195,7 @@ def write_here(client: sn.Client, demo: DemoService, writer: str, path: pathlib.
 
 
 @pytest.mark.parametrize("writer", ["parquet", "csv", "suppression", "zip"])
+@pytest.mark.slow  # a child process
 def test_a_run_killed_mid_write_leaves_debris_the_next_write_clears(
     client: sn.Client, demo: DemoService, tmp_path: pathlib.Path, writer: str
 ) -> None:
@@ -219,6 +220,7 @@ def test_a_run_killed_mid_write_leaves_debris_the_next_write_clears(
 
 
 @pytest.mark.parametrize("writer", ["parquet", "suppression", "frame-csv"])
+@pytest.mark.slow  # a child process
 def test_every_writer_clears_the_debris_of_any_other_in_its_directory(
     client: sn.Client, demo: DemoService, tmp_path: pathlib.Path, writer: str
 ) -> None:
@@ -235,6 +237,7 @@ def test_every_writer_clears_the_debris_of_any_other_in_its_directory(
     assert listing(tmp_path) == [WRITERS[writer]]
 
 
+@pytest.mark.slow  # a child process
 def test_a_killed_read_leaves_a_findable_scratch_directory_the_next_read_clears(
     client: sn.Client, demo: DemoService, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -261,6 +264,7 @@ def test_a_killed_read_leaves_a_findable_scratch_directory_the_next_read_clears(
 
 
 @pytest.mark.parametrize("writer", ["parquet", "csv", "suppression", "zip"])
+@pytest.mark.slow  # a child process
 def test_sigint_mid_write_leaves_nothing_and_an_old_file_as_it_was(
     demo: DemoService, tmp_path: pathlib.Path, writer: str
 ) -> None:
@@ -284,6 +288,7 @@ def test_sigint_mid_write_leaves_nothing_and_an_old_file_as_it_was(
 
 
 @pytest.mark.parametrize("writer", list(WRITERS))
+@pytest.mark.slow  # a child process
 def test_a_full_disk_is_a_clean_error_leaving_the_old_file(
     demo: DemoService, tmp_path: pathlib.Path, writer: str
 ) -> None:
@@ -334,6 +339,7 @@ def read_only(tmp_path: pathlib.Path) -> Iterator[tuple[pathlib.Path, tuple[str,
 
 
 @pytest.mark.parametrize("writer", list(WRITERS))
+@pytest.mark.slow  # a child process
 def test_a_read_only_directory_is_a_clean_error_leaving_the_old_file(
     demo: DemoService, read_only: tuple[pathlib.Path, tuple[str, ...], int], writer: str
 ) -> None:
@@ -377,6 +383,7 @@ except BaseException as exc:
 """
 
 
+@pytest.mark.slow  # a child process
 def test_a_temporary_that_cannot_be_removed_does_not_hide_the_error(
     read_only: tuple[pathlib.Path, tuple[str, ...], int],
 ) -> None:
@@ -408,6 +415,7 @@ def test_a_temporary_that_cannot_be_removed_does_not_hide_the_error(
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
 @pytest.mark.parametrize("writer", list(WRITERS))
+@pytest.mark.slow  # a child process
 def test_every_format_gets_the_mode_of_the_umask(
     demo: DemoService, tmp_path: pathlib.Path, writer: str, umask: int, mode: int
 ) -> None:
@@ -512,6 +520,7 @@ def test_overwrite_replaces_the_file(
     assert path.read_bytes() != b"the file of yesterday"
 
 
+@pytest.mark.slow  # a child process
 def test_a_file_that_appears_during_a_pull_is_kept(
     client: sn.Client, demo: DemoService, tmp_path: pathlib.Path
 ) -> None:
