@@ -529,15 +529,25 @@ def test_keys_stay_in_the_builder_in_notebook_7(notebook: NotebookPage) -> None:
     try:
         page.set_viewport_size({"width": 1280, "height": 1400})
         page.goto(server.url("notebooks/builder.ipynb"))
+        # Every cell drawn before any is counted: on a loaded machine the first cell
+        # shows well before the last.
         cells = page.locator(".jp-Notebook .jp-Cell")
-        cells.first.wait_for(timeout=60_000)
-        count = cells.count()
-        builder = page.locator(".jp-Notebook .jp-Cell").nth(BUILDER_CELL)
+        expect(cells).to_have_count(len(NOTEBOOK), timeout=60_000)
+        count = len(NOTEBOOK)
+        builder = cells.nth(BUILDER_CELL)
+        prompt = builder.locator(".jp-InputArea-prompt")
+        before = prompt.inner_text()
         builder.click()  # the cell's code, then run it: the builder shows in Notebook 7 too
         page.keyboard.press("Shift+Enter")
+        # The run over (a new execution count), not only the builder drawn: when the
+        # kernel's reply comes, Notebook 7 gives the notebook the focus back, and keys
+        # pressed before that would reach its shortcuts.
+        expect(prompt).not_to_have_text(before, timeout=60_000)
+        expect(prompt).to_have_text(re.compile(r"\[\d+\]"), timeout=60_000)
         add = builder.locator(".sn-qb .sn-add-rule").first
         add.wait_for(timeout=60_000)
         add.focus()
+        expect(add).to_be_focused()
         for key in ("d", "d", "b", "a", "x", "ArrowDown"):
             page.keyboard.press(key)
         expect(add).to_be_focused()
