@@ -529,8 +529,9 @@ def test_keys_stay_in_the_builder_in_notebook_7(notebook: NotebookPage) -> None:
     try:
         page.set_viewport_size({"width": 1280, "height": 1400})
         page.goto(server.url("notebooks/builder.ipynb"))
-        # Every cell drawn before any is counted: on a loaded machine the first cell
-        # shows well before the last.
+        # Every cell drawn before they are counted: on a loaded machine the first
+        # shows well before the last (counted early, 4 of 5 cells, then 5: a cell
+        # seemed to be inserted by a shortcut).
         cells = page.locator(".jp-Notebook .jp-Cell")
         expect(cells).to_have_count(len(NOTEBOOK), timeout=60_000)
         count = len(NOTEBOOK)
@@ -539,9 +540,8 @@ def test_keys_stay_in_the_builder_in_notebook_7(notebook: NotebookPage) -> None:
         before = prompt.inner_text()
         builder.click()  # the cell's code, then run it: the builder shows in Notebook 7 too
         page.keyboard.press("Shift+Enter")
-        # The run over (a new execution count), not only the builder drawn: when the
-        # kernel's reply comes, Notebook 7 gives the notebook the focus back, and keys
-        # pressed before that would reach its shortcuts.
+        # Keys go in once the run is over (a new execution count), not as soon as the
+        # builder shows: the notebook acts on the end of a run too.
         expect(prompt).not_to_have_text(before, timeout=60_000)
         expect(prompt).to_have_text(re.compile(r"\[\d+\]"), timeout=60_000)
         add = builder.locator(".sn-qb .sn-add-rule").first
