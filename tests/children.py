@@ -14,12 +14,11 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-#: The signals that stop a command, as a terminal delivers them.
-STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+from stoplist_nb._threads import STOPPING
 
 
 def default_signals() -> None:
-    """Put SIGINT, SIGTERM and SIGHUP back to their defaults (in the child, before exec)."""
+    """Put the package's stopping signals back to their defaults (in the child, before exec)."""
     for signum in STOPPING:
         signal.signal(signum, signal.SIG_DFL)
 

@@ -351,7 +351,6 @@ PROPERTY = settings(
     # Each example serves its profiles and reads them every way (about a second): a
     # tenth of the profile's examples (tests/conftest.py).
     max_examples=max(1, settings.default.max_examples // 10),
-    deadline=None,
     database=None,
     phases=PHASES,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
