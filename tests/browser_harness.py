@@ -330,27 +330,57 @@ class NotebookPage:
         nothing (the kernel shows idle a moment before the notebook can use it),
         so the menu is used again when no cell starts within 10 s; and it may
         ask which kernel to use although one is running: the notebook's own is
-        picked.
+        picked. On a loaded machine the kernel can also drop a cell while it
+        settles: the rest then run without what it defines (out of order), or
+        the cell waits forever (a prompt that stays ``[*]``). Either way the
+        kernel is restarted and every cell run again, up to three runs in all;
+        the error names the prompts each run left.
         """
-        for _ in range(3):
-            for _ in range(3):
+        seen: list[list[str]] = []
+        for attempt in range(3):
+            if attempt:
+                self._menu("Kernel", "Restart Kernel and Run All Cells…")
                 self.accept_dialog()
-                self.page.locator(".lm-MenuBar-itemLabel").filter(has_text=_exact("Run")).click()
-                run_all = self.page.locator(".lm-Menu-itemLabel")
-                run_all.filter(has_text=_exact("Run All Cells")).click()
-                if self._wait_started() or (self.accept_dialog() and self._wait_started()):
-                    break
-            self.page.wait_for_function(
-                """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
-                    .every(p => /\\[\\d+\\]/.test(p.textContent))""",
-                timeout=timeout,
-            )
-            self.wait_idle(timeout=timeout)
-            if self._ran_in_order():
+            else:
+                self._start_run_all()
+            try:
+                self.page.wait_for_function(
+                    """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+                        .every(p => /\\[\\d+\\]/.test(p.textContent))""",
+                    timeout=timeout,
+                )
+                self.wait_idle(timeout=timeout)
+            except PlaywrightTimeout:
+                seen.append(self.prompts())
+            else:
+                if self._ran_in_order():
+                    return
+                seen.append(self.prompts())
+            print(f"Run All Cells, run {attempt + 1}, left the prompts {seen[-1]}")
+        raise AssertionError(f"Run All Cells did not run every cell in order in 3 runs: {seen}")
+
+    def _start_run_all(self) -> None:
+        """Press Run All Cells until a cell starts (three tries)."""
+        for _ in range(3):
+            self.accept_dialog()
+            self._menu("Run", "Run All Cells")
+            if self._wait_started() or (self.accept_dialog() and self._wait_started()):
                 return
-            # On a loaded machine the kernel can drop the first cell sent while it
-            # settles, and the rest then run without what it defines: run all again.
-        raise AssertionError("Run All Cells ran the cells out of order three times")
+
+    def _menu(self, menu: str, item: str) -> None:
+        """Click ``item`` in the menu bar's ``menu``."""
+        self.page.locator(".lm-MenuBar-itemLabel").filter(has_text=_exact(menu)).click()
+        self.page.locator(".lm-Menu-itemLabel").filter(has_text=_exact(item)).click()
+
+    def prompts(self) -> list[str]:
+        """The code cells' prompts as shown (``[3]``, ``[*]``, ``[ ]``), and the kernel's status."""
+        shown: list[str] = self.page.evaluate(
+            """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+                .map(p => p.textContent.trim())"""
+        )
+        status = self.page.locator(".jp-Notebook-ExecutionIndicator")
+        kernel = status.first.get_attribute("data-status") if status.count() else None
+        return [*shown, f"kernel {kernel}"]
 
     def _ran_in_order(self) -> bool:
         """Whether the code cells ran one after another, in order (as one Run All runs them)."""
