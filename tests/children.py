@@ -3,16 +3,22 @@
 A script's ``cmd &`` starts the test run with SIGINT ignored, ``nohup`` with
 SIGHUP ignored, and an ignored signal stays ignored across ``exec``: a child
 that a test stops with a signal would sleep through it. :func:`popen` starts
-every such child with the stopping signals at their defaults. A module of its
-own, like demo_fixtures, so that test modules and helpers can import it.
+every such child with the stopping signals at their defaults. A fuzz run in a
+child (:func:`fuzz`) takes this run's Hypothesis settings with it. A module of
+its own, like demo_fixtures, so that test modules and helpers can import it.
 """
 
 from __future__ import annotations
 
+import pathlib
 import signal
 import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any
+
+from hypothesis import settings
 
 from stoplist_nb._threads import STOPPING
 
@@ -37,3 +43,34 @@ def popen(
             preexec()
 
     return subprocess.Popen(args, preexec_fn=prepare, **options)
+
+
+def fuzz(test_file: str, *functions: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run the Hypothesis ``functions`` of ``test_file`` in a fresh interpreter; its result.
+
+    A child, so that a crash in native code (pyarrow's readers) fails one test
+    instead of ending the run. It runs under this run's settings (the profile's
+    examples, no deadline), which it would not have by itself: Hypothesis's own
+    default has a 200 ms deadline, which a loaded machine misses.
+    """
+    here = settings()  # the current profile's values
+    checks = [check.name for check in here.suppress_health_check]
+    script = f"""
+        import runpy, sys
+        from hypothesis import HealthCheck, settings
+        settings.register_profile(
+            "run", max_examples={here.max_examples!r}, deadline={here.deadline!r},
+            suppress_health_check=[HealthCheck[name] for name in {checks!r}],
+        )
+        settings.load_profile("run")
+        sys.path.insert(0, {str(pathlib.Path(__file__).parent)!r})  # the tests' own helpers
+        module = runpy.run_path({test_file!r})
+        for name in {list(functions)!r}:
+            module[name]()
+        """
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

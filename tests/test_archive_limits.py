@@ -14,14 +14,12 @@ import hashlib
 import io
 import pathlib
 import struct
-import subprocess
-import sys
-import textwrap
 import warnings
 import zipfile
 import zlib
 from typing import Any
 
+import children
 import pandas as pd
 import pytest
 from archives import make_zip
@@ -373,18 +371,6 @@ def test_a_member_whose_name_is_empty_is_passed_over() -> None:
 
 @pytest.mark.slow
 def test_fuzzed_archives_raise_only_the_package_s_own_errors() -> None:
-    # In a child process: a crash in pyarrow's native code must fail the test, not end the run.
-    script = textwrap.dedent(
-        f"""
-        import runpy, sys
-        sys.path.insert(0, {str(pathlib.Path(__file__).parent)!r})  # the tests' own helpers
-        module = runpy.run_path({str(pathlib.Path(__file__))!r})
-        module["fuzz_bytes"]()
-        module["fuzz_zips"]()
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
-    )
+    done = children.fuzz(__file__, "fuzz_bytes", "fuzz_zips", timeout=300)
     assert done.returncode >= 0, f"the reader crashed with signal {-done.returncode}"
     assert done.returncode == 0, done.stderr[-4000:]

@@ -16,6 +16,7 @@ import threading
 from contextlib import closing
 from typing import Any
 
+import children
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -537,14 +538,6 @@ def fuzz_bytes() -> None:
 
 @pytest.mark.slow
 def test_fuzzed_replies_raise_only_the_package_s_own_errors() -> None:
-    # In a child process: a crash in pyarrow's native code must fail the test, not end the run.
-    run_child(
-        f"""
-        import json, runpy
-        module = runpy.run_path({str(pathlib.Path(__file__))!r})
-        module["fuzz_profiles"]()
-        module["fuzz_bytes"]()
-        print(json.dumps({{"ok": True}}))
-        """,
-        timeout=600,
-    )
+    done = children.fuzz(__file__, "fuzz_profiles", "fuzz_bytes", timeout=600)
+    assert done.returncode >= 0, f"the reader crashed with signal {-done.returncode}"
+    assert done.returncode == 0, done.stderr[-4000:]
