@@ -29,7 +29,7 @@ from dataset_helpers import (
 )
 
 import stoplist_nb as sn
-from stoplist_nb.demo import DemoService, serve
+from stoplist_nb.demo import DemoService, generate_profiles, serve
 from stoplist_nb.profiles import dataset
 
 svc, reference = dataset_fixtures()
@@ -104,6 +104,21 @@ def test_duckdb_and_dask_read_the_dataset(reference: pathlib.Path, client: sn.Cl
     assert computed["cats"].map(lambda v: None if v is None else list(v)).tolist() == [
         None if v is None else list(v) for v in frame["cats"]
     ]
+
+
+def test_duckdb_reads_fields_whose_names_differ_only_in_case(tmp_path: pathlib.Path) -> None:
+    # SQL names are not case-sensitive: DuckDB (from 1.1) renames the second column.
+    duckdb = pytest.importorskip("duckdb")
+    made = generate_profiles(20, seed=5)
+    for i, profile in enumerate(made):
+        profile["tier"], profile["Tier"] = f"low-{i}", f"HIGH-{i}"
+    with serve(profiles=made) as service, service.client() as client:
+        assert pull(client, tmp_path / "profiles").complete
+        frame = sn.read_profiles(client, 1, progress=False)
+    relation = duckdb.sql(f"SELECT * FROM read_parquet('{tmp_path / 'profiles' / '*.parquet'}')")
+    got = dict(zip(relation.columns, zip(*relation.fetchall(), strict=True), strict=True))
+    assert sorted(got["tier"]) == sorted(frame["tier"])
+    assert sorted(got["Tier_1"]) == sorted(frame["Tier"])
 
 
 def test_a_complete_dataset_is_returned_without_a_request(

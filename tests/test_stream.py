@@ -192,6 +192,12 @@ def test_default_frame_goes_through_parquet_and_back_with_plain_pandas(
     # Lists come back as arrays: same items.
     lists = back["cats"].map(lambda v: None if v is None else list(v))
     assert lists.tolist() == df["cats"].tolist()
+    if int(pd.__version__.split(".")[0]) < 3:
+        # pandas 2 records a string column as "string" alone and reads it back at its
+        # default storage, python: the same text. The package's own files name the storage.
+        strings = [c for c in df if isinstance(df[c].dtype, pd.StringDtype)]
+        assert {back[c].dtype.storage for c in strings} == {"python"}
+        back = back.astype({c: df[c].dtype for c in strings})
     pd.testing.assert_frame_equal(back.drop(columns="cats"), df.drop(columns="cats"))
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from archives import make_zip, serve_download
@@ -105,8 +106,9 @@ def test_kinds_are_counted_and_recorded(
     sizes = {kind: len(demo.suppressed[f"{kind}s"]) for kind in ("email", "phone", "domain")}
     assert done.kinds == sizes
     assert pd.read_parquet(tmp_path / OUT).attrs["kinds"] == sizes
-    # pyarrow's own route to pandas reads the same attrs.
-    assert pq.read_table(tmp_path / OUT).to_pandas().attrs["kinds"] == sizes
+    # pyarrow's own route to pandas reads attrs from pyarrow 22 on (pandas' own key).
+    if int(pa.__version__.split(".")[0]) >= 22:
+        assert pq.read_table(tmp_path / OUT).to_pandas().attrs["kinds"] == sizes
 
 
 def test_a_started_task_is_picked_up(

@@ -76,6 +76,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stoplist_nb import errors
+from stoplist_nb._parquet import pandas_metadata
 from stoplist_nb._threads import leave_signals_to_main
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles.schema import StreamSchema
@@ -1196,8 +1197,7 @@ def parquet_schema(table: pa.Table, schema: StreamSchema, declared: Mapping[str,
     """The file schema of a stream's table: its columns, and pandas' metadata for its dtypes."""
     kinds = {name: schema.kind(name) for name in table.column_names}
     frame = cast_frame(frame_from_table(table.slice(0, 0), kinds, None), declared)
-    pandas = pa.Schema.from_pandas(frame, preserve_index=False).metadata
-    return table.schema.remove_metadata().with_metadata(pandas)
+    return table.schema.remove_metadata().with_metadata(pandas_metadata(frame))
 
 
 # --- saving ------------------------------------------------------------------------------------

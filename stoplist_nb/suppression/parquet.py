@@ -20,7 +20,6 @@ left.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pathlib
 from typing import Any
@@ -30,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stoplist_nb._output import Output
+from stoplist_nb._parquet import pandas_metadata
 from stoplist_nb.errors import BadArchive
 from stoplist_nb.suppression.archive import HashedBatches, Source
 from stoplist_nb.suppression.kinds import add_counts
@@ -45,13 +45,10 @@ _STR = pd.StringDtype("pyarrow")
 
 
 def _pandas_metadata(names: list[str], attrs: dict[str, Any]) -> dict[bytes, bytes]:
-    """The schema metadata ``DataFrame.to_parquet`` writes for the frame of these columns."""
+    """The schema metadata of the file of a frame of these text columns and ``attrs``."""
     empty = pd.DataFrame({name: pd.array([], dtype=_STR) for name in names})
     empty.attrs.update(attrs)
-    metadata = dict(pa.Schema.from_pandas(empty, preserve_index=False).metadata or {})
-    # What pandas itself adds, and reads back into attrs first.
-    metadata[b"PANDAS_ATTRS"] = json.dumps(attrs).encode()
-    return metadata
+    return pandas_metadata(empty)
 
 
 class HashedParquet:

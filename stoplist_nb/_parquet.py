@@ -1,0 +1,36 @@
+"""What a Parquet file of ours tells pandas about its dtypes: the same on every pandas.
+
+pandas records a string column's dtype in a file as ``"string"`` alone and
+reads that back with its default storage, which is ``python`` on pandas 2 and
+``pyarrow`` on pandas 3. Every frame of the package holds its text as
+``string[pyarrow]`` (``pd.StringDtype("pyarrow")``, missing values ``pd.NA``),
+so every file names the storage: ``pd.read_parquet`` of a file the package
+wrote gives the frame it was written from, on every pandas from 2.2.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow as pa
+
+__all__ = ["pandas_metadata"]
+
+
+def pandas_metadata(frame: pd.DataFrame) -> dict[bytes, bytes]:
+    """The schema metadata of ``frame``'s file, without its index.
+
+    What ``frame.to_parquet(index=False)`` writes (the dtypes, and ``attrs``,
+    which must be JSON), with each string column's storage named.
+    """
+    metadata = dict(pa.Schema.from_pandas(frame, preserve_index=False).metadata or {})
+    if frame.attrs:
+        metadata[b"PANDAS_ATTRS"] = json.dumps(frame.attrs).encode()
+    info = json.loads(metadata[b"pandas"])
+    # Without the index, pandas lists the frame's columns in their order.
+    for dtype, column in zip(frame.dtypes, info["columns"], strict=True):
+        if isinstance(dtype, pd.StringDtype) and column["numpy_type"] == "string":
+            column["numpy_type"] = f"string[{dtype.storage}]"
+    metadata[b"pandas"] = json.dumps(info).encode()
+    return metadata
