@@ -41,6 +41,7 @@ module built the message from the service's words).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from stoplist_nb._redact import redact
@@ -326,3 +327,15 @@ def require_int(name: str, value: Any, *, minimum: int | None = None) -> int:
         floor = f" of at least {minimum}" if minimum is not None else ""
         raise InvalidInput(f"{name} must be an int{floor}, not {value!r}")
     return value
+
+
+def add_note(exc: BaseException, note: str) -> None:
+    """Add ``note`` to ``exc`` (PEP 678), also on Python 3.10, which lacks ``add_note``.
+
+    There it goes to ``__notes__`` as the ``exceptiongroup`` backport puts it,
+    where IPython's tracebacks and the command line read it.
+    """
+    if sys.version_info >= (3, 11):
+        exc.add_note(note)
+    else:
+        exc.__notes__ = [*getattr(exc, "__notes__", []), note]

@@ -190,6 +190,22 @@ def test_docs_links_resolve(page: pathlib.Path) -> None:
 
 
 def test_readme_set_up_commands_are_what_ci_runs() -> None:
-    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
-    assert ci in README
+    steps = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert steps[-2:] == [steps[-2], ".ci/tiers"]
+    assert "python -m pytest" in steps[-2]
+    assert steps[-2] in README
     assert '&& pip install -e ".[demo,plots]" && stoplist-nb demo' in README
+
+
+def test_the_classifiers_name_the_pythons_that_are_tested() -> None:
+    tiers = (ROOT / ".ci" / "tiers").read_text(encoding="utf-8")
+    table = tiers.split('TIERS="', 1)[1].split('"', 1)[0]
+    tested = {line.split()[1] for line in table.splitlines()}
+    # The test command's own environment: binder/'s runtime, CI's python3.
+    tested.add((ROOT / "binder" / "runtime.txt").read_text(encoding="utf-8").strip()[7:])
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    named = set(re.findall(r'"Programming Language :: Python :: (3\.\d+)"', pyproject))
+    assert named == tested
+    floor = re.search(r'^requires-python = ">=(3\.\d+)"$', pyproject, re.MULTILINE)
+    assert floor
+    assert floor[1] == min(tested, key=lambda v: tuple(map(int, v.split("."))))

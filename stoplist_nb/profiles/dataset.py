@@ -873,8 +873,8 @@ def _say_what_is_saved(exc: BaseException, directory: pathlib.Path, state: _Stat
         # The checkpoint carries on, not a from_id: the message must not advise one.
         exc.resume_from = None
         exc.hint = f"{exc.hint}; {again}" if exc.hint else again
-    elif hasattr(exc, "add_note"):  # Ctrl-C, a full disk: the traceback says it
-        exc.add_note(again)
+    else:  # Ctrl-C, a full disk: the traceback says it
+        errors.add_note(exc, again)
 
 
 class _File:

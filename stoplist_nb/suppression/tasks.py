@@ -264,7 +264,6 @@ def wait_for_task(
             exc.hint = resume
             raise
         except KeyboardInterrupt as exc:
-            if sys.version_info >= (3, 11):
-                exc.add_note(f"export task {shown}: {resume}")
+            errors.add_note(exc, f"export task {shown}: {resume}")
             print(f"export task {shown}: {resume}", file=sys.stderr)
             raise
