@@ -2,8 +2,10 @@
 
 The readers: ``read_profiles`` (one DataFrame), ``read_profiles_arrow`` (one
 Arrow table), ``iter_profile_frames`` and ``iter_profile_tables`` (page by
-page, concatenated here row by row) and ``write_profiles_parquet`` (a dataset
-read back with ``pd.read_parquet``, ``pq.read_table`` and ``pyarrow.dataset``).
+page, concatenated here row by row), ``write_profiles_parquet`` (a dataset
+read back with ``pd.read_parquet``, ``pq.read_table`` and ``pyarrow.dataset``)
+and ``ProfilesRequest.to_parquet`` (one file, read back with ``pd.read_parquet``);
+a file's text must come back in the frames' string storage, whatever the pandas.
 Small pages (``limit`` 1-3) make the JSON type of a field drift from page to
 page. The oracle (tests/one_truth_oracle.py) says where each sent value must
 be found and what counts as equal; a property test throws drifting profiles at
@@ -58,6 +60,7 @@ READERS = (
     "parquet:pd.read_parquet",
     "parquet:pq.read_table",
     "parquet:pyarrow.dataset",
+    "file:pd.read_parquet",
 )
 
 
@@ -120,16 +123,21 @@ def read_every_way(
             sn.write_profiles_parquet(client, db, path, profiles_per_part=per_part, **opts)
             written.append(str(path))
 
-        def pandas_parquet() -> Rows:
-            frame = pd.read_parquet(written[0])
-            check_frame_dtypes("parquet:pd.read_parquet", frame, objects_as_values=False)
+        def pandas_parquet(name: str, where: str) -> Rows:
+            frame = pd.read_parquet(where)
+            check_frame_dtypes(name, frame, objects_as_values=False)
             # Its text is the frames' string[pyarrow] on every pandas (pandas 2 would
             # read a bare "string" with its default storage, python).
-            for name, dtype in frame.dtypes.items():
+            for column, dtype in frame.dtypes.items():
                 stored = isinstance(dtype, pd.StringDtype) and dtype.na_value is pd.NA
                 if stored and dtype.storage != "pyarrow":
-                    problems.append(f"parquet:pd.read_parquet: {name!r} is {dtype!r}")
+                    problems.append(f"{name}: {column!r} is {dtype!r}")
             return frame_rows(frame)
+
+        file = pathlib.Path(tmp) / "profiles.parquet"
+
+        def write_file() -> None:
+            sn.ProfilesRequest(client, db, **opts).to_parquet(file, dataset=False)
 
         def arrow_parquet() -> Rows:
             table = pq.read_table(written[0])
@@ -157,9 +165,17 @@ def read_every_way(
         attempt("iter_profile_tables", iter_profile_tables)
         attempt("write_profiles_parquet", write)
         if written:
-            attempt("parquet:pd.read_parquet", pandas_parquet)
+            attempt(
+                "parquet:pd.read_parquet",
+                lambda: pandas_parquet("parquet:pd.read_parquet", written[0]),
+            )
             attempt("parquet:pq.read_table", arrow_parquet)
             attempt("parquet:pyarrow.dataset", dataset_parquet)
+        attempt("ProfilesRequest.to_parquet", write_file)
+        if file.exists():
+            attempt(
+                "file:pd.read_parquet", lambda: pandas_parquet("file:pd.read_parquet", str(file))
+            )
     return got, problems
 
 
