@@ -75,7 +75,9 @@ def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings
         InvalidInput: Only one of the two is set (the message names the
             variables, never their values), or ``STOPLIST_NB_URL`` is no
             ``http://`` or ``https://`` address (the message names it, and
-            the hint gives it with a scheme).
+            the hint gives it with a scheme) or holds a user name, a
+            password or a query (the hint says the token goes in
+            ``STOPLIST_NB_TOKEN``).
     """
     url = os.environ.get(ENV_URL, "").strip()
     token = os.environ.get(ENV_TOKEN, "").strip()
@@ -107,6 +109,37 @@ def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings
 _LOOPBACK = ("localhost", "127.", "::1", "[::1]")
 
 
+_SECRET = "secret"
+
+
+def _address_fault(url: object) -> str | None:
+    """What is wrong with ``url`` as a service's address: ``None``, ``"scheme"`` or ``_SECRET``.
+
+    An address is ``http://`` or ``https://``, a host and perhaps a port and a
+    path. A user name, a password, a query or a fragment (``_SECRET``) is
+    refused: the address is shown in reprs and messages, so no secret may ride in it.
+    """
+    if not isinstance(url, str):
+        return "scheme"
+    try:
+        parts = urlsplit(url)
+        good = url.startswith(("http://", "https://")) and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number
+    except ValueError:
+        good = False
+    if not good:
+        return "scheme"
+    if "@" in parts.netloc or "?" in url or "#" in url:
+        return _SECRET
+    return None
+
+
+def _secret_in_address(name: str, where: str) -> errors.InvalidInput:
+    exc = errors.InvalidInput(f"{name} must not hold a user name, a password or a query")
+    exc.hint = f"{where}, and only the address in {name}: it is shown in reprs and messages"
+    return exc
+
+
 def _check_env_url(url: str) -> None:
     """Refuse a ``STOPLIST_NB_URL`` that ``Client`` would refuse, naming the variable.
 
@@ -115,14 +148,11 @@ def _check_env_url(url: str) -> None:
             gives the same address with a scheme (``http://`` for this
             machine, ``https://`` elsewhere).
     """
-    try:
-        parts = urlsplit(url)
-        good = url.startswith(("http://", "https://")) and bool(parts.hostname)
-        parts.port  # noqa: B018 - raises ValueError for a port that is no number
-    except ValueError:
-        good = False
-    if good:
+    fault = _address_fault(url)
+    if fault is None:
         return
+    if fault == _SECRET:
+        raise _secret_in_address(ENV_URL, f"the token goes in {ENV_TOKEN}")
     shown = url.split("?", 1)[0].rsplit("@", 1)[-1]  # never a query or a user's password
     exc = errors.InvalidInput(f"{ENV_URL} must be an http:// or https:// address, not {shown!r}")
     bare = shown.split("://", 1)[-1].lstrip("/")
@@ -135,7 +165,9 @@ class Client:
     """A connection to one Altcraft Platform API v1.1 service.
 
     Args:
-        base_url: The service address, e.g. ``"https://api.example.com"``.
+        base_url: The service address, e.g. ``"https://api.example.com"``: a
+            host, perhaps a port and a path; no user name, password or query
+            (``InvalidInput``: the token goes in ``token``).
         token: The API token. It is sent in the body of every call and never
             shown: not in ``repr``, log records or exception messages.
         timeout: Seconds each socket operation may wait, as ``(connect, read)``
@@ -173,7 +205,10 @@ class Client:
         retry: Retry | int | bool = True,
         session: requests.Session | None = None,
     ) -> None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        fault = _address_fault(base_url)
+        if fault == _SECRET:
+            raise _secret_in_address("base_url", "the token goes in token=")
+        if fault is not None:
             raise errors.InvalidInput("base_url must be an http:// or https:// address")
         if token is not None and (not isinstance(token, str) or not token.strip()):
             raise errors.InvalidInput("token must be a non-empty string (or None)")

@@ -116,3 +116,35 @@ def test_token_absent_from_debug_logs_of_a_good_read(
     assert df["profile_id"].nunique() == len(fresh.profiles)
     assert "profiles/list" in caplog.text  # the log does speak, just not of the token
     assert SECRET not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        f"http://user:{SECRET}@127.0.0.1:8080",
+        f"https://{SECRET}@api.example.com",
+        f"https://api.example.com/api?token={SECRET}",
+        f"https://api.example.com/#{SECRET}",
+    ],
+)
+def test_an_address_holding_a_secret_is_refused(
+    address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(sn.InvalidInput) as info:
+        sn.Client(address, SECRET)
+    assert str(info.value).startswith("base_url must not hold a user name, a password or a query")
+    assert info.value.hint.startswith("the token goes in token=")
+    assert SECRET not in everything_said(info.value)
+    # The same address in the environment: refused, naming the variables.
+    monkeypatch.setenv("STOPLIST_NB_URL", address)
+    monkeypatch.setenv("STOPLIST_NB_TOKEN", SECRET)
+    with pytest.raises(sn.InvalidInput) as info:
+        sn.Client.from_env()
+    assert "STOPLIST_NB_URL must not hold" in str(info.value)
+    assert "STOPLIST_NB_TOKEN" in info.value.hint
+    assert SECRET not in everything_said(info.value)
+
+
+def test_an_address_with_a_port_and_a_path_is_taken() -> None:
+    with sn.Client("https://api.example.com:8443/altcraft/", SECRET) as client:
+        assert repr(client) == "Client('https://api.example.com:8443/altcraft')"
