@@ -368,3 +368,31 @@ def test_write_suppression_parquet_records_the_type_of_a_started_task(
     assert (back.attrs["list_id"], back.attrs["type"]) == (demo.suppress_id, "emails")
     assert len(back) == len(demo.suppressed["emails"])
     assert [r.method for r in demo.requests].count("suppresses/export") == 1
+
+
+def test_a_built_request_sends_only_what_was_checked(client: sn.Client, demo: DemoService) -> None:
+    query = {"_city": {"$in": ["Moscow", "Kazan"]}}
+    req = build(client, demo, query=query, fields=["_city"])
+    query["$where"] = "sleep(1)"  # the caller's own dict changes later: not the request's
+    query["_city"]["$in"].append("Omsk")
+    for change in (
+        lambda: req.query.__setitem__("$where", "sleep(1)"),
+        lambda: req.query.update({"$where": "sleep(1)"}),
+        lambda: req.query["_city"].pop("$in"),
+        lambda: req.query["_city"]["$in"].append("Omsk"),  # a tuple
+    ):
+        with pytest.raises((TypeError, AttributeError)):
+            change()
+    sent = req.params
+    sent["query"]["$where"] = "sleep(1)"  # a copy: the next one is whole again
+    assert req.params == {
+        "db_id": demo.db_id,
+        "format": "json",
+        "limit": LIMIT,
+        "query": {"_city": {"$in": ["Moscow", "Kazan"]}},
+        "fields": ["_city"],
+    }
+    req.to_frame()
+    bodies = [r.params for r in demo.requests if r.method == "profiles/list"]
+    assert bodies
+    assert all(b["query"] == {"_city": {"$in": ["Moscow", "Kazan"]}} for b in bodies)

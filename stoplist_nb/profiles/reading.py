@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from stoplist_nb import errors
+from stoplist_nb._json.frozen import thaw
 from stoplist_nb._output import check_target
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, default_workers
 from stoplist_nb.client import Client, Page
@@ -58,8 +59,9 @@ class ProfilesRequest:
     sent; the methods send it. It is frozen (``dataclasses.replace(req,
     limit=500)`` gives a new one, checked again) and its ``repr`` shows the
     client's URL, never its token. ``query`` holds the query as it is sent
-    (a :mod:`stoplist_nb.query` object becomes its ``to_mongo()``) and
-    ``fields`` a tuple.
+    (a :mod:`stoplist_nb.query` object becomes its ``to_mongo()``), as a
+    deep copy that refuses changes (its lists are tuples), and ``fields`` a
+    tuple: what was checked is what is sent. ``params`` is a fresh copy.
 
     Each method reads what the function of the same options reads:
     :meth:`pages` as :func:`iter_profile_pages`, :meth:`tables` as
@@ -136,10 +138,10 @@ class ProfilesRequest:
 
     @property
     def params(self) -> dict[str, Any]:
-        """The body of each request, without the cursor and the token."""
+        """The body of each request, without the cursor and the token: a fresh copy each time."""
         params: dict[str, Any] = {"db_id": self.db_id, "format": "json", "limit": self.limit}
         if self.query is not None:
-            params["query"] = self.query
+            params["query"] = thaw(self.query)
         if self.fields is not None:
             params["fields"] = list(self.fields)
         return params
@@ -507,7 +509,7 @@ class ProfilesRequest:
         pull = {
             "service": service_origin(self.client.base_url),
             "db_id": self.db_id,
-            "query": self.query,
+            "query": thaw(self.query),
             "fields": None if self.fields is None else list(self.fields),
             "dtypes": {name: str(dtype) for name, dtype in declared.items()},
         }

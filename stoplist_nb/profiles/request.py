@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from stoplist_nb import errors
 from stoplist_nb._json import kinds
+from stoplist_nb._json.frozen import FrozenDict, freeze
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.query import Query, validate_query
 
@@ -31,8 +32,11 @@ __all__ = [
 METHOD = "profiles/list"
 
 
-def check_query(query: object) -> dict[str, Any] | None:
-    """The query as it is sent: a dict checked by ``validate_query``, or ``None``.
+def check_query(query: object) -> FrozenDict | None:
+    """The query as it is sent, checked by ``validate_query`` and frozen, or ``None``.
+
+    Frozen (a deep copy that refuses changes; :func:`~stoplist_nb._json.frozen.thaw`
+    gives a plain one): what was checked is what is sent.
 
     Raises:
         InvalidQuery: Not a query MongoDB takes (a :mod:`stoplist_nb.query`
@@ -40,7 +44,7 @@ def check_query(query: object) -> dict[str, Any] | None:
     """
     if isinstance(query, Query):
         query = query.to_mongo()
-    return None if query is None else validate_query(query)
+    return None if query is None else freeze(validate_query(query))
 
 
 def check_fields(fields: object) -> tuple[str, ...] | None:

@@ -1,0 +1,49 @@
+"""JSON values that cannot change once checked: a request's query (pure).
+
+A request is checked once, when it is built; what it then sends must be what
+was checked. :func:`freeze` makes a deep copy that refuses every change (dicts
+become :class:`FrozenDict`, lists tuples), and :func:`thaw` a fresh, plain
+copy to send or to store.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+__all__ = ["FrozenDict", "freeze", "thaw"]
+
+
+class FrozenDict(dict[str, Any]):
+    """A dict that refuses every change; it reads, compares and encodes as a dict.
+
+    >>> FrozenDict({"a": 1})["b"] = 2
+    Traceback (most recent call last):
+    TypeError: a checked query cannot change: build a new request (dataclasses.replace)
+    """
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("a checked query cannot change: build a new request (dataclasses.replace)")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
+
+    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, Any]]]:
+        # copy, deepcopy and pickle rebuild it whole rather than item by item.
+        return (FrozenDict, (dict(self),))
+
+
+def freeze(value: Any) -> Any:
+    """A deep copy of a JSON value that refuses every change."""
+    if isinstance(value, dict):
+        return FrozenDict({key: freeze(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(item) for item in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A fresh, plain deep copy of a JSON value (dicts and lists)."""
+    if isinstance(value, dict):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(item) for item in value]
+    return value
