@@ -146,7 +146,7 @@ def test_metadata_names_the_supported_pythons_and_the_project_links(dists: Dists
     assert dists.metadata["Requires-Python"] == ">=3.10"
     classifiers = dists.metadata.get_all("Classifier") or []
     versions = [m[1] for c in classifiers if (m := PYTHON.fullmatch(c))]
-    assert versions == ["3.10", "3.11", "3.12", "3.13"]
+    assert versions == ["3.10", "3.11", "3.13"]  # the tested ones (.ci/tiers, test_quality)
     urls = dict(u.split(", ", 1) for u in dists.metadata.get_all("Project-URL") or [])
     assert urls["Source"] == "https://github.com/stoplist-nb/stoplist_nb"
     assert urls["Issues"] == "https://github.com/stoplist-nb/stoplist_nb/issues"
