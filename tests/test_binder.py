@@ -6,8 +6,8 @@ repository's root), and the notebooks then run in it, under nbval, with no
 account set, through ``binder/start`` as Binder starts Jupyter: it asks for the
 demo service (``STOPLIST_NB_DEMO=1``), which ``sn.connect()`` reads only when asked.
 The requirements are installed by uv (the test extra), which reads the same
-file and installs in seconds what takes pip a minute and a half here; the
-pins are then checked against what landed.
+file: 11 s here against 49 s for pip, both with a warm cache. The pins are
+then checked against what landed.
 """
 
 from __future__ import annotations
