@@ -15,7 +15,7 @@ import json
 import pandas as pd
 import pyarrow as pa
 
-__all__ = ["pandas_metadata"]
+__all__ = ["pandas_metadata", "to_table"]
 
 
 def pandas_metadata(frame: pd.DataFrame) -> dict[bytes, bytes]:
@@ -24,7 +24,18 @@ def pandas_metadata(frame: pd.DataFrame) -> dict[bytes, bytes]:
     What ``frame.to_parquet(index=False)`` writes (the dtypes, and ``attrs``,
     which must be JSON), with each string column's storage named.
     """
-    metadata = dict(pa.Schema.from_pandas(frame, preserve_index=False).metadata or {})
+    return _named(frame, pa.Schema.from_pandas(frame, preserve_index=False).metadata)
+
+
+def to_table(frame: pd.DataFrame) -> pa.Table:
+    """``frame`` as the Arrow table of its file, without its index (see :func:`pandas_metadata`)."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    # The table's own metadata, rather than a second pass of pyarrow's inference over the frame.
+    return table.replace_schema_metadata(_named(frame, table.schema.metadata))
+
+
+def _named(frame: pd.DataFrame, made: dict[bytes, bytes] | None) -> dict[bytes, bytes]:
+    metadata = dict(made or {})
     if frame.attrs:
         metadata[b"PANDAS_ATTRS"] = json.dumps(frame.attrs).encode()
     info = json.loads(metadata[b"pandas"])

@@ -146,7 +146,8 @@ def _check_env_url(url: str) -> None:
     Raises:
         InvalidInput: Not ``http://`` or ``https://`` and a host; the hint
             gives the same address with a scheme (``http://`` for this
-            machine, ``https://`` elsewhere).
+            machine, ``https://`` elsewhere). Or it holds a user name, a
+            password or a query; the hint says the token goes in ``STOPLIST_NB_TOKEN``.
     """
     fault = _address_fault(url)
     if fault is None:

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from stoplist_nb import errors
 from stoplist_nb._output import Output
-from stoplist_nb._parquet import pandas_metadata
+from stoplist_nb._parquet import to_table
 from stoplist_nb._redact import redact
 from stoplist_nb.profiles.files import as_text, csv_ready
 
@@ -268,9 +268,7 @@ def write_frame(frame: pd.DataFrame, path: pathlib.Path, *, overwrite: bool = Fa
             if suffix == ".csv":
                 csv_ready(frame).to_csv(part, index=False, encoding="utf-8", lineterminator="\n")
             else:
-                out = _for_parquet(frame)
-                table = pa.Table.from_pandas(out, preserve_index=False)
-                pq.write_table(table.replace_schema_metadata(pandas_metadata(out)), part)
+                pq.write_table(to_table(_for_parquet(frame)), part)
             output.put(part)
     except errors.OutputExists:
         raise
