@@ -46,15 +46,7 @@ from stoplist_nb.profiles.dataset import DatasetSummary, dataset_summary
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.profiles.files import FileSummary
 from stoplist_nb.profiles.normalize import normalize_profiles, split_channels
-from stoplist_nb.profiles.reading import (
-    ProfilesRequest,
-    iter_profile_frames,
-    iter_profile_pages,
-    iter_profile_tables,
-    read_profiles,
-    read_profiles_arrow,
-    write_profiles_parquet,
-)
+from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles
 from stoplist_nb.query import And, Condition, F, Nor, Or, Query, parse_query, validate_query
 from stoplist_nb.suppression.archive import read_hashed_csv
 from stoplist_nb.suppression.export import (
@@ -119,20 +111,15 @@ __all__ = [
     "hash_emails",
     "hash_phone",
     "hash_phones",
-    "iter_profile_frames",
-    "iter_profile_pages",
-    "iter_profile_tables",
     "normalize_profiles",
     "parse_query",
     "read_hashed_csv",
     "read_profiles",
-    "read_profiles_arrow",
     "read_suppression_list",
     "split_channels",
     "start_suppression_export",
     "validate_query",
     "wait_for_task",
-    "write_profiles_parquet",
     "write_suppression_parquet",
 ]
 __version__ = "0.1.0"

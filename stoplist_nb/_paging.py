@@ -26,7 +26,8 @@ having the fetch thread send it again. So looking ahead changes when pages
 arrive, never which: at worst it costs ``lookahead + workers`` requests of a
 read-only method whose replies are thrown away.
 
-Closing the iterator (or an exception through it, Ctrl-C included) stops the
+The walk is a :class:`~stoplist_nb._stream.Stream`: closing it (and so its
+end, an exception through it, Ctrl-C included, or dropping it) stops the
 fetch thread, cuts the request on the wire short (``cut``: its socket shut
 down, no retry), cancels the parses and joins every thread before it returns:
 no request is sent after it.
@@ -63,7 +64,8 @@ import pyarrow as pa
 
 from stoplist_nb import errors
 from stoplist_nb._json import Reply
-from stoplist_nb._threads import leave_signals_to_main
+from stoplist_nb._stream import Owner, Stream
+from stoplist_nb._threads import join, leave_signals_to_main
 
 __all__ = [
     "DEFAULT_LOOKAHEAD",
@@ -225,8 +227,9 @@ def walk(
     workers: int | None = None,
     prepare: Callable[[pa.Array, bytes], Any] | None = None,
     cut: Callable[[], None] | None = None,
-) -> Generator[Page, None, None]:
-    """Yield the pages of a cursor endpoint until one comes back without rows.
+    owner: Owner | None = None,
+) -> Stream[Page]:
+    """The pages of a cursor endpoint, until one comes back without rows, as a stream.
 
     ``post(body, sent)`` sends one request body and returns the reply's
     bytes, calling ``sent()`` once the request is on the wire (or when it
@@ -246,8 +249,43 @@ def walk(
     ``workers`` threads (``None``: :func:`default_workers`); so does
     ``prepare(rows, content)`` when given, whose result (or exception) a page
     carries for its reader to take (:meth:`Page.prepared`); ``cut`` ends the
-    request on the wire when the walk is closed.
+    request on the wire when the walk is closed. ``owner``: the stream's, if
+    the caller has adopted something in it already (ended after the walk).
     """
+    return Stream(
+        partial(
+            _walk,
+            post,
+            parse,
+            method,
+            params,
+            from_id=from_id,
+            max_rows=max_rows,
+            lookahead=lookahead,
+            seen=seen,
+            workers=workers,
+            prepare=prepare,
+            cut=cut,
+        ),
+        owner,
+    )
+
+
+def _walk(
+    post: Post,
+    parse: Callable[[bytes], Reply],
+    method: str,
+    params: Mapping[str, Any],
+    owner: Owner,
+    *,
+    from_id: str | None,
+    max_rows: int | None,
+    lookahead: int,
+    seen: Iterable[str],
+    workers: int | None,
+    prepare: Callable[[pa.Array, bytes], Any] | None,
+    cut: Callable[[], None] | None,
+) -> Generator[Page, None, None]:
     plan = partial(_plan, params, max_rows)
     # Every cursor moved to, the first one included: coming back to one is a stall.
     visited = {cursor for cursor in (from_id, *seen) if cursor}
@@ -262,64 +300,62 @@ def walk(
         prepare=prepare,
         cut=cut,
     )
-    try:
-        while (body := plan(from_id, fetched)) is not None:
-            try:
-                reply, content, prepared = ahead.get(from_id, body, fetched=fetched)
-            except errors.StoplistError as exc:
-                exc.resume_from = from_id or ""
-                raise
-            data = reply.data if reply.data is not None else pa.array([], pa.null())
-            if len(data) == 0:
-                return
-            raw_next = reply.envelope.get("next_from_id")
-            next_id = as_cursor(raw_next)
-            limit = body.get("limit")
-            last = row_id(data, len(data) - 1)
-            if next_id is None and (limit is None or len(data) < limit):
-                fetched += len(data)
-                yield Page(data, from_id, None, reply.envelope, content, prepared)
-                return  # a short page without a cursor can only be the last one
-            if next_id is None and last is None:
-                fetched += len(data)
-                yield Page(data, from_id, None, reply.envelope, content, prepared)  # rows kept
-                lost = errors.CursorStalled(
-                    f"{method}: {len(data)} rows (as many as the limit of {limit} asked) came "
-                    "without next_from_id, and the last of them has no id to go on from: "
-                    "they were kept, but whether more rows follow cannot be told; read with "
-                    "a larger limit, or with fields that include _id"
-                )
-                lost.resume_from = None
-                raise lost
-            if next_id is None or next_id == last:
-                # The cursor is the last row's id (or there is none, and a full page
-                # goes on from it): any row's id points after that row.
-                next_id = last
-                if max_rows is not None and fetched + len(data) > max_rows:
-                    at = row_id(data, max_rows - fetched - 1)
-                    if at is not None:  # a service that ignored limit: keep what was asked
-                        data, next_id, prepared = data.slice(0, max_rows - fetched), at, None
-            page = Page(data, from_id, next_id, reply.envelope, content, prepared)
+    owner.adopt(ahead.close)
+    while (body := plan(from_id, fetched)) is not None:
+        try:
+            reply, content, prepared = ahead.get(from_id, body, fetched=fetched)
+        except errors.StoplistError as exc:
+            exc.resume_from = from_id or ""
+            raise
+        data = reply.data if reply.data is not None else pa.array([], pa.null())
+        if len(data) == 0:
+            return
+        raw_next = reply.envelope.get("next_from_id")
+        next_id = as_cursor(raw_next)
+        limit = body.get("limit")
+        last = row_id(data, len(data) - 1)
+        if next_id is None and (limit is None or len(data) < limit):
             fetched += len(data)
-            if next_id is None or next_id == from_id or next_id in visited:
-                # Not yielded: its rows come again with the request resumed from here.
-                said = (
-                    f"next_from_id={raw_next!r}"
-                    if as_cursor(raw_next) is not None
-                    else f"no next_from_id, and the last one's id {next_id!r}"
-                )
-                stalled = errors.CursorStalled(
-                    f"{method}: {len(data)} rows came with {said}, which does not move "
-                    "the cursor forward (it was reached before); the rows of that page "
-                    "were not taken"
-                )
-                stalled.resume_from = from_id or ""
-                raise stalled
-            yield page
-            visited.add(next_id)
-            from_id = next_id
-    finally:
-        ahead.close()
+            yield Page(data, from_id, None, reply.envelope, content, prepared)
+            return  # a short page without a cursor can only be the last one
+        if next_id is None and last is None:
+            fetched += len(data)
+            yield Page(data, from_id, None, reply.envelope, content, prepared)  # rows kept
+            lost = errors.CursorStalled(
+                f"{method}: {len(data)} rows (as many as the limit of {limit} asked) came "
+                "without next_from_id, and the last of them has no id to go on from: "
+                "they were kept, but whether more rows follow cannot be told; read with "
+                "a larger limit, or with fields that include _id"
+            )
+            lost.resume_from = None
+            raise lost
+        if next_id is None or next_id == last:
+            # The cursor is the last row's id (or there is none, and a full page
+            # goes on from it): any row's id points after that row.
+            next_id = last
+            if max_rows is not None and fetched + len(data) > max_rows:
+                at = row_id(data, max_rows - fetched - 1)
+                if at is not None:  # a service that ignored limit: keep what was asked
+                    data, next_id, prepared = data.slice(0, max_rows - fetched), at, None
+        page = Page(data, from_id, next_id, reply.envelope, content, prepared)
+        fetched += len(data)
+        if next_id is None or next_id == from_id or next_id in visited:
+            # Not yielded: its rows come again with the request resumed from here.
+            said = (
+                f"next_from_id={raw_next!r}"
+                if as_cursor(raw_next) is not None
+                else f"no next_from_id, and the last one's id {next_id!r}"
+            )
+            stalled = errors.CursorStalled(
+                f"{method}: {len(data)} rows came with {said}, which does not move "
+                "the cursor forward (it was reached before); the rows of that page "
+                "were not taken"
+            )
+            stalled.resume_from = from_id or ""
+            raise stalled
+        yield page
+        visited.add(next_id)
+        from_id = next_id
 
 
 def _plan(
@@ -391,11 +427,15 @@ class _Ahead:
         self._broken: BaseException | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._thread: threading.Thread | None = None
+        self._workers: list[threading.Thread] = []  # the pool's, to join them in bounded time
         if lookahead > 0:
-            self._pool = ThreadPoolExecutor(workers, "stoplist_nb-parse", leave_signals_to_main)
+            self._pool = ThreadPoolExecutor(workers, "stoplist_nb-parse", self._worker_started)
             self._thread = threading.Thread(target=self._fetch, name="stoplist_nb-fetch")
             self._thread.daemon = True
-            self._thread.start()
+
+    def _worker_started(self) -> None:
+        leave_signals_to_main()
+        self._workers.append(threading.current_thread())
 
     def get(
         self, cursor: str | None, body: dict[str, Any], *, fetched: int
@@ -406,6 +446,10 @@ class _Ahead:
             content = self._post(body, None)
             return self._parse(content), content, None
         with self._cond:
+            if self._closed:
+                raise RuntimeError("the paging walk is closed")
+            if self._thread is not None and self._thread.ident is None:
+                self._thread.start()  # at the first page: a walk never read starts nothing
             if self._queue and (self._queue[0].from_id, self._queue[0].body) != (cursor, body):
                 self._drop()  # a wrong guess: those replies answer other questions
             coming = (self._generation, cursor, body)
@@ -433,19 +477,26 @@ class _Ahead:
         return reply, head.content, prepared
 
     def close(self) -> None:
-        """Stop the fetch thread (cutting the request on the wire), cancel parses, join all."""
+        """Stop the fetch thread (cutting the request on the wire), cancel parses, join all.
+
+        Each step runs whatever the one before it raised (a second Ctrl-C),
+        and each join is bounded (:func:`~stoplist_nb._threads.join`).
+        """
         with self._cond:
             self._closed = True
             self._drop()
             self._cond.notify_all()
-        if self._thread is not None:
-            if self._cut is not None:
+        try:
+            if self._cut is not None and self._thread is not None:
                 self._cut()  # nothing may be sent, or waited for, after this
-            # Joined, not left to finish: a notebook keeps the last exception (and
-            # with it the walk's frame) alive, and nothing may run behind the user's back.
-            self._thread.join()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            try:
+                if self._pool is not None:
+                    self._pool.shutdown(wait=False, cancel_futures=True)
+            finally:
+                join(self._thread)
+                for worker in list(self._workers):
+                    join(worker)
 
     def _fetch(self) -> None:
         """The fetch thread: send each request as soon as its cursor is known."""
@@ -498,16 +549,17 @@ class _Ahead:
                 self._cond.notify_all()
 
     def _stopped(self) -> bool:
+        """Whether :meth:`close` has run (read afresh: another thread sets it)."""
         return self._closed
 
     def _start_parses(self) -> None:
         """Hand the replies received to the workers (in the fetch thread, as the next
         request goes on the wire, or before it waits with none to send)."""
         assert self._pool is not None
-        with self._cond:
+        with self._cond:  # held while submitting: close() shuts the pool down after it
             unparsed, self._unparsed = self._unparsed, []
-        for reply, content in unparsed:
-            self._pool.submit(_work_into, reply, self._parse, self._prepare, content)
+            for reply, content in [] if self._closed else unparsed:
+                self._pool.submit(_work_into, reply, self._parse, self._prepare, content)
 
     def _ahead(
         self, cursor: str | None, guess: str | None, fetched: int

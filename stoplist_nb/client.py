@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 import pathlib
 import unicodedata
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 import requests
-from tqdm.auto import tqdm
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
@@ -29,11 +28,13 @@ from stoplist_nb._http import (
     Transport,
     check_envelope,
 )
-from stoplist_nb._http.deadline import Exchanges
+from stoplist_nb._http.deadline import Exchanges, settle
 from stoplist_nb._json import Reply, read_reply
 from stoplist_nb._output import Output
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
+from stoplist_nb._progress import Bar
 from stoplist_nb._redact import redact
+from stoplist_nb._stream import Owner, Stream
 
 __all__ = [
     "ENV_TOKEN",
@@ -305,8 +306,14 @@ class Client:
         seen: Iterable[str] = (),
         workers: int | None = None,
         prepare: Callable[[Any, bytes], Any] | None = None,
-    ) -> Generator[Page, None, None]:
+    ) -> Stream[Page]:
         """Walk a cursor endpoint (``from_id`` / ``next_from_id``) page by page.
+
+        The pages come as a :class:`~stoplist_nb._stream.Stream`: an iterator
+        and a context manager whose ``close()`` stops and joins every thread
+        it started (within seconds) and after which nothing is sent. It
+        closes itself when exhausted and when an exception, Ctrl-C included,
+        leaves it; to stop early, use it in a ``with`` block.
 
         Stops at the first page with no rows, as the docs prescribe (the
         cursor may still be set on the last page). An exception raised while
@@ -366,6 +373,8 @@ class Client:
             with exchanges.tracking(sent):
                 return self._transport.post(method, body)
 
+        owner = Owner()
+        owner.adopt(settle)  # the last thing a closed stream ends: the deadline's watchdog
         return walk(
             post,
             partial(_parse_page, method),
@@ -378,6 +387,7 @@ class Client:
             workers=workers,
             prepare=prepare,
             cut=exchanges.cut,
+            owner=owner,
         )
 
     def download(
@@ -439,7 +449,7 @@ class Client:
             part = output.temporary("part")
             with (
                 open(part, "wb") as file,
-                tqdm(
+                Bar(
                     unit="B",
                     unit_scale=True,
                     unit_divisor=1024,

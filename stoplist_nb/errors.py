@@ -198,7 +198,7 @@ class DatasetMismatch(InvalidInput):
     ``query``, ``fields`` or ``dtypes``), which is never carried on; or a
     checkpoint of another version's format; or a dataset while neither
     resuming nor overwriting was asked; or files that are not the dataset's.
-    See :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`.
+    See :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_dataset`.
     """
 
 

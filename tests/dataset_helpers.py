@@ -42,7 +42,10 @@ def profiles() -> list[dict[str, Any]]:
 
 
 def pull(client: sn.Client, path: pathlib.Path, **options: Any) -> sn.DatasetSummary:
-    """``write_profiles_parquet`` in pages of 10 and parts of 30, without commit windows."""
+    """``ProfilesRequest.to_dataset`` in pages of 10 and parts of 30, without commit windows.
+
+    ``options`` are those of the request and of ``to_dataset``, side by side.
+    """
     options = {
         "limit": PAGE,
         "profiles_per_part": PER_PART,
@@ -51,7 +54,27 @@ def pull(client: sn.Client, path: pathlib.Path, **options: Any) -> sn.DatasetSum
         **options,
     }
     db_id = options.pop("db_id", 1)
-    return sn.write_profiles_parquet(client, db_id, path, **options)
+    asked, options = split_options(options)
+    return sn.ProfilesRequest(client, db_id, **asked).to_dataset(path, **options)
+
+
+#: The options of ``ProfilesRequest`` (the others are those of its methods).
+REQUEST_OPTIONS = (
+    "query",
+    "fields",
+    "limit",
+    "from_id",
+    "max_profiles",
+    "lookahead",
+    "progress",
+    "workers",
+)
+
+
+def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``options`` as those of ``ProfilesRequest`` and those of its method."""
+    asked = {name: value for name, value in options.items() if name in REQUEST_OPTIONS}
+    return asked, {name: value for name, value in options.items() if name not in asked}
 
 
 def dataset_fixtures() -> tuple[Any, Any]:
@@ -144,7 +167,8 @@ session = requests.Session()
 session.hooks["response"].append(hold)
 url, token = os.environ["STOPLIST_NB_URL"], os.environ["STOPLIST_NB_TOKEN"]
 with sn.Client(url, token, session=session) as client:
-    summary = sn.write_profiles_parquet(client, 1, path, **options)
+    asked = {name: options.pop(name) for name in sys.argv[5].split(",") if name in options}
+    summary = sn.ProfilesRequest(client, 1, **asked).to_dataset(path, **options)
 print("finished", summary.profiles, flush=True)
 """
 
@@ -169,7 +193,10 @@ def held_writer(
     }
     env = {**os.environ, "STOPLIST_NB_URL": demo.base_url, "STOPLIST_NB_TOKEN": demo.token}
     with popen(
-        [sys.executable, "-c", WRITER, str(path), str(hold_at), str(saved), json.dumps(options)],
+        [
+            *(sys.executable, "-c", WRITER, str(path), str(hold_at), str(saved)),
+            *(json.dumps(options), ",".join(REQUEST_OPTIONS)),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -308,7 +308,7 @@ def check_frame_dtypes(reader: str, frame: pd.DataFrame, *, objects_as_values: b
         reader: The reader's name, for the messages.
         frame: What it gave.
         objects_as_values: Whether lists and objects must be Python values
-            (``read_profiles``, ``iter_profile_frames``); ``pd.read_parquet``
+            (``read_profiles``, ``ProfilesRequest.frames``); ``pd.read_parquet``
             of a dataset gives their JSON text.
     """
     for name in frame.columns:

@@ -175,9 +175,9 @@ def test_read_profiles_takes_a_built_query(
     assert 0 < frame.attrs["profiles"] < len(demo.profiles)
 
 
-def test_iter_profile_pages_takes_a_built_query(client: sn.Client, demo: DemoService) -> None:
+def test_pages_takes_a_built_query(client: sn.Client, demo: DemoService) -> None:
     query = F("_city") == "Moscow"
-    with closing(sn.iter_profile_pages(client, demo.db_id, query=query, limit=5)) as pages:
+    with closing(sn.ProfilesRequest(client, demo.db_id, query=query, limit=5).pages()) as pages:
         ids = [row["id"] for page in pages for row in page.records]
     expected = [p["id"] for p in demo.profiles if p.get("_city") == "Moscow"]
     assert ids == expected
@@ -269,8 +269,8 @@ def test_default_retry_is_public_and_is_the_client_default(demo: DemoService) ->
 # --- the same names for the same things -----------------------------------------------
 
 
-def test_iter_profile_pages_stops_at_max_profiles(client: sn.Client, demo: DemoService) -> None:
-    with closing(sn.iter_profile_pages(client, demo.db_id, limit=4, max_profiles=10)) as pages:
+def test_pages_stops_at_max_profiles(client: sn.Client, demo: DemoService) -> None:
+    with closing(sn.ProfilesRequest(client, demo.db_id, limit=4, max_profiles=10).pages()) as pages:
         got = list(pages)
     assert [len(p) for p in got] == [4, 4, 2]
     assert [r.params["limit"] for r in demo.requests] == [4, 4, 2]
@@ -281,11 +281,11 @@ def test_iter_profile_pages_stops_at_max_profiles(client: sn.Client, demo: DemoS
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "3"])
-def test_iter_profile_pages_refuses_a_bad_max_profiles(
+def test_pages_refuses_a_bad_max_profiles(
     client: sn.Client, demo: DemoService, bad: object
 ) -> None:
     with pytest.raises(sn.InvalidInput, match="max_profiles"):
-        sn.iter_profile_pages(client, demo.db_id, max_profiles=bad)  # type: ignore[arg-type]
+        sn.ProfilesRequest(client, demo.db_id, max_profiles=bad).pages()  # type: ignore[arg-type]
     assert demo.requests == []
 
 

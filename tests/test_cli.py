@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 import stoplist_nb
+import stoplist_nb as sn
 from stoplist_nb._http import transport
 from stoplist_nb.demo import DemoService, generate_profiles, serve
 from stoplist_nb.suppression.archive import read_hashed_csv
@@ -422,7 +423,7 @@ def test_profiles_out_dir_resumes_after_a_failure(
 ) -> None:
     reference, out = tmp_path / "reference", tmp_path / "ds"
     with late_env.client() as client:
-        stoplist_nb.write_profiles_parquet(client, 1, reference, limit=10, progress=False)
+        stoplist_nb.ProfilesRequest(client, 1, limit=10, progress=False).to_dataset(reference)
     late_env.add_fault("profiles/list", "status", status=502, times=None, after=4)
     code, _, stderr = run("profiles", "--db-id", "1", "--limit", "10", "--out", f"{out}/")
     assert code == EXIT_NETWORK
@@ -476,7 +477,7 @@ def test_profiles_out_dir_interrupted_says_how_to_resume(
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("stoplist_nb.cli.commands.write_profiles_parquet", interrupted)
+    monkeypatch.setattr(sn.ProfilesRequest, "to_dataset", interrupted)
     code, _, stderr = run("profiles", "--db-id", "1", "--out", f"{tmp_path}/ds/", "--overwrite")
     assert code == 130
     # Stopped before the pull had a checkpoint: there is nothing to carry on from.

@@ -110,7 +110,9 @@ def test_a_signal_during_a_dataset_pull_keeps_its_parts_and_says_how_to_carry_on
     fresh: DemoService, tmp_path: pathlib.Path
 ) -> None:
     with fresh.client() as client:
-        stoplist_nb.write_profiles_parquet(client, 1, tmp_path / "whole", limit=10, progress=False)
+        stoplist_nb.ProfilesRequest(client, 1, limit=10, progress=False).to_dataset(
+            tmp_path / "whole"
+        )
     argv = ["profiles", "--db-id", "1", "--limit", "10", "--out", "ds/", "--overwrite"]
     # The 11th page is held: by then late_score has joined (on page 4) and closed a part.
     fault = held(fresh, "profiles/list", after=10)

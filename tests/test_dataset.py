@@ -1,4 +1,4 @@
-"""``write_profiles_parquet``: a Parquet dataset written page by page, resumed exactly."""
+"""``ProfilesRequest.to_dataset``: a Parquet dataset written page by page, resumed exactly."""
 
 from __future__ import annotations
 
@@ -452,9 +452,8 @@ if sys.argv[2] == "hold":  # the control: every page kept, as a reader that held
 
     pq.ParquetWriter.write_table = write_and_hold
 with sn.Client(os.environ["STOPLIST_NB_URL"], os.environ["STOPLIST_NB_TOKEN"]) as client:
-    summary = sn.write_profiles_parquet(
-        client, 1, sys.argv[1], limit=100, profiles_per_part=1000, progress=False
-    )
+    request = sn.ProfilesRequest(client, 1, limit=100, progress=False)
+    summary = request.to_dataset(sys.argv[1], profiles_per_part=1000)
 page = pq.ParquetFile(os.path.join(sys.argv[1], "part-00000.parquet")).read_row_group(0)
 print(pa.default_memory_pool().max_memory(), page.nbytes, summary.profiles)
 """

@@ -24,7 +24,6 @@ import pytest
 import requests
 from dataset_helpers import (
     NO_WINDOW,
-    PAGE,
     assert_same_dataset,
     checkpoint,
     contents,
@@ -628,7 +627,7 @@ def test_ctrl_c_between_pages_saves_them(
     # At the sixth reply: part 0 (pages 1-3) is closed, pages 4 and 5 were written whole.
     with hooked(demo, ctrl_c) as client, pytest.raises(KeyboardInterrupt) as info:
         pull(client, out, lookahead=0)
-    assert f"50 profiles are saved in {out}; call write_profiles_parquet again" in notes(info.value)
+    assert f"50 profiles are saved in {out}; call to_dataset again" in notes(info.value)
     assert listing(out) == [
         ".part-00001.parquet.seg-00000",
         "_checkpoint.json",
@@ -726,8 +725,5 @@ def test_bad_commit_options_are_refused_before_anything_is_written(
 ) -> None:
     with pytest.raises(sn.InvalidInput):
         pull(client, tmp_path / "profiles", **options)
-    req = sn.ProfilesRequest(client, 1, limit=PAGE, progress=False)
-    with pytest.raises(sn.InvalidInput, match="goes with a dataset directory"):
-        req.to_parquet(tmp_path / "one.parquet", **options)
     assert not (tmp_path / "profiles").exists()
     assert demo.requests == []

@@ -45,11 +45,11 @@ def test_workers_is_checked_before_any_request(
 ) -> None:
     calls = [
         lambda: sn.read_profiles(client, demo.db_id, workers=workers),
-        lambda: sn.read_profiles_arrow(client, demo.db_id, workers=workers),
-        lambda: sn.iter_profile_pages(client, demo.db_id, workers=workers),
-        lambda: sn.iter_profile_tables(client, demo.db_id, workers=workers),
-        lambda: sn.iter_profile_frames(client, demo.db_id, workers=workers),
-        lambda: sn.write_profiles_parquet(client, demo.db_id, tmp_path / "ds", workers=workers),
+        lambda: sn.ProfilesRequest(client, demo.db_id, workers=workers).to_arrow(),
+        lambda: sn.ProfilesRequest(client, demo.db_id, workers=workers).pages(),
+        lambda: sn.ProfilesRequest(client, demo.db_id, workers=workers).tables(),
+        lambda: sn.ProfilesRequest(client, demo.db_id, workers=workers).frames(),
+        lambda: sn.ProfilesRequest(client, demo.db_id, workers=workers).to_dataset(tmp_path / "ds"),
         lambda: sn.ProfilesRequest(client, demo.db_id, workers=workers),
         lambda: client.pages("profiles/list", {"db_id": demo.db_id}, workers=workers),
     ]
@@ -68,7 +68,7 @@ def test_every_worker_count_reads_the_same_rows(
     ahead = sn.read_profiles(client, demo.db_id, limit=7, progress=False, workers=workers)
     pd.testing.assert_frame_equal(ahead, plain)
     assert ahead.attrs == plain.attrs
-    frames = list(sn.iter_profile_frames(client, demo.db_id, limit=7, progress=False))
+    frames = list(sn.ProfilesRequest(client, demo.db_id, limit=7, progress=False).frames())
     assert sum(len(f) for f in frames) == len(plain)
     assert ours() == [] or all(not t.is_alive() for t in ours())
 
@@ -79,21 +79,25 @@ def test_a_wrong_guess_never_changes_the_rows_of_any_reader(
 ) -> None:
     # The decoy's rows carry a field of their own: the plain read gets the same reply.
     demo.add_fault("profiles/list", "decoy")
-    plain = sn.read_profiles_arrow(client, demo.db_id, limit=7, lookahead=0, progress=False)
+    plain = sn.ProfilesRequest(client, demo.db_id, limit=7, lookahead=0, progress=False).to_arrow()
     demo.add_fault("profiles/list", "decoy")
-    arrow = sn.read_profiles_arrow(client, demo.db_id, limit=7, lookahead=lookahead, progress=False)
+    arrow = sn.ProfilesRequest(
+        client, demo.db_id, limit=7, lookahead=lookahead, progress=False
+    ).to_arrow()
     assert arrow.equals(plain)
     demo.add_fault("profiles/list", "decoy")
     tables = list(
-        sn.iter_profile_tables(client, demo.db_id, limit=7, lookahead=lookahead, progress=False)
+        sn.ProfilesRequest(
+            client, demo.db_id, limit=7, lookahead=lookahead, progress=False
+        ).tables()
     )
     assert pa.concat_tables(tables, promote_options="default")["profile_id"].equals(
         plain["profile_id"]
     )
     demo.add_fault("profiles/list", "decoy")
-    summary = sn.write_profiles_parquet(
-        client, demo.db_id, tmp_path / "ds", limit=7, lookahead=lookahead, progress=False
-    )
+    summary = sn.ProfilesRequest(
+        client, demo.db_id, limit=7, lookahead=lookahead, progress=False
+    ).to_dataset(tmp_path / "ds")
     assert summary.rows == plain.num_rows
     assert summary.profiles == len(demo.profiles)
 
@@ -105,7 +109,9 @@ def test_pages_in_flight_are_bounded(
     # The caller takes one page and stops: the fetch thread may hold a page for
     # each worker and ``lookahead`` more, then waits for the caller, not sending.
     with closing(
-        sn.iter_profile_pages(client, demo.db_id, limit=5, lookahead=lookahead, workers=workers)
+        sn.ProfilesRequest(
+            client, demo.db_id, limit=5, lookahead=lookahead, workers=workers
+        ).pages()
     ) as pages:
         next(pages)
         wait_for_requests(demo, 1 + lookahead + workers)
@@ -117,7 +123,7 @@ def test_pages_in_flight_are_bounded(
 def test_closing_cuts_the_request_on_the_wire(client: sn.Client, demo: DemoService) -> None:
     before = set(threading.enumerate())
     demo.add_fault("profiles/list", "slow", delay=60, after=1)
-    pages = sn.iter_profile_pages(client, demo.db_id, limit=5, lookahead=2)
+    pages = sn.ProfilesRequest(client, demo.db_id, limit=5, lookahead=2).pages()
     next(pages)
     wait_for_requests(demo, 2)  # the second request waits 60 s for its reply
     closer = threading.Thread(target=pages.close)
@@ -209,7 +215,7 @@ def test_a_fetch_thread_that_fails_leaves_no_page_unparsed_and_no_caller_waiting
     got: list[Any] = []
 
     def read() -> None:
-        pages = sn.iter_profile_pages(client, demo.db_id, limit=5, lookahead=2, workers=1)
+        pages = sn.ProfilesRequest(client, demo.db_id, limit=5, lookahead=2, workers=1).pages()
         with closing(pages):
             try:
                 got.extend(len(page) for page in pages)
@@ -287,7 +293,7 @@ def test_the_threads_of_a_read_leave_the_stopping_signals_to_the_main_thread(
 
     monkeypatch.setattr(client._transport, "post", posting)
     monkeypatch.setattr(client_module, "read_reply", parsing)
-    sn.write_profiles_parquet(client, demo.db_id, tmp_path / "ds", limit=7, progress=False)
+    sn.ProfilesRequest(client, demo.db_id, limit=7, progress=False).to_dataset(tmp_path / "ds")
     stopping = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
     assert set(masks) == {"stoplist_nb-fetch", "stoplist_nb-parse"}
     for name, mask in masks.items():

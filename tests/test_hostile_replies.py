@@ -362,14 +362,12 @@ def test_an_empty_cursor_on_the_first_page_goes_on_from_its_last_profile(
     assert demo.requests[1].params["from_id"] == demo.profiles[6]["id"]
 
 
-def test_resume_from_iter_profile_pages_reads_exactly_the_rest(
-    client: sn.Client, demo: DemoService
-) -> None:
+def test_resume_from_pages_reads_exactly_the_rest(client: sn.Client, demo: DemoService) -> None:
     demo.add_fault("profiles/list", "stall", after=2)
     got: list[str] = []
 
     def read(from_id: str | None) -> None:
-        for each in sn.iter_profile_pages(client, demo.db_id, limit=9, from_id=from_id):
+        for each in sn.ProfilesRequest(client, demo.db_id, limit=9, from_id=from_id).pages():
             got.extend(r["id"] for r in each.records)
 
     with pytest.raises(sn.CursorStalled) as info:
@@ -452,12 +450,12 @@ def test_interrupt_leaves_nothing_running(
     assert len(demo.requests) <= sent <= 2 + 2 + 2
 
 
-def test_interrupt_of_iter_profile_pages_closes_it(
+def test_interrupt_of_pages_closes_it(
     client: sn.Client, demo: DemoService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = set(threading.enumerate())
     posts = posts_started(client, monkeypatch)
-    with closing(sn.iter_profile_pages(client, demo.db_id, limit=5, lookahead=2)) as pages:
+    with closing(sn.ProfilesRequest(client, demo.db_id, limit=5, lookahead=2).pages()) as pages:
         next(pages)
         assert parse_threads()
     assert parse_threads() == []

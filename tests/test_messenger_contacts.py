@@ -58,15 +58,15 @@ def client(service: DemoService) -> Iterator[sn.Client]:
 
 def every_reader(client: sn.Client, db_id: int, tmp: Path) -> dict[str, pd.DataFrame]:
     kw: dict[str, Any] = {"limit": 2, "progress": False}
-    sn.write_profiles_parquet(client, db_id, tmp / "ds", **kw)
+    sn.ProfilesRequest(client, db_id, **kw).to_dataset(tmp / "ds")
     return {
         "read_profiles": sn.read_profiles(client, db_id, **kw),
-        "read_profiles_arrow": sn.read_profiles_arrow(client, db_id, **kw).to_pandas(),
-        "iter_profile_frames": pd.concat(
-            list(sn.iter_profile_frames(client, db_id, **kw)), ignore_index=True
+        "to_arrow": sn.ProfilesRequest(client, db_id, **kw).to_arrow().to_pandas(),
+        "frames": pd.concat(
+            list(sn.ProfilesRequest(client, db_id, **kw).frames()), ignore_index=True
         ),
-        "iter_profile_tables": pa.concat_tables(
-            list(sn.iter_profile_tables(client, db_id, **kw)), promote_options="default"
+        "tables": pa.concat_tables(
+            list(sn.ProfilesRequest(client, db_id, **kw).tables()), promote_options="default"
         ).to_pandas(),
         "dataset": pd.read_parquet(tmp / "ds"),
     }

@@ -1,8 +1,8 @@
 """Every profiles reader gives one answer: what the service sent, in the column one rule names.
 
-The readers: ``read_profiles`` (one DataFrame), ``read_profiles_arrow`` (one
-Arrow table), ``iter_profile_frames`` and ``iter_profile_tables`` (page by
-page, concatenated here row by row), ``write_profiles_parquet`` (a dataset
+The readers: ``read_profiles`` (one DataFrame), ``ProfilesRequest.to_arrow`` (one
+Arrow table), its ``frames`` and ``tables`` (page by
+page, concatenated here row by row), its ``to_dataset`` (a dataset
 read back with ``pd.read_parquet``, ``pq.read_table`` and ``pyarrow.dataset``)
 and ``ProfilesRequest.to_parquet`` (one file, read back with ``pd.read_parquet``);
 a file's text must come back in the frames' string storage, whatever the pandas.
@@ -49,14 +49,14 @@ from stoplist_nb.demo import serve
 Rows = list[dict[str, Any]]
 
 # The readers whose frames hold lists and objects as Python values.
-FRAMES_OF_VALUES = ("read_profiles", "read_profiles:lookahead=0", "iter_profile_frames")
+FRAMES_OF_VALUES = ("read_profiles", "read_profiles:lookahead=0", "frames")
 
 READERS = (
     "read_profiles",
     "read_profiles:lookahead=0",
-    "read_profiles_arrow",
-    "iter_profile_frames",
-    "iter_profile_tables",
+    "to_arrow",
+    "frames",
+    "tables",
     "parquet:pd.read_parquet",
     "parquet:pq.read_table",
     "parquet:pyarrow.dataset",
@@ -95,32 +95,32 @@ def read_every_way(
             check_frame_dtypes("read_profiles:lookahead=0", frame, objects_as_values=True)
             return frame_rows(frame)
 
-        def read_profiles_arrow() -> Rows:
-            table = sn.read_profiles_arrow(client, db, **opts)
-            check_arrow_types("read_profiles_arrow", table.schema)
+        def to_arrow() -> Rows:
+            table = sn.ProfilesRequest(client, db, **opts).to_arrow()
+            check_arrow_types("to_arrow", table.schema)
             return table_rows(table)
 
-        def iter_profile_frames() -> Rows:
-            frames = list(sn.iter_profile_frames(client, db, **opts))
+        def frames() -> Rows:
+            frames = list(sn.ProfilesRequest(client, db, **opts).frames())
             for frame in frames:
-                check_frame_dtypes("iter_profile_frames", frame, objects_as_values=True)
+                check_frame_dtypes("frames", frame, objects_as_values=True)
             dtypes = ({str(n): str(t) for n, t in f.dtypes.items()} for f in frames)
-            check_stream("iter_profile_frames", dtypes)
+            check_stream("frames", dtypes)
             return [row for frame in frames for row in frame_rows(frame)]
 
-        def iter_profile_tables() -> Rows:
-            tables = list(sn.iter_profile_tables(client, db, **opts))
+        def tables() -> Rows:
+            tables = list(sn.ProfilesRequest(client, db, **opts).tables())
             for table in tables:
-                check_arrow_types("iter_profile_tables", table.schema)
+                check_arrow_types("tables", table.schema)
             types = ({f.name: str(f.type) for f in t.schema} for t in tables)
-            check_stream("iter_profile_tables", types)
+            check_stream("tables", types)
             return [row for table in tables for row in table_rows(table)]
 
         path = pathlib.Path(tmp) / "profiles"
         written: list[str] = []
 
         def write() -> None:
-            sn.write_profiles_parquet(client, db, path, profiles_per_part=per_part, **opts)
+            sn.ProfilesRequest(client, db, **opts).to_dataset(path, profiles_per_part=per_part)
             written.append(str(path))
 
         def pandas_parquet(name: str, where: str) -> Rows:
@@ -137,7 +137,7 @@ def read_every_way(
         file = pathlib.Path(tmp) / "profiles.parquet"
 
         def write_file() -> None:
-            sn.ProfilesRequest(client, db, **opts).to_parquet(file, dataset=False)
+            sn.ProfilesRequest(client, db, **opts).to_parquet(file)
 
         def arrow_parquet() -> Rows:
             table = pq.read_table(written[0])
@@ -160,10 +160,10 @@ def read_every_way(
 
         attempt("read_profiles", read_profiles)
         attempt("read_profiles:lookahead=0", read_profiles_in_one_thread)
-        attempt("read_profiles_arrow", read_profiles_arrow)
-        attempt("iter_profile_frames", iter_profile_frames)
-        attempt("iter_profile_tables", iter_profile_tables)
-        attempt("write_profiles_parquet", write)
+        attempt("to_arrow", to_arrow)
+        attempt("frames", frames)
+        attempt("tables", tables)
+        attempt("to_dataset", write)
         if written:
             attempt(
                 "parquet:pd.read_parquet",

@@ -172,7 +172,7 @@ def test_an_error_ahead_is_raised_when_its_page_comes_up(
 ) -> None:
     demo.add_fault("profiles/list", "slow", delay=0, times=2)
     demo.add_fault("profiles/list", "status", status=400)
-    pages = sn.iter_profile_pages(client, demo.db_id, limit=7, lookahead=2)
+    pages = sn.ProfilesRequest(client, demo.db_id, limit=7, lookahead=2).pages()
     first = next(pages)
     # The fetch thread sends the third request without waiting for the caller.
     for _ in range(2000):
@@ -192,7 +192,7 @@ def parse_threads() -> list[threading.Thread]:
 
 
 def test_leaving_early_stops_the_workers(client: sn.Client, demo: DemoService) -> None:
-    pages = sn.iter_profile_pages(client, demo.db_id, limit=7, lookahead=2, workers=1)
+    pages = sn.ProfilesRequest(client, demo.db_id, limit=7, lookahead=2, workers=1).pages()
     got = [next(pages), next(pages)]
     assert parse_threads()
     pages.close()
@@ -210,7 +210,7 @@ def test_bad_lookahead_fails_before_any_request(
     client: sn.Client, demo: DemoService, bad: Any
 ) -> None:
     with pytest.raises(sn.InvalidInput, match="lookahead"):
-        sn.iter_profile_pages(client, demo.db_id, lookahead=bad)
+        sn.ProfilesRequest(client, demo.db_id, lookahead=bad).pages()
     with pytest.raises(sn.InvalidInput, match="lookahead"):
         client.pages("profiles/list", {"db_id": demo.db_id}, lookahead=bad)
     assert demo.requests == []

@@ -1,4 +1,4 @@
-"""read_profiles / iter_profile_pages against the demo service on loopback."""
+"""read_profiles and ProfilesRequest.pages against the demo service on loopback."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def ids(df: pd.DataFrame) -> list[str]:
 
 
 def test_paging_returns_every_profile_once(client: sn.Client, demo: DemoService) -> None:
-    pages = list(sn.iter_profile_pages(client, demo.db_id, limit=7))
+    pages = list(sn.ProfilesRequest(client, demo.db_id, limit=7).pages())
     got = [r["id"] for page in pages for r in page.records]
     assert got == [p["id"] for p in demo.profiles]
     assert len(pages) == -(-len(demo.profiles) // 7)
@@ -40,7 +40,7 @@ def test_read_profiles_equals_normalizing_everything(client: sn.Client, demo: De
 
 
 def test_records_are_exactly_what_the_service_sent(client: sn.Client, demo: DemoService) -> None:
-    page = next(iter(sn.iter_profile_pages(client, demo.db_id, limit=5)))
+    page = next(iter(sn.ProfilesRequest(client, demo.db_id, limit=5).pages()))
     assert page.records == demo.profiles[:5]
     assert len(page) == 5
 
@@ -166,11 +166,9 @@ def test_bad_input_fails_before_any_request(
     assert demo.requests == []
 
 
-def test_iter_profile_pages_checks_input_before_iterating(
-    client: sn.Client, demo: DemoService
-) -> None:
+def test_pages_checks_input_before_iterating(client: sn.Client, demo: DemoService) -> None:
     with pytest.raises(sn.InvalidQuery):
-        sn.iter_profile_pages(client, demo.db_id, query={"$not": {"_city": "x"}})
+        sn.ProfilesRequest(client, demo.db_id, query={"$not": {"_city": "x"}}).pages()
     assert demo.requests == []
 
 

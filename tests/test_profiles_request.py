@@ -116,14 +116,14 @@ def test_the_query_is_checked_once_however_often_it_is_read(
         (lambda r, d: r.frames(dtypes={"age": "no such dtype"}), "dtypes"),
         (lambda r, d: r.tables(schema={}), "schema"),
         (lambda r, d: r.to_arrow(dtypes=["age"]), "dtypes"),
-        (lambda r, d: r.to_parquet(d / "x.parquet", resume=False), "resume= goes with a"),
+        (lambda r, d: r.to_dataset(d / "ds", resume="no"), "resume must be True or False"),
         (lambda r, d: r.to_csv(d / "x.csv", overwrite="yes"), "overwrite must be True or False"),
-        (lambda r, d: r.to_parquet(d / "x.parquet", profiles_per_part=5), "profiles_per_part"),
+        (lambda r, d: r.to_dataset(d / "ds", commit_seconds=-1), "commit_seconds"),
         (lambda r, d: r.to_parquet(d / "nowhere" / "x.parquet"), "no directory"),
         (lambda r, d: r.to_csv(d), "names a directory"),
-        (lambda r, d: r.to_parquet(d / "ds", dataset=True, profiles_per_part=0), "per_part"),
-        (lambda r, d: r.to_parquet(d / "ds", dataset="yes"), "dataset"),
-        (lambda r, d: dataclasses.replace(r, max_profiles=5).to_parquet(f"{d}/ds/"), "checkpoint"),
+        (lambda r, d: r.to_dataset(d / "ds", profiles_per_part=0), "per_part"),
+        (lambda r, d: r.to_parquet(d), "names a directory"),
+        (lambda r, d: dataclasses.replace(r, max_profiles=5).to_dataset(f"{d}/ds/"), "checkpoint"),
     ],
 )
 def test_a_bad_option_of_a_method_is_refused_before_anything_is_sent(
@@ -136,84 +136,37 @@ def test_a_bad_option_of_a_method_is_refused_before_anything_is_sent(
     assert listing(tmp_path) == []
 
 
-# --- each method reads what its function reads ------------------------------------------
+# --- read_profiles is to_frame in one call -----------------------------------------------
 
 
-def test_each_method_gives_what_its_function_gives(
-    client: sn.Client, demo: DemoService, tmp_path: pathlib.Path
-) -> None:
+def test_read_profiles_gives_what_to_frame_gives(client: sn.Client, demo: DemoService) -> None:
     options: dict[str, Any] = {"limit": 20, "progress": False, "query": {"_city": "Moscow"}}
     req = sn.ProfilesRequest(client, demo.db_id, **options)
-    pages_options = {k: v for k, v in options.items() if k != "progress"}
-    expected_requests = None
-
-    def same(method: Any, function: Any) -> tuple[Any, Any]:
-        nonlocal expected_requests
+    for output in ({}, {"dtype_backend": "pyarrow", "dtypes": {"age": "Int16"}}):
         demo.requests.clear()
-        got = method()
+        got = req.to_frame(**output)
         by_method = sent(demo)
         demo.requests.clear()
-        want = function()
+        want = sn.read_profiles(client, demo.db_id, **options, **output)
         assert sent(demo) == by_method  # the same requests, as many
-        expected_requests = by_method
-        return got, want
-
-    got, want = same(req.to_frame, lambda: sn.read_profiles(client, demo.db_id, **options))
-    pd.testing.assert_frame_equal(got, want)
-    assert got.attrs == want.attrs
-    backend = {"dtype_backend": "pyarrow", "dtypes": {"age": "Int16"}}
-    got, want = same(
-        lambda: req.to_frame(**backend),
-        lambda: sn.read_profiles(client, demo.db_id, **options, **backend),
-    )
-    pd.testing.assert_frame_equal(got, want)
-    got, want = same(req.to_arrow, lambda: sn.read_profiles_arrow(client, demo.db_id, **options))
-    assert got.equals(want)
-    assert got.schema.metadata == want.schema.metadata
-    got, want = same(
-        lambda: list(req.tables()),
-        lambda: list(sn.iter_profile_tables(client, demo.db_id, **options)),
-    )
-    assert [t.schema for t in got] == [t.schema for t in want]
-    assert all(a.equals(b) for a, b in zip(got, want, strict=True))
-    got, want = same(
-        lambda: list(req.frames(dtypes={"age": "Int64"})),
-        lambda: list(
-            sn.iter_profile_frames(client, demo.db_id, dtypes={"age": "Int64"}, **options)
-        ),
-    )
-    for a, b in zip(got, want, strict=True):
-        pd.testing.assert_frame_equal(a, b)
-        assert a.attrs == b.attrs
-    got, want = same(
-        lambda: [p.records for p in req.pages()],
-        lambda: [p.records for p in sn.iter_profile_pages(client, demo.db_id, **pages_options)],
-    )
-    assert got == want
-    got, want = same(
-        lambda: req.to_parquet(tmp_path / "a", dataset=True),
-        lambda: sn.write_profiles_parquet(client, demo.db_id, tmp_path / "b", **options),
-    )
-    assert (got.parts, got.profiles, got.rows, got.complete) == (
-        want.parts,
-        want.profiles,
-        want.rows,
-        want.complete,
-    )
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a"), pd.read_parquet(tmp_path / "b"))
-    assert expected_requests
+        assert by_method
+        pd.testing.assert_frame_equal(got, want)
+        assert got.attrs == want.attrs
 
 
-def test_a_path_ending_in_a_slash_or_a_directory_is_a_dataset(
+def test_a_file_and_a_dataset_are_two_methods(
     client: sn.Client, demo: DemoService, tmp_path: pathlib.Path
 ) -> None:
     req = build(client, demo, max_profiles=None)
-    done = req.to_parquet(f"{tmp_path}/ds/")
+    done = req.to_dataset(f"{tmp_path}/ds/")
     assert isinstance(done, sn.DatasetSummary)
     assert done.complete
-    again = req.to_parquet(tmp_path / "ds")  # an existing directory: that dataset, complete
-    assert isinstance(again, sn.DatasetSummary)
+    again = req.to_dataset(tmp_path / "ds")  # that dataset, complete: nothing is sent
     assert again.profiles == len(demo.profiles)
+    with pytest.raises(sn.InvalidInput, match="names a directory"):
+        req.to_parquet(tmp_path / "ds")
+    file = req.to_parquet(tmp_path / "ds.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "ds"), pd.read_parquet(file.path))
 
 
 # --- one Parquet or CSV file ---------------------------------------------------------------

@@ -337,7 +337,7 @@ def test_read_profiles_refuses_a_deep_query_before_any_request(
         with pytest.raises(InvalidQuery):
             sn.read_profiles(client, demo.db_id, query=query, progress=False)
         with pytest.raises(InvalidQuery):
-            sn.iter_profile_pages(client, demo.db_id, query=query)
+            sn.ProfilesRequest(client, demo.db_id, query=query).pages()
     assert demo.requests == []
 
 

@@ -18,19 +18,20 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from dataset_helpers import REQUEST_OPTIONS
 
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService
 from stoplist_nb.demo._faults import Fault
 from stoplist_nb.profiles.dataset import CHECKPOINT
-from stoplist_nb.profiles.reading import write_profiles_parquet
+from stoplist_nb.profiles.reading import ProfilesRequest
 
 READERS = [
     "read_profiles",
-    "read_profiles_arrow",
-    "iter_profile_frames",
-    "iter_profile_tables",
-    "iter_profile_pages",
+    "to_arrow",
+    "frames",
+    "tables",
+    "pages",
 ]
 LOOKAHEAD = [0, 2]
 
@@ -60,7 +61,7 @@ def read(reader: str, client: sn.Client, demo: DemoService, **kwargs: Any) -> Ou
     """Run one reader; an error gives what it kept and where it says to resume."""
     kwargs.setdefault("limit", 10)
     out = Outcome([], kwargs.get("from_id") or "")
-    if reader != "iter_profile_pages":
+    if reader != "pages":
         kwargs["progress"] = False
     try:
         if reader == "read_profiles":
@@ -71,24 +72,24 @@ def read(reader: str, client: sn.Client, demo: DemoService, **kwargs: Any) -> Ou
                 raise
             out.ids = runs(list(df["profile_id"]))
             out.cursor = df.attrs["next_from_id"]
-        elif reader == "read_profiles_arrow":
+        elif reader == "to_arrow":
             try:
-                table = sn.read_profiles_arrow(client, demo.db_id, **kwargs)
+                table = sn.ProfilesRequest(client, demo.db_id, **kwargs).to_arrow()
             except sn.StoplistError as exc:
                 out.ids = runs(exc.partial["profile_id"].to_pylist())
                 raise
             out.ids = runs(table["profile_id"].to_pylist())
             out.cursor = table.schema.metadata[b"next_from_id"].decode()
-        elif reader == "iter_profile_frames":
-            _frames(sn.iter_profile_frames(client, demo.db_id, **kwargs), out)
-        elif reader == "iter_profile_tables":
-            tables = sn.iter_profile_tables(client, demo.db_id, **kwargs)
+        elif reader == "frames":
+            _frames(sn.ProfilesRequest(client, demo.db_id, **kwargs).frames(), out)
+        elif reader == "tables":
+            tables = sn.ProfilesRequest(client, demo.db_id, **kwargs).tables()
             with closing(tables):
                 for table in tables:
                     out.ids += runs(table["profile_id"].to_pylist())
                     out.cursor = table.schema.metadata[b"next_from_id"].decode()
         else:
-            pages = sn.iter_profile_pages(client, demo.db_id, **kwargs)
+            pages = sn.ProfilesRequest(client, demo.db_id, **kwargs).pages()
             with closing(pages):
                 for page in pages:
                     out.ids += [row.get("id") for row in page.records]
@@ -159,7 +160,7 @@ def test_partial_and_a_capped_resume_past_limit_miss_no_profile(
 
 
 @pytest.mark.parametrize("lookahead", LOOKAHEAD)
-@pytest.mark.parametrize("reader", [r for r in READERS if r != "iter_profile_pages"])
+@pytest.mark.parametrize("reader", [r for r in READERS if r != "pages"])
 def test_a_capped_read_past_limit_keeps_the_whole_page_of_an_opaque_cursor(
     client: sn.Client, demo: DemoService, reader: str, lookahead: int
 ) -> None:
@@ -249,7 +250,7 @@ def test_a_full_page_without_a_cursor_or_ids_is_kept_and_says_so(
     assert "resume with from_id" not in str(info.value)
     assert len(demo.requests) == 1
     add(demo, {"kind": "raw", "text": _rows_without_ids(demo, 5)})
-    pages = read("iter_profile_pages", client, demo, limit=5, lookahead=lookahead)
+    pages = read("pages", client, demo, limit=5, lookahead=lookahead)
     assert isinstance(pages.error, sn.CursorStalled)
     assert pages.ids == [None] * 5  # the page was yielded, its rows without ids
     assert pages.cursor is None
@@ -286,7 +287,8 @@ def dataset_ids(path: pathlib.Path) -> list[str]:
 
 def pull(client: sn.Client, demo: DemoService, path: pathlib.Path, **kwargs: Any) -> Any:
     kwargs = {"limit": 10, "progress": False, "profiles_per_part": 20, **kwargs}
-    return write_profiles_parquet(client, demo.db_id, path, **kwargs)
+    asked = {name: kwargs.pop(name) for name in REQUEST_OPTIONS if name in kwargs}
+    return ProfilesRequest(client, demo.db_id, **asked).to_dataset(path, **kwargs)
 
 
 @pytest.mark.slow

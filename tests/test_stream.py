@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
+from dataset_helpers import split_options
 from demo_fixtures import served_and_cleared
 
 import stoplist_nb as sn
@@ -45,7 +46,8 @@ def mixed_client(mixed_cleared: DemoService) -> Iterator[sn.Client]:
 
 
 def frames(client: sn.Client, db_id: int, **kw: Any) -> list[pd.DataFrame]:
-    return list(sn.iter_profile_frames(client, db_id, limit=2, progress=False, **kw))
+    asked, output = split_options({"limit": 2, "progress": False, **kw})
+    return list(sn.ProfilesRequest(client, db_id, **asked).frames(**output))
 
 
 def test_frames_keep_one_dtype_per_column_and_only_add_columns(
@@ -119,7 +121,7 @@ def test_declared_dtypes_are_there_from_the_first_frame(
 def test_tables_share_the_frames_schema_and_carry_the_cursor(
     mixed_client: sn.Client, mixed: DemoService
 ) -> None:
-    tables = list(sn.iter_profile_tables(mixed_client, mixed.db_id, limit=2, progress=False))
+    tables = list(sn.ProfilesRequest(mixed_client, mixed.db_id, limit=2, progress=False).tables())
     assert tables[0].schema.field("score").type == pa.int64()
     assert tables[3].schema.field("tags").type == pa.large_string()
     assert json.loads(tables[1].column("tags")[0].as_py()) == {"a": [1, 2]}
@@ -133,10 +135,10 @@ def test_tables_share_the_frames_schema_and_carry_the_cursor(
 def test_a_resumed_stream_goes_on_with_its_schema(
     mixed_client: sn.Client, mixed: DemoService
 ) -> None:
-    whole = list(sn.iter_profile_tables(mixed_client, mixed.db_id, limit=2, progress=False))
+    whole = list(sn.ProfilesRequest(mixed_client, mixed.db_id, limit=2, progress=False).tables())
     schema = StreamSchema()
-    first = sn.iter_profile_tables(
-        mixed_client, mixed.db_id, limit=2, progress=False, schema=schema
+    first = sn.ProfilesRequest(mixed_client, mixed.db_id, limit=2, progress=False).tables(
+        schema=schema
     )
     mixed.add_fault("profiles/list", "status", status=400, after=2)
     got = []
@@ -145,10 +147,9 @@ def test_a_resumed_stream_goes_on_with_its_schema(
     saved = json.loads(json.dumps(schema.to_dict()))  # what a checkpoint keeps
     assert info.value.resume_from == whole[1].schema.metadata[b"next_from_id"].decode()
     mixed.clear_faults()
-    rest = sn.iter_profile_tables(
-        mixed_client, mixed.db_id, limit=2, progress=False,
-        from_id=info.value.resume_from, schema=StreamSchema.from_dict(saved),
-    )  # fmt: skip
+    rest = sn.ProfilesRequest(
+        mixed_client, mixed.db_id, limit=2, progress=False, from_id=info.value.resume_from
+    ).tables(schema=StreamSchema.from_dict(saved))
     got.extend(rest)
     assert [t.replace_schema_metadata() for t in got[2:]] == [
         t.replace_schema_metadata() for t in whole[2:]
@@ -201,10 +202,8 @@ def test_default_frame_goes_through_parquet_and_back_with_plain_pandas(
     pd.testing.assert_frame_equal(back.drop(columns="cats"), df.drop(columns="cats"))
 
 
-def test_read_profiles_arrow_matches_the_arrow_backed_frame(
-    client: sn.Client, demo: DemoService
-) -> None:
-    table = sn.read_profiles_arrow(client, demo.db_id, progress=False)
+def test_to_arrow_matches_the_arrow_backed_frame(client: sn.Client, demo: DemoService) -> None:
+    table = sn.ProfilesRequest(client, demo.db_id, progress=False).to_arrow()
     df = sn.read_profiles(client, demo.db_id, progress=False, dtype_backend="pyarrow")
     assert table.column_names == list(df.columns)
     for name in table.column_names:
@@ -219,8 +218,8 @@ def test_dtypes_override_and_add_columns(client: sn.Client, demo: DemoService) -
     assert df["priority"].dtype == "float64"
     assert df["missing"].dtype == "Int64"
     assert df["missing"].isna().all()
-    table = sn.read_profiles_arrow(
-        client, demo.db_id, progress=False, dtypes={"priority": pa.int8()}
+    table = sn.ProfilesRequest(client, demo.db_id, progress=False).to_arrow(
+        dtypes={"priority": pa.int8()}
     )
     assert table.schema.field("priority").type == pa.int8()
 
@@ -237,26 +236,27 @@ def test_dtypes_override_and_add_columns(client: sn.Client, demo: DemoService) -
 def test_bad_output_options_are_refused_before_any_request(
     client: sn.Client, demo: DemoService, kw: dict[str, Any]
 ) -> None:
-    for read in (sn.read_profiles, sn.iter_profile_frames):
+    request = sn.ProfilesRequest(client, demo.db_id, progress=False)
+    for read in (request.to_frame, request.frames):
         with pytest.raises(sn.InvalidInput):
-            list(read(client, demo.db_id, progress=False, **kw))  # type: ignore[operator]
+            list(read(**kw))
     if "dtype_backend" not in kw:
-        for read in (sn.read_profiles_arrow, sn.iter_profile_tables):
+        for read in (request.to_arrow, request.tables):
             with pytest.raises(sn.InvalidInput):
-                list(read(client, demo.db_id, progress=False, **kw))  # type: ignore[operator]
+                list(read(**kw))
     assert demo.requests == []
 
 
 def test_a_failed_arrow_read_keeps_the_table_so_far(client: sn.Client, demo: DemoService) -> None:
     demo.add_fault("profiles/list", "status", status=400, after=2)
     with pytest.raises(sn.StoplistError) as info:
-        sn.read_profiles_arrow(client, demo.db_id, limit=10, progress=False)
+        sn.ProfilesRequest(client, demo.db_id, limit=10, progress=False).to_arrow()
     partial = info.value.partial
     assert isinstance(partial, pa.Table)
     assert partial.schema.metadata[b"profiles"] == b"20"
     demo.clear_faults()
-    rest = sn.read_profiles_arrow(
+    rest = sn.ProfilesRequest(
         client, demo.db_id, limit=10, progress=False, from_id=info.value.resume_from
-    )
+    ).to_arrow()
     ids = partial.column("profile_id").to_pylist() + rest.column("profile_id").to_pylist()
     assert list(dict.fromkeys(ids)) == [p["id"] for p in demo.profiles]

@@ -432,7 +432,7 @@ def test_the_sample_page_is_read_through_the_profiles_reader(
     assert [r.method for r in demo.requests] == ["databases/fields_get", "profiles/list"]
     sent = demo.requests[1].params
     demo.requests.clear()
-    pages = sn.iter_profile_pages(client, demo.db_id, limit=500, max_profiles=500, lookahead=0)
+    pages = sn.ProfilesRequest(client, demo.db_id, limit=500, max_profiles=500, lookahead=0).pages()
     with closing(pages):
         first = next(pages)
     assert sent == demo.requests[0].params == {"db_id": demo.db_id, "format": "json", "limit": 500}

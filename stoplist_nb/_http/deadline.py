@@ -34,9 +34,9 @@ import urllib3.poolmanager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from stoplist_nb._threads import leave_signals_to_main
+from stoplist_nb._threads import join, leave_signals_to_main
 
-__all__ = ["Deadline", "Exchanges", "current", "running", "watch_pools"]
+__all__ = ["Deadline", "Exchanges", "current", "running", "settle", "watch_pools"]
 
 _CURRENT: ContextVar[Deadline | None] = ContextVar("stoplist_nb_deadline", default=None)
 
@@ -145,7 +145,12 @@ def _shut_down(connection: Any) -> None:
 
 
 class _Watchdog:
-    """One daemon thread that fires deadlines when they pass."""
+    """One daemon thread that fires deadlines when they pass.
+
+    It runs while an exchange does, and ends once none has run for
+    :data:`_IDLE_SECONDS` (at once after :meth:`settle`): a closed stream
+    leaves no thread of the package behind.
+    """
 
     def __init__(self) -> None:
         self._reset()
@@ -154,41 +159,74 @@ class _Watchdog:
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int, Deadline]] = []
         self._order = itertools.count()
+        self._armed: set[Deadline] = set()  # the exchanges running now
         self._thread: threading.Thread | None = None
-        self._compact_at = 512
+        self._settling = False
 
     def arm(self, deadline: Deadline) -> None:
+        """Watch ``deadline`` until :meth:`disarm`."""
         with self._cond:
-            if len(self._heap) >= 2 * self._compact_at:
-                # Finished exchanges stay in the heap until their time; drop them in bulk.
-                self._heap = [entry for entry in self._heap if not entry[2].closed]
+            self._armed.add(deadline)
+            self._settling = False
+            self._push(deadline)
+
+    def disarm(self, deadline: Deadline) -> None:
+        """Forget ``deadline``: its exchange has ended."""
+        with self._cond:
+            self._armed.discard(deadline)
+            if len(self._heap) > 4 * len(self._armed) + 64:
+                # Ended exchanges stay in the heap until their time; drop them in bulk.
+                self._heap = [entry for entry in self._heap if entry[2] in self._armed]
                 heapq.heapify(self._heap)
-                self._compact_at = max(512, len(self._heap))
-            entry = (deadline.expires_at, next(self._order), deadline)
-            heapq.heappush(self._heap, entry)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="stoplist_nb-deadline", daemon=True
-                )
-                self._thread.start()
-            elif self._heap[0] is entry:
+            if not self._armed:
                 self._cond.notify()
+
+    def settle(self) -> None:
+        """End the thread now if no exchange runs, and wait for it (bounded)."""
+        with self._cond:
+            if self._armed or self._thread is None:
+                return
+            thread, self._settling = self._thread, True
+            self._cond.notify()
+        join(thread)
+
+    def _push(self, deadline: Deadline) -> None:  # the lock held
+        entry = (deadline.expires_at, next(self._order), deadline)
+        heapq.heappush(self._heap, entry)
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="stoplist_nb-deadline", daemon=True
+            )
+            self._thread.start()
+        elif self._heap[0] is entry:
+            self._cond.notify()
 
     def _run(self) -> None:
         leave_signals_to_main()
         while True:
             with self._cond:
                 due = self._next_due()
+                if due is None:
+                    self._thread, self._settling = None, False
+                    return
             if not due.fire():
-                self.arm(due)
+                with self._cond:
+                    if due in self._armed:
+                        self._push(due)  # extended meanwhile
 
-    def _next_due(self) -> Deadline:
+    def _next_due(self) -> Deadline | None:
         while True:
+            if not self._armed:
+                self._heap.clear()
+                self._cond.wait_for(lambda: self._armed or self._settling, _IDLE_SECONDS)
+                if not self._armed:
+                    return None
+                continue
             if not self._heap:
                 self._cond.wait()
                 continue
             at, _, deadline = self._heap[0]
-            if deadline.closed or deadline.fired:
+            if deadline.closed or deadline.fired or deadline not in self._armed:
                 heapq.heappop(self._heap)
             elif deadline.expires_at > at:  # extended since it was armed
                 heapq.heapreplace(self._heap, (deadline.expires_at, next(self._order), deadline))
@@ -198,6 +236,9 @@ class _Watchdog:
                 heapq.heappop(self._heap)
                 return deadline
 
+
+#: How long the watchdog's thread outlives the last exchange (the next one may follow soon).
+_IDLE_SECONDS = 1.0
 
 _WATCHDOG = _Watchdog()
 if hasattr(os, "register_at_fork"):  # a forked child has no watchdog thread, maybe a held lock
@@ -266,6 +307,11 @@ class Exchanges:
 _EXCHANGES: ContextVar[Exchanges | None] = ContextVar("stoplist_nb_exchanges", default=None)
 
 
+def settle() -> None:
+    """End the watchdog's thread now if no exchange runs (a stream's close calls it)."""
+    _WATCHDOG.settle()
+
+
 def current() -> Deadline | None:
     """The deadline of the exchange running in this thread, if any."""
     return _CURRENT.get()
@@ -288,6 +334,8 @@ def running(seconds: float | None) -> Iterator[Deadline]:
             exchanges._started(None)
         _CURRENT.reset(token)
         deadline.close()
+        if seconds is not None:
+            _WATCHDOG.disarm(deadline)
 
 
 def _watch(connection: Any) -> None:

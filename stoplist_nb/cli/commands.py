@@ -32,7 +32,7 @@ from stoplist_nb.cli.output import (
 from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client
 from stoplist_nb.profiles.dataset import DatasetSummary, dataset_summary
 from stoplist_nb.profiles.files import FileSummary
-from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles, write_profiles_parquet
+from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles
 from stoplist_nb.suppression.export import (
     download_export,
     read_suppression_list,
@@ -131,8 +131,7 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
     """``stoplist-nb profiles``: read a database's profiles into a file, or a Parquet dataset.
 
     Page by page: a file through ``ProfilesRequest.to_parquet`` or ``to_csv``
-    (complete or not there at all), a directory through
-    :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`.
+    (complete or not there at all), a directory through ``ProfilesRequest.to_dataset``.
     """
     carry_on = [name for name in ("--resume", "--repair") if getattr(args, name[2:])]
     if carry_on and args.overwrite:
@@ -178,7 +177,7 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
             done = (
                 request.to_csv(path, overwrite=args.overwrite)
                 if path.suffix.lower() == ".csv"
-                else request.to_parquet(path, dataset=False, overwrite=args.overwrite)
+                else request.to_parquet(path, overwrite=args.overwrite)
             )
         except KeyboardInterrupt as exc:
             said_on_interrupt(exc, kept(), "hint: the same command reads the profiles again")
@@ -203,7 +202,6 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
             raise
         except OSError as exc:  # after StoplistError: some are OSErrors, none is the file's
             raise cannot_write(path, exc) from None
-        assert isinstance(done, FileSummary)  # dataset=False
         count, cursor = done.profiles, done.next_from_id
         stopped = args.max_profiles is not None and count >= args.max_profiles and bool(cursor)
         more = stopped and _more_after(client, args, cursor)
@@ -258,17 +256,19 @@ def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
     }
     with client_from_env(args) as client, _advising(client):
         try:
-            summary = write_profiles_parquet(
+            request = ProfilesRequest(
                 client,
                 args.db_id,
-                where,
                 query=args.query,
                 fields=args.fields,
                 limit=args.limit,
+                progress=ui.progress,
+            )
+            summary = request.to_dataset(
+                where,
                 resume=args.resume or args.repair,
                 overwrite=args.overwrite,
                 repair=args.repair,
-                progress=ui.progress,
                 **options,
             )
         except errors.DatasetMismatch as exc:

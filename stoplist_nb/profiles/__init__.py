@@ -1,8 +1,8 @@
 """Subscriber profiles of a database as pandas DataFrames (``profiles/list``).
 
 A request is :class:`~stoplist_nb.profiles.reading.ProfilesRequest`, checked
-once and read as pages, tables, frames or files; the functions
-``read_profiles``, ``iter_profile_pages`` and the others are one call on it
+once and read as pages, tables, frames, files or a dataset;
+``read_profiles`` is its ``to_frame`` in one call
 (:mod:`~stoplist_nb.profiles.reading`). The pages come from
 :meth:`stoplist_nb.Client.pages` through :mod:`~stoplist_nb.profiles.stream`;
 they become one flat frame in :mod:`~stoplist_nb.profiles.normalize` (rows in
@@ -15,22 +15,6 @@ they become one flat frame in :mod:`~stoplist_nb.profiles.normalize` (rows in
 
 from __future__ import annotations
 
-from stoplist_nb.profiles.reading import (
-    ProfilesRequest,
-    iter_profile_frames,
-    iter_profile_pages,
-    iter_profile_tables,
-    read_profiles,
-    read_profiles_arrow,
-    write_profiles_parquet,
-)
+from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles
 
-__all__ = [
-    "ProfilesRequest",
-    "iter_profile_frames",
-    "iter_profile_pages",
-    "iter_profile_tables",
-    "read_profiles",
-    "read_profiles_arrow",
-    "write_profiles_parquet",
-]
+__all__ = ["ProfilesRequest", "read_profiles"]

@@ -65,7 +65,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, replace
@@ -77,6 +77,7 @@ import pyarrow.parquet as pq
 
 from stoplist_nb import errors
 from stoplist_nb._parquet import pandas_metadata
+from stoplist_nb._stream import Stream
 from stoplist_nb._threads import leave_signals_to_main
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles.schema import StreamSchema
@@ -84,7 +85,7 @@ from stoplist_nb.profiles.stream import (
     META_FROM,
     META_NEXT,
     META_PROFILES,
-    FlatPages,
+    PageRead,
     cast_columns,
     cast_frame,
     frame_from_table,
@@ -109,7 +110,7 @@ __all__ = [
 
 #: The pages of the pull from a cursor (``None``: the start), the cursors
 #: reached before counting as seen: :func:`~stoplist_nb.profiles.stream.flat_pages`.
-PagesFrom = Callable[[str | None, list[str]], Generator[FlatPages, None, None]]
+PagesFrom = Callable[[str | None, list[str]], Stream[PageRead]]
 
 #: The checkpoint's file name; a leading ``_`` keeps it out of the readers' sight.
 CHECKPOINT = "_checkpoint.json"
@@ -866,7 +867,7 @@ def _declared_schema(declared: Mapping[str, Any]) -> StreamSchema:
 def _say_what_is_saved(exc: BaseException, directory: pathlib.Path, state: _State) -> None:
     again = (
         f"{state.profiles} profiles are saved in {directory}; call "
-        "write_profiles_parquet again with resume=True to carry on from there"
+        "to_dataset again with resume=True to carry on from there"
     )
     if isinstance(exc, errors.StoplistError):
         exc.partial = state.summary(directory)

@@ -24,8 +24,7 @@ import json
 import math
 import os
 import pathlib
-from collections.abc import Generator, Iterator, Mapping
-from contextlib import closing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +35,7 @@ import pyarrow.parquet as pq
 
 from stoplist_nb import errors
 from stoplist_nb._output import Output
+from stoplist_nb._stream import Stream
 from stoplist_nb.profiles.dataset import COMPRESSION, conform_to, parquet_schema
 from stoplist_nb.profiles.schema import StreamSchema
 from stoplist_nb.profiles.stream import META_NEXT, META_PROFILES, cast_columns, frame_from_table
@@ -80,7 +80,7 @@ def write_file(
     fmt: str,
     schema: StreamSchema,
     declared: Mapping[str, Any],
-    pages: Generator[pa.Table, None, None],
+    pages: Stream[pa.Table],
     *,
     overwrite: bool = False,
 ) -> FileSummary:
@@ -100,7 +100,7 @@ def write_file(
     """
     path = pathlib.Path(path)
     rows, meta = 0, dict[bytes, bytes]()
-    with closing(pages), Output(path, overwrite=overwrite) as output:
+    with pages, Output(path, overwrite=overwrite) as output:
         # Made before the first page is asked for: a directory that cannot be
         # written is found before anything is sent.
         segments = [output.temporary("segment0")]

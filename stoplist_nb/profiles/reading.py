@@ -1,21 +1,19 @@
 """A request of a database's profiles, checked once, and every way to read it.
 
 :class:`ProfilesRequest` holds what ``profiles/list`` is asked (the database,
-the query, the fields, the page size, where to start and stop) and reads it as
-raw pages, Arrow tables or DataFrames page by page, one table or frame, a
-Parquet or CSV file, or a resumable Parquet dataset. The functions
-(:func:`read_profiles`, :func:`iter_profile_pages`, :func:`iter_profile_tables`,
-:func:`iter_profile_frames`, :func:`read_profiles_arrow`) are one call each
-on it; so is :func:`write_profiles_parquet`.
+the query, the fields, the page size, where to start and stop); its methods
+read it as raw pages, Arrow tables or DataFrames page by page, one table or
+frame, a Parquet or CSV file, or a resumable Parquet dataset.
+:func:`read_profiles` is its :meth:`~ProfilesRequest.to_frame` in one call.
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Literal, overload
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -24,9 +22,10 @@ from stoplist_nb import errors
 from stoplist_nb._json.frozen import thaw
 from stoplist_nb._output import check_target
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, default_workers
+from stoplist_nb._stream import Stream
 from stoplist_nb.client import Client, Page
 from stoplist_nb.profiles import request
-from stoplist_nb.profiles import stream as st
+from stoplist_nb.profiles import stream as pagestream
 from stoplist_nb.profiles.dataset import (
     DEFAULT_COMMIT_BYTES,
     DEFAULT_COMMIT_SECONDS,
@@ -40,15 +39,7 @@ from stoplist_nb.profiles.normalize import FlatPage, frame_from_tables, table_fr
 from stoplist_nb.profiles.schema import StreamSchema
 from stoplist_nb.query import Query
 
-__all__ = [
-    "ProfilesRequest",
-    "iter_profile_frames",
-    "iter_profile_pages",
-    "iter_profile_tables",
-    "read_profiles",
-    "read_profiles_arrow",
-    "write_profiles_parquet",
-]
+__all__ = ["ProfilesRequest", "read_profiles"]
 
 
 @dataclass(frozen=True)
@@ -63,13 +54,14 @@ class ProfilesRequest:
     deep copy that refuses changes (its lists are tuples), and ``fields`` a
     tuple: what was checked is what is sent. ``params`` is a fresh copy.
 
-    Each method reads what the function of the same options reads:
-    :meth:`pages` as :func:`iter_profile_pages`, :meth:`tables` as
-    :func:`iter_profile_tables`, :meth:`frames` as :func:`iter_profile_frames`,
-    :meth:`to_arrow` as :func:`read_profiles_arrow`, :meth:`to_frame` as
-    :func:`read_profiles`, :meth:`to_parquet` of a directory as
-    :func:`write_profiles_parquet`; a failed
-    read keeps what those keep (``exc.partial``, ``exc.resume_from``).
+    Page by page, as a stream (an iterator and a context manager that stops
+    its threads and sends nothing more once closed, exhausted, or left by an
+    exception, Ctrl-C included): :meth:`pages`, :meth:`tables`,
+    :meth:`frames`. At once: :meth:`to_arrow`, :meth:`to_frame`. To disk,
+    page by page, in flat memory: :meth:`to_parquet` and :meth:`to_csv` (one
+    file), :meth:`to_dataset` (a resumable Parquet dataset, for any size).
+    A failed read keeps what was read (``exc.partial``) and says where to go
+    on (``exc.resume_from``, a ``from_id``).
 
     Args:
         client: The API client.
@@ -146,10 +138,17 @@ class ProfilesRequest:
             params["fields"] = list(self.fields)
         return params
 
-    def pages(self) -> Generator[Page, None, None]:
-        """Yield the raw pages, one request each (see :func:`iter_profile_pages`).
+    def pages(self) -> Stream[Page]:
+        """The raw pages, one request each, as a stream.
 
-        >>> with closing(req.pages()) as pages:  # doctest: +SKIP
+        Each :class:`~stoplist_nb.client.Page` has ``records`` (the profiles
+        as sent, as dicts), ``data`` (the same as an Arrow array),
+        ``from_id`` (the cursor it was asked with) and ``next_from_id``.
+
+        Raises:
+            CursorStalled: Rows keep coming but ``next_from_id`` does not move.
+
+        >>> with req.pages() as pages:  # doctest: +SKIP
         ...     for page in pages:
         ...         print(len(page), page.next_from_id)
         """
@@ -165,8 +164,16 @@ class ProfilesRequest:
 
     def tables(
         self, *, dtypes: Mapping[str, Any] | None = None, schema: StreamSchema | None = None
-    ) -> Generator[pa.Table, None, None]:
-        """Yield each page as an Arrow table, all in one schema: :func:`iter_profile_tables`.
+    ) -> Stream[pa.Table]:
+        """Each page as an Arrow table, all in one growing schema, as a stream.
+
+        The columns are those of :meth:`to_frame` in Arrow types (see
+        :func:`~stoplist_nb.profiles.normalize.table_from_tables`), settled as
+        :mod:`~stoplist_nb.profiles.schema` says: a column joins on the first
+        page where it has a value and keeps its type; a value that does not
+        fit it goes to ``<name>__text``. Each table's schema metadata holds
+        ``from_id``, ``next_from_id`` (where a read resumed after it starts)
+        and ``profiles`` (read so far).
 
         Args:
             dtypes: ``{column: dtype}`` (pandas dtypes, their names, or
@@ -176,6 +183,8 @@ class ProfilesRequest:
 
         Raises:
             InvalidInput: ``dtypes`` or ``schema`` is wrong (nothing was sent).
+            StoplistError: A request failed; ``exc.resume_from`` is the cursor
+                after the last table handed out.
 
         >>> for table in req.tables():  # doctest: +SKIP
         ...     print(table.num_rows, table.schema.metadata[b"next_from_id"])
@@ -185,12 +194,20 @@ class ProfilesRequest:
             schema = _schema(declared)
         elif not isinstance(schema, StreamSchema):
             raise errors.InvalidInput(f"schema must be a StreamSchema, not {type(schema).__name__}")
-        return st.tables(schema, declared, self._flat_pages())
+        return pagestream.tables(schema, declared, self._flat_pages())
 
     def frames(
         self, *, dtypes: Mapping[str, Any] | None = None, dtype_backend: str | None = None
-    ) -> Generator[pd.DataFrame, None, None]:
-        """Yield each page as a DataFrame, all with the same dtypes: :func:`iter_profile_frames`.
+    ) -> Stream[pd.DataFrame]:
+        """Each page as a DataFrame, as a stream: the tables of :meth:`tables`, in the dtypes
+        of :meth:`to_frame`.
+
+        A column joins on the first page where it has a value, then stays,
+        with one dtype. ``attrs`` hold ``from_id``, ``next_from_id`` (where a
+        read resumed after this frame starts) and ``profiles`` (read so far).
+        For one CSV file of every profile, :meth:`to_csv`: frames appended to
+        a file would leave the columns that join on later pages out of its
+        header.
 
         Args:
             dtypes: ``{column: dtype}``: those columns are in every frame, in that dtype.
@@ -199,18 +216,27 @@ class ProfilesRequest:
 
         Raises:
             InvalidInput: ``dtypes`` or ``dtype_backend`` is wrong (nothing was sent).
+            StoplistError: A request failed; ``exc.resume_from`` is the cursor
+                after the last frame handed out.
 
+        >>> per_channel = collections.Counter()  # doctest: +SKIP
         >>> for frame in req.frames():  # doctest: +SKIP
-        ...     print(len(frame), frame.attrs["next_from_id"])
+        ...     per_channel.update(frame["channel"].dropna())
         """
         declared = request.check_dtypes(dtypes, dtype_backend)
         schema = _schema(declared)
         # The tables keep the stream's types; the dtypes apply to each frame.
-        tables = st.tables(schema, {}, self._flat_pages())
-        return st.frames(tables, schema, dtype_backend, declared)
+        tables = pagestream.tables(schema, {}, self._flat_pages())
+        return pagestream.frames(tables, schema, dtype_backend, declared)
 
     def to_arrow(self, *, dtypes: Mapping[str, Any] | None = None) -> pa.Table:
-        """Read every profile into one Arrow table (see :func:`read_profiles_arrow`).
+        """Read every profile into one Arrow table, one row per subscription.
+
+        The columns and their choice of kind are those of :meth:`to_frame`
+        (all pages seen: a field whose pages disagree becomes text), in Arrow
+        types: see :func:`~stoplist_nb.profiles.normalize.table_from_tables`.
+        Nothing goes through pandas: hand the table to Polars
+        (``pl.from_arrow``) or DuckDB as it is.
 
         Args:
             dtypes: ``{column: dtype}`` (pyarrow types, or pandas dtypes and
@@ -226,20 +252,27 @@ class ProfilesRequest:
                 far and ``exc.resume_from`` the cursor to carry on from.
 
         >>> table = req.to_arrow()  # doctest: +SKIP
+        >>> table.group_by("channel").aggregate([("profile_id", "count")])  # doctest: +SKIP
         """
         declared = request.check_dtypes(dtypes, None)
 
         def table(pages: list[FlatPage], cursor: str, count: int) -> pa.Table:
             meta = {"db_id": str(self.db_id), "next_from_id": cursor, "profiles": str(count)}
-            table = st.cast_columns(table_from_tables(pages), declared)
+            table = pagestream.cast_columns(table_from_tables(pages), declared)
             return table.replace_schema_metadata(meta)
 
-        return st.collect(self._flat_pages(fit="arrow"), self.from_id, table)
+        return pagestream.collect(self._flat_pages(fit="arrow"), self.from_id, table)
 
     def to_frame(
         self, *, dtypes: Mapping[str, Any] | None = None, dtype_backend: str | None = None
     ) -> pd.DataFrame:
-        """Read every profile into one DataFrame, a row per subscription: :func:`read_profiles`.
+        """Read every profile into one DataFrame, one row per subscription.
+
+        Pages through ``profiles/list`` until a page comes back empty (or
+        ``max_profiles`` are read) and normalizes the profiles: see
+        :func:`~stoplist_nb.profiles.normalize.normalize_profiles` for the
+        columns. The whole result is held in memory: for more profiles than
+        fit, :meth:`frames` or :meth:`to_dataset`.
 
         Args:
             dtypes: ``{column: dtype}`` overrides, as in pandas-gbq; a column
@@ -265,149 +298,54 @@ class ProfilesRequest:
 
         def frame(pages: list[FlatPage], cursor: str, count: int) -> pd.DataFrame:
             built = frame_from_tables(pages, dtype_backend=dtype_backend, workers=self._workers)
-            df = st.cast_frame(built, declared)
+            df = pagestream.cast_frame(built, declared)
             df.attrs.update(db_id=self.db_id, next_from_id=cursor, profiles=count)
             return df
 
-        fit: st.Fit = "arrow" if dtype_backend == "pyarrow" else "python"
-        return st.collect(self._flat_pages(fit=fit), self.from_id, frame)
-
-    @overload
-    def to_parquet(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        dtypes: Mapping[str, Any] | None = ...,
-        dataset: Literal[True],
-        resume: bool = ...,
-        overwrite: bool = ...,
-        profiles_per_part: int = ...,
-        repair: bool = ...,
-        commit_seconds: float = ...,
-        commit_bytes: int = ...,
-    ) -> DatasetSummary: ...
-
-    @overload
-    def to_parquet(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        dtypes: Mapping[str, Any] | None = ...,
-        dataset: bool | None = ...,
-        resume: bool = ...,
-        overwrite: bool = ...,
-        profiles_per_part: int = ...,
-        repair: bool = ...,
-        commit_seconds: float = ...,
-        commit_bytes: int = ...,
-    ) -> FileSummary | DatasetSummary: ...
+        fit: pagestream.Fit = "arrow" if dtype_backend == "pyarrow" else "python"
+        return pagestream.collect(self._flat_pages(fit=fit), self.from_id, frame)
 
     def to_parquet(
         self,
         path: str | os.PathLike[str],
         *,
         dtypes: Mapping[str, Any] | None = None,
-        dataset: bool | None = None,
-        resume: bool = True,
         overwrite: bool = False,
-        profiles_per_part: int = DEFAULT_PROFILES_PER_PART,
-        repair: bool = False,
-        commit_seconds: float = DEFAULT_COMMIT_SECONDS,
-        commit_bytes: int = DEFAULT_COMMIT_BYTES,
-    ) -> FileSummary | DatasetSummary:
-        """Write the profiles to one Parquet file, or to a resumable Parquet dataset (a directory).
+    ) -> FileSummary:
+        """Write the profiles to one Parquet file, page by page, complete or not there at all.
 
-        Page by page either way: memory holds about one page. A file has the
-        columns of :meth:`tables` (a column that joins on a later page is
-        empty in the rows before it) and pandas' metadata, so that
-        ``pd.read_parquet(path)`` gives the dtypes of :meth:`to_frame`; it is
-        written under a hidden name beside ``path`` and renamed when complete,
-        so a pull that fails or is interrupted leaves no file (one already at
-        ``path`` stays as it was), and a file already there is replaced only
-        with ``overwrite=True``. A dataset is that of
-        :func:`write_profiles_parquet`: part
-        files and a checkpoint, carried on by calling again.
+        Memory holds about one page. The file has the columns of
+        :meth:`tables` (a column that joins on a later page is empty in the
+        rows before it) and pandas' metadata, so that ``pd.read_parquet(path)``
+        gives the dtypes of :meth:`to_frame`. It is written under a hidden
+        name beside ``path`` and renamed when complete: a pull that fails or
+        is interrupted leaves no file (one already at ``path`` stays as it
+        was). For a dataset that a later call carries on, :meth:`to_dataset`.
 
         Args:
-            path: The file, or the dataset's directory (created if missing).
-            dtypes: ``{column: dtype}``: those columns are in the file (in
-                every part), in that type.
-            dataset: Whether ``path`` is a dataset's directory; ``None``:
-                when it ends in ``/`` or is a directory that exists.
-            resume: A dataset only: carry on from the checkpoint of an
-                unfinished pull in ``path`` (``False`` refuses a directory
-                that holds a dataset).
-            overwrite: A file: replace one already at ``path`` (else
-                ``OutputExists``, before anything is sent). A dataset: remove
-                the dataset in ``path`` first.
-            profiles_per_part: A dataset only: profiles per part file.
-            repair: A dataset only: drop a damaged file and those after it,
-                and pull on after the last good one.
-            commit_seconds: A dataset only: commit the part being written
-                after this many seconds of pages.
-            commit_bytes: A dataset only: commit the part being written
-                after this many bytes of pages (as Arrow tables).
+            path: The file; its directory must exist.
+            dtypes: ``{column: dtype}`` (pandas dtypes, their names, or
+                pyarrow types): those columns are in the file, in that type.
+            overwrite: Replace a file already at ``path``.
 
         Returns:
-            A :class:`~stoplist_nb.profiles.files.FileSummary` for a file, a
-            :class:`~stoplist_nb.profiles.dataset.DatasetSummary` for a dataset.
+            The :class:`~stoplist_nb.profiles.files.FileSummary`.
 
         Raises:
-            InvalidInput: An argument is wrong, or a dataset asked with
-                ``from_id`` or ``max_profiles`` (it carries on from its own
-                checkpoint), or the dataset options for a file: nothing was
-                sent or written.
-            DatasetMismatch: As in
-                :func:`write_profiles_parquet`.
-            DatasetDamaged: As in :func:`write_profiles_parquet`.
-            DatasetLocked: As in :func:`write_profiles_parquet`.
+            InvalidInput: An argument is wrong, or ``path`` is a directory
+                (nothing was sent).
             OutputExists: A file is at ``path`` and ``overwrite`` is false
                 (nothing was sent), or one appeared there during the pull.
             OSError: The file cannot be written (a full disk, a read-only
                 directory); one already at ``path`` is left as it was.
-            StoplistError: A request failed. A file is not there and
-                ``exc.partial`` is the ``FileSummary`` of what was read
-                (``written`` false), ``exc.resume_from`` the cursor after
-                it; a dataset keeps its finished parts (``exc.partial`` is
-                its summary).
+            StoplistError: A request failed: no file; ``exc.partial`` is the
+                ``FileSummary`` of what was read (``written`` false) and
+                ``exc.resume_from`` the cursor after it.
 
-        >>> req.to_parquet("profiles.parquet")  # doctest: +SKIP
-        >>> req.to_parquet("profiles/")  # a dataset  # doctest: +SKIP
+        >>> req.to_parquet("profiles.parquet").rows  # doctest: +SKIP
+        1834
         """
-        declared = request.check_dtypes(dtypes, None)
-        if dataset is None:
-            dataset = str(path).endswith(("/", os.sep)) or pathlib.Path(os.fspath(path)).is_dir()
-        request.check_flag("dataset", dataset)
-        if dataset:
-            return self._dataset(
-                path,
-                declared,
-                resume=resume,
-                overwrite=overwrite,
-                repair=repair,
-                per_part=profiles_per_part,
-                commit_seconds=commit_seconds,
-                commit_bytes=commit_bytes,
-            )
-        request.check_flag("overwrite", overwrite)
-        defaults = (
-            True,
-            DEFAULT_PROFILES_PER_PART,
-            False,
-            DEFAULT_COMMIT_SECONDS,
-            DEFAULT_COMMIT_BYTES,
-        )
-        for name, value, default in zip(
-            ("resume", "profiles_per_part", "repair", "commit_seconds", "commit_bytes"),
-            (resume, profiles_per_part, repair, commit_seconds, commit_bytes),
-            defaults,
-            strict=True,
-        ):
-            if value != default or type(value) is not type(default):
-                raise errors.InvalidInput(
-                    f"{name}= goes with a dataset directory, not the file {str(path)!r}"
-                )
-        return self._file(path, "parquet", declared, overwrite)
+        return self._file(path, "parquet", dtypes, overwrite)
 
     def to_csv(
         self,
@@ -416,79 +354,101 @@ class ProfilesRequest:
         dtypes: Mapping[str, Any] | None = None,
         overwrite: bool = False,
     ) -> FileSummary:
-        """Write the profiles to one CSV file, page by page, complete or not there at all.
+        """Write the profiles to one CSV file: the same as :meth:`to_parquet`, in CSV.
 
         The columns of :meth:`to_parquet`'s file, under a header that names
-        every column (a column that joins on a later page is empty in the
-        rows before it). UTF-8, no index; list and object cells are JSON
+        every column. UTF-8, no index; list and object cells are JSON
         (``["promo", "news"]``, which ``json.loads`` reads back), missing
-        values empty. Written under a hidden name beside ``path`` and renamed
-        when complete; a file already there is replaced only with ``overwrite=True``.
-
-        Args:
-            path: The file; its directory must exist.
-            dtypes: ``{column: dtype}``: those columns are in the file.
-            overwrite: Replace a file already at ``path``.
-
-        Returns:
-            The :class:`~stoplist_nb.profiles.files.FileSummary`.
-
-        Raises:
-            InvalidInput: An argument is wrong (nothing was sent).
-            OutputExists: A file is at ``path`` and ``overwrite`` is false
-                (nothing was sent), or one appeared there during the pull.
-            OSError: The file cannot be written (a full disk, a read-only
-                directory); one already at ``path`` is left as it was.
-            StoplistError: A request failed: no file, ``exc.partial`` is the
-                ``FileSummary`` of what was read (``written`` false).
+        values empty.
 
         >>> req.to_csv("profiles.csv").rows  # doctest: +SKIP
         1834
         """
-        declared = request.check_dtypes(dtypes, None)
-        request.check_flag("overwrite", overwrite)
-        return self._file(path, "csv", declared, overwrite)
+        return self._file(path, "csv", dtypes, overwrite)
 
-    @property
-    def _workers(self) -> int:
-        return default_workers() if self.workers is None else self.workers
-
-    def _flat_pages(
-        self, from_id: str | None = None, seen: Sequence[str] = (), fit: st.Fit = None
-    ) -> Generator[st.FlatPages, None, None]:
-        return st.flat_pages(
-            self.client,
-            self.params,
-            from_id=from_id if from_id is not None else self.from_id,
-            max_profiles=self.max_profiles,
-            progress=self.progress,
-            lookahead=self.lookahead,
-            seen=seen,
-            workers=self.workers,
-            fit=fit,
-        )
-
-    def _file(
-        self, path: str | os.PathLike[str], fmt: str, declared: Mapping[str, Any], overwrite: bool
-    ) -> FileSummary:
-        out = check_target(path)
-        schema = _schema(declared)
-        pages = st.tables(schema, declared, self._flat_pages())
-        return write_file(out, fmt, schema, declared, pages, overwrite=overwrite)
-
-    def _dataset(
+    def to_dataset(
         self,
         path: str | os.PathLike[str],
-        declared: Mapping[str, Any],
         *,
-        resume: bool,
-        overwrite: bool,
-        repair: bool,
-        per_part: int,
-        commit_seconds: float,
-        commit_bytes: int,
+        dtypes: Mapping[str, Any] | None = None,
+        resume: bool = True,
+        overwrite: bool = False,
+        profiles_per_part: int = DEFAULT_PROFILES_PER_PART,
+        repair: bool = False,
+        commit_seconds: float = DEFAULT_COMMIT_SECONDS,
+        commit_bytes: int = DEFAULT_COMMIT_BYTES,
     ) -> DatasetSummary:
-        errors.require_int("profiles_per_part", per_part, minimum=1)
+        """Write the profiles to a resumable Parquet dataset (a directory), a few pages in memory.
+
+        The columns are those of :meth:`tables` (a column joins on the first
+        page where it has a value; objects and arrays as their JSON text);
+        each file carries pandas' metadata, so that ``pd.read_parquet(path)``
+        gives the dtypes of :meth:`to_frame`. Parts read in name order hold
+        the profiles in the service's order.
+
+        A pull that stopped (an error, Ctrl-C, a killed process) leaves what
+        it committed and a checkpoint: calling again with the same request
+        (and ``resume=True``, the default) carries on from there, and the
+        result is the dataset an uninterrupted pull gives, each row once, in
+        the same files. The part being written is committed every
+        ``commit_seconds`` or ``commit_bytes`` of pages, and on an error or
+        Ctrl-C, so that a killed process loses at most that much (its pages
+        are read again). Called on a complete dataset of the same pull, it
+        returns its summary and sends nothing. The checkpoint and every file
+        it lists are checked before anything is sent. One writer at a time:
+        a second one is refused while the first holds the directory's lock.
+        :func:`~stoplist_nb.profiles.dataset.dataset_summary` says what a
+        directory holds.
+
+        Args:
+            path: The directory, created if missing. It must hold nothing but
+                the dataset (files whose names start with ``.`` or ``_`` aside).
+            dtypes: ``{column: dtype}`` (pandas dtypes, their names, or
+                pyarrow types): those columns are in every part, in that type.
+            resume: Carry on from the checkpoint of an unfinished pull in
+                ``path``. With ``False`` a directory that holds a dataset is refused.
+            overwrite: Remove the dataset in ``path`` first and start again
+                (whatever ``resume`` says). Files that are not the dataset's
+                are never removed: their presence is refused.
+            profiles_per_part: A part is closed once it holds this many
+                profiles (whole pages: it may hold up to a page more).
+            repair: When a file the checkpoint lists is damaged (changed, cut
+                short, missing), drop it and every file after it and pull on
+                after the last good one, instead of raising ``DatasetDamaged``.
+            commit_seconds: Commit the part being written once its pages
+                since the last commit span this many seconds (``0``: every page).
+            commit_bytes: Commit it once those pages hold this many bytes (as
+                Arrow tables in memory), whichever comes first.
+
+        Returns:
+            The summary of the dataset; ``complete`` is true.
+
+        Raises:
+            InvalidInput: An argument is wrong, or the request has
+                ``from_id`` or ``max_profiles`` (a dataset carries on from its
+                own checkpoint): nothing was sent or written.
+            DatasetMismatch: ``path`` holds the checkpoint of another pull
+                (another service, ``db_id``, ``query``, ``fields`` or
+                ``dtypes``), a dataset while ``resume`` and ``overwrite`` are
+                false, a checkpoint of an earlier version, or files not of a
+                dataset.
+            DatasetDamaged: The checkpoint is not what a pull wrote, or a file
+                it lists differs from its record (``exc.part`` names it;
+                nothing was sent): ``repair=True`` pulls on after the last good file.
+            DatasetLocked: Another writer holds ``path`` (``exc.holder`` says who).
+            StoplistError: A request failed. What was committed stays, the
+                pages written since the last commit with it; ``exc.partial``
+                is the :class:`DatasetSummary` so far (its ``next_from_id`` is
+                where the checkpoint carries on) and the message says how many
+                profiles are saved and to call again with ``resume=True``.
+
+        >>> summary = req.to_dataset("profiles/")  # doctest: +SKIP
+        >>> summary.profiles, summary.parts  # doctest: +SKIP
+        (250000, 3)
+        >>> pd.read_parquet("profiles/").groupby("channel").size()  # doctest: +SKIP
+        """
+        declared = request.check_dtypes(dtypes, None)
+        errors.require_int("profiles_per_part", profiles_per_part, minimum=1)
         request.check_flag("resume", resume)
         request.check_flag("overwrite", overwrite)
         request.check_flag("repair", repair)
@@ -513,86 +473,52 @@ class ProfilesRequest:
             "fields": None if self.fields is None else list(self.fields),
             "dtypes": {name: str(dtype) for name, dtype in declared.items()},
         }
-        directory = pathlib.Path(os.fspath(path))
         return write_dataset(
-            directory,
+            pathlib.Path(os.fspath(path)),
             pull,
             declared,
             lambda from_id, seen: self._flat_pages(from_id, seen),
             resume=resume,
             overwrite=overwrite,
             repair=repair,
-            per_part=per_part,
+            per_part=profiles_per_part,
             commit_seconds=commit_seconds,
             commit_bytes=commit_bytes,
         )
+
+    @property
+    def _workers(self) -> int:
+        return default_workers() if self.workers is None else self.workers
+
+    def _flat_pages(
+        self, from_id: str | None = None, seen: Sequence[str] = (), fit: pagestream.Fit = None
+    ) -> Stream[pagestream.PageRead]:
+        return pagestream.flat_pages(
+            self.client,
+            self.params,
+            from_id=from_id if from_id is not None else self.from_id,
+            max_profiles=self.max_profiles,
+            progress=self.progress,
+            lookahead=self.lookahead,
+            seen=seen,
+            workers=self.workers,
+            fit=fit,
+        )
+
+    def _file(
+        self, path: str | os.PathLike[str], fmt: str, dtypes: Any, overwrite: bool
+    ) -> FileSummary:
+        declared = request.check_dtypes(dtypes, None)
+        request.check_flag("overwrite", overwrite)
+        out = check_target(path)
+        schema = _schema(declared)
+        pages = pagestream.tables(schema, declared, self._flat_pages())
+        return write_file(out, fmt, schema, declared, pages, overwrite=overwrite)
 
 
 def _schema(declared: Mapping[str, Any]) -> StreamSchema:
     """A stream's schema with the ``declared`` columns there from the start."""
     return StreamSchema({name: request.dtype_kind(d) for name, d in declared.items()})
-
-
-def iter_profile_pages(
-    client: Client,
-    db_id: int,
-    *,
-    query: Mapping[str, Any] | Query | None = None,
-    fields: Sequence[str] | None = None,
-    limit: int = 1000,
-    from_id: str | None = None,
-    max_profiles: int | None = None,
-    lookahead: int = DEFAULT_LOOKAHEAD,
-    workers: int | None = None,
-) -> Generator[Page, None, None]:
-    """Yield the raw pages of ``profiles/list``, one request each.
-
-    Each :class:`~stoplist_nb.client.Page` has ``records`` (the profiles as
-    dicts), ``data`` (the same as an Arrow array), ``from_id`` (the cursor it
-    was asked with) and ``next_from_id``. Paging stops at the first page
-    without rows. Arguments are checked before the first request. Requests
-    sent ahead and the parse threads end when the iterator is exhausted or
-    closed: leaving a loop early, wrap it in :func:`contextlib.closing`.
-    The same as :meth:`ProfilesRequest.pages`.
-
-    Args:
-        client: The API client.
-        db_id: The database id.
-        query: A MongoDB filter on profile fields: a dict, or a query built
-            with :mod:`stoplist_nb.query` (``F("_city") == "Moscow"``,
-            ``And(...)``, ...), sent as its ``to_mongo()``.
-        fields: The profile fields to return (``_id`` names the id).
-        limit: Profiles per page.
-        from_id: The cursor to start from, e.g. a previous ``next_from_id``.
-        max_profiles: Stop after this many profiles; the last request asks
-            for only what is missing, so the last page's ``next_from_id`` is
-            exactly where a later read resumes (a page past it, from a
-            service that ignores ``limit``: see
-            :meth:`~stoplist_nb.client.Client.pages`).
-        lookahead: Requests sent while earlier pages are still being parsed
-            (see :meth:`~stoplist_nb.client.Client.pages`); ``0`` for none.
-        workers: Threads that parse and flatten pages (``None``: one per core,
-            at most 8).
-
-    Raises:
-        InvalidInput: An argument is wrong (nothing was sent).
-        CursorStalled: Rows keep coming but ``next_from_id`` does not move.
-
-    >>> with closing(iter_profile_pages(client, 1, limit=500)) as pages:  # doctest: +SKIP
-    ...     for page in pages:
-    ...         print(len(page), page.next_from_id)
-    """
-    return ProfilesRequest(
-        client,
-        db_id,
-        query=query,
-        fields=fields,
-        limit=limit,
-        from_id=from_id,
-        max_profiles=max_profiles,
-        lookahead=lookahead,
-        workers=workers,
-    ).pages()
 
 
 def read_profiles(
@@ -612,45 +538,13 @@ def read_profiles(
 ) -> pd.DataFrame:
     """Read a database's profiles into a DataFrame, one row per subscription.
 
-    Pages through ``profiles/list`` until a page comes back empty (or
-    ``max_profiles`` are read) and normalizes the profiles: see
-    :func:`~stoplist_nb.profiles.normalize.normalize_profiles` for the columns.
-    The whole result is held in memory: for more profiles than fit, see
-    :func:`iter_profile_frames` and
-    :func:`write_profiles_parquet`. The same
-    as :meth:`ProfilesRequest.to_frame`.
-
-    Args:
-        client: The API client.
-        db_id: The database id.
-        query: A MongoDB filter, e.g. ``{"_city": {"$in": ["Moscow", "Kazan"]}}``,
-            or the same built with :mod:`stoplist_nb.query`:
-            ``F("_city").isin(["Moscow", "Kazan"])`` (sent as its ``to_mongo()``).
-        fields: Profile fields to return, e.g. ``["_fname", "subscriptions"]``.
-        limit: Profiles per request.
-        from_id: Resume from this cursor (``df.attrs["next_from_id"]`` of an
-            earlier read, or ``exc.resume_from`` of a failed one).
-        max_profiles: Stop after this many profiles (more only where a service
-            ignores ``limit`` and its cursor is no profile id: see
-            :meth:`~stoplist_nb.client.Client.pages`).
-        dtype_backend: As in ``pandas.read_parquet``: ``None`` (the default)
-            or ``"numpy_nullable"`` for nullable NumPy-backed dtypes
-            (``Int64``, ``boolean``, ``string[pyarrow]``, lists and objects as
-            Python values); ``"pyarrow"`` for ``pd.ArrowDtype`` columns only.
-        dtypes: ``{column: dtype}`` overrides, as in pandas-gbq; a column
-            named here and absent from the result is added, all NA.
-        progress: Show a progress bar counting profiles.
-        lookahead: Requests sent while earlier pages are still being parsed,
-            so that parsing runs beside the network and on several cores;
-            ``0`` sends each request only once the previous page is parsed.
-            Requests still go out one at a time (see
-            :meth:`~stoplist_nb.client.Client.pages`).
-        workers: Threads that parse and flatten pages (``None``: one per core,
-            at most 8).
-
-    Returns:
-        The frame; ``attrs["next_from_id"]`` is where a later read resumes and
-        ``attrs["profiles"]`` the number of profiles read.
+    The same as ``ProfilesRequest(client, db_id, ...).to_frame(dtypes=...,
+    dtype_backend=...)``: the arguments are those of :class:`ProfilesRequest`
+    and :meth:`ProfilesRequest.to_frame`, documented there. ``query`` is a
+    MongoDB filter (a dict, or built with :mod:`stoplist_nb.query`);
+    ``df.attrs["next_from_id"]`` is where a later read resumes (``from_id``).
+    For more profiles than fit in memory, :meth:`ProfilesRequest.frames` or
+    :meth:`ProfilesRequest.to_dataset`.
 
     Raises:
         InvalidInput: An argument is wrong (nothing was sent).
@@ -673,322 +567,3 @@ def read_profiles(
         progress=progress,
         workers=workers,
     ).to_frame(dtypes=dtypes, dtype_backend=dtype_backend)
-
-
-def iter_profile_tables(
-    client: Client,
-    db_id: int,
-    *,
-    query: Mapping[str, Any] | Query | None = None,
-    fields: Sequence[str] | None = None,
-    limit: int = 1000,
-    from_id: str | None = None,
-    max_profiles: int | None = None,
-    dtypes: Mapping[str, Any] | None = None,
-    progress: bool = True,
-    lookahead: int = DEFAULT_LOOKAHEAD,
-    workers: int | None = None,
-    schema: StreamSchema | None = None,
-) -> Generator[pa.Table, None, None]:
-    """Yield each page of profiles as an Arrow table, all in one growing schema.
-
-    The columns are those of ``read_profiles`` in Arrow types (see
-    :func:`~stoplist_nb.profiles.normalize.table_from_tables`), settled as
-    :mod:`~stoplist_nb.profiles.schema` says: a column joins on the first page
-    where it has a value and keeps its type; a value that does not fit it goes
-    to ``<name>__text``. Each table's schema metadata holds ``from_id``,
-    ``next_from_id`` (where a read resumed after it starts) and ``profiles``
-    (read so far). Arguments are checked before the first request. The same
-    as :meth:`ProfilesRequest.tables`.
-
-    Args:
-        client: The API client.
-        db_id: The database id.
-        query: A MongoDB filter (a dict or a :mod:`stoplist_nb.query` object).
-        fields: Profile fields to return.
-        limit: Profiles per request (and so per table, at most).
-        from_id: Resume from this cursor.
-        max_profiles: Stop after this many profiles (more only where a service
-            ignores ``limit`` and its cursor is no profile id: see
-            :meth:`~stoplist_nb.client.Client.pages`).
-        dtypes: ``{column: dtype}`` (pandas dtypes, their names, or pyarrow
-            types): those columns are there from the first table, in that type.
-        progress: Show a progress bar counting profiles.
-        lookahead: Requests sent while earlier pages are being parsed.
-        workers: Threads that parse and flatten pages (``None``: one per core,
-            at most 8).
-        schema: Go on with this schema (that of an earlier, interrupted read).
-
-    Raises:
-        InvalidInput: An argument is wrong (nothing was sent).
-        StoplistError: A request failed; ``exc.resume_from`` is the cursor
-            after the last table yielded.
-
-    >>> for table in iter_profile_tables(client, 1, limit=500):  # doctest: +SKIP
-    ...     print(table.num_rows, table.schema.metadata[b"next_from_id"])
-    """
-    return ProfilesRequest(
-        client,
-        db_id,
-        query=query,
-        fields=fields,
-        limit=limit,
-        from_id=from_id,
-        max_profiles=max_profiles,
-        lookahead=lookahead,
-        progress=progress,
-        workers=workers,
-    ).tables(dtypes=dtypes, schema=schema)
-
-
-def iter_profile_frames(
-    client: Client,
-    db_id: int,
-    *,
-    query: Mapping[str, Any] | Query | None = None,
-    fields: Sequence[str] | None = None,
-    limit: int = 1000,
-    from_id: str | None = None,
-    max_profiles: int | None = None,
-    dtype_backend: str | None = None,
-    dtypes: Mapping[str, Any] | None = None,
-    progress: bool = True,
-    lookahead: int = DEFAULT_LOOKAHEAD,
-    workers: int | None = None,
-) -> Generator[pd.DataFrame, None, None]:
-    """Yield each page of profiles as a DataFrame, all with the same dtypes.
-
-    The frames follow :func:`iter_profile_tables` (a column joins on the
-    first page where it has a value, then stays, with one dtype), converted
-    as ``read_profiles`` converts under ``dtype_backend``. ``attrs`` hold
-    ``from_id``, ``next_from_id`` (where a read resumed after this frame
-    starts) and ``profiles`` (read so far). Stopping early: wrap the loop in
-    :func:`contextlib.closing`, so that requests sent ahead end at once. The
-    same as :meth:`ProfilesRequest.frames`.
-
-    Args:
-        client: The API client.
-        db_id: The database id.
-        query: A MongoDB filter (a dict or a :mod:`stoplist_nb.query` object).
-        fields: Profile fields to return.
-        limit: Profiles per request (and so per frame, at most).
-        from_id: Resume from this cursor.
-        max_profiles: Stop after this many profiles (more only where a service
-            ignores ``limit`` and its cursor is no profile id: see
-            :meth:`~stoplist_nb.client.Client.pages`).
-        dtype_backend: ``None``/``"numpy_nullable"`` or ``"pyarrow"``, as in
-            :func:`read_profiles`.
-        dtypes: ``{column: dtype}``: those columns are in every frame, in that dtype.
-        progress: Show a progress bar counting profiles.
-        lookahead: Requests sent while earlier pages are being parsed.
-        workers: Threads that parse and flatten pages (``None``: one per core,
-            at most 8).
-
-    Raises:
-        InvalidInput: An argument is wrong (nothing was sent).
-        StoplistError: A request failed; ``exc.resume_from`` is the cursor
-            after the last frame yielded.
-
-    >>> per_channel = collections.Counter()  # doctest: +SKIP
-    >>> for frame in iter_profile_frames(client, 1, limit=500):  # doctest: +SKIP
-    ...     per_channel.update(frame["channel"].dropna())
-
-    For one CSV file of every profile, ``ProfilesRequest(client, 1).to_csv(path)``:
-    frames appended to a file would leave the columns that join on later pages
-    out of its header.
-    """
-    return ProfilesRequest(
-        client,
-        db_id,
-        query=query,
-        fields=fields,
-        limit=limit,
-        from_id=from_id,
-        max_profiles=max_profiles,
-        lookahead=lookahead,
-        progress=progress,
-        workers=workers,
-    ).frames(dtypes=dtypes, dtype_backend=dtype_backend)
-
-
-def read_profiles_arrow(
-    client: Client,
-    db_id: int,
-    *,
-    query: Mapping[str, Any] | Query | None = None,
-    fields: Sequence[str] | None = None,
-    limit: int = 1000,
-    from_id: str | None = None,
-    max_profiles: int | None = None,
-    dtypes: Mapping[str, Any] | None = None,
-    progress: bool = True,
-    lookahead: int = DEFAULT_LOOKAHEAD,
-    workers: int | None = None,
-) -> pa.Table:
-    """Read a database's profiles into one Arrow table, one row per subscription.
-
-    The columns and their choice of kind are those of ``read_profiles`` (all
-    pages seen: a field whose pages disagree becomes text), in Arrow types:
-    see :func:`~stoplist_nb.profiles.normalize.table_from_tables`. Nothing
-    goes through pandas: hand the table to Polars (``pl.from_arrow``) or
-    DuckDB as it is. The same as :meth:`ProfilesRequest.to_arrow`.
-
-    Args:
-        client: The API client.
-        db_id: The database id.
-        query: A MongoDB filter (a dict or a :mod:`stoplist_nb.query` object).
-        fields: Profile fields to return.
-        limit: Profiles per request.
-        from_id: Resume from this cursor.
-        max_profiles: Stop after this many profiles (more only where a service
-            ignores ``limit`` and its cursor is no profile id: see
-            :meth:`~stoplist_nb.client.Client.pages`).
-        dtypes: ``{column: dtype}`` (pyarrow types, or pandas dtypes and
-            their names): those columns cast to that type, added if absent.
-        progress: Show a progress bar counting profiles.
-        lookahead: Requests sent while earlier pages are being parsed.
-        workers: Threads that parse and flatten pages (``None``: one per core,
-            at most 8).
-
-    Returns:
-        The table; its schema metadata holds ``db_id``, ``next_from_id``
-        (where a later read resumes) and ``profiles``.
-
-    Raises:
-        InvalidInput: An argument is wrong (nothing was sent).
-        StoplistError: A request failed; ``exc.partial`` is the table so far
-            and ``exc.resume_from`` the cursor to carry on from.
-
-    >>> table = read_profiles_arrow(client, 1, fields=["_fname"])  # doctest: +SKIP
-    >>> table.group_by("channel").aggregate([("profile_id", "count")])  # doctest: +SKIP
-    """
-    return ProfilesRequest(
-        client,
-        db_id,
-        query=query,
-        fields=fields,
-        limit=limit,
-        from_id=from_id,
-        max_profiles=max_profiles,
-        lookahead=lookahead,
-        progress=progress,
-        workers=workers,
-    ).to_arrow(dtypes=dtypes)
-
-
-def write_profiles_parquet(
-    client: Client,
-    db_id: int,
-    path: str | os.PathLike[str],
-    *,
-    query: Mapping[str, Any] | Query | None = None,
-    fields: Sequence[str] | None = None,
-    limit: int = 1000,
-    dtypes: Mapping[str, Any] | None = None,
-    resume: bool = True,
-    overwrite: bool = False,
-    progress: bool = True,
-    lookahead: int = DEFAULT_LOOKAHEAD,
-    workers: int | None = None,
-    profiles_per_part: int = DEFAULT_PROFILES_PER_PART,
-    repair: bool = False,
-    commit_seconds: float = DEFAULT_COMMIT_SECONDS,
-    commit_bytes: int = DEFAULT_COMMIT_BYTES,
-) -> DatasetSummary:
-    """Read a database's profiles into a Parquet dataset (a directory), a few pages in memory.
-
-    The columns are those of :func:`~stoplist_nb.profiles.reading.iter_profile_tables`
-    (a column joins on the first page where it has a value; objects and arrays
-    as their JSON text); each file carries pandas' metadata, so that
-    ``pd.read_parquet(path)`` gives the dtypes of ``read_profiles``. Parts
-    read in name order hold the profiles in the service's order.
-
-    A pull that stopped (an error, Ctrl-C, a killed process) leaves what it
-    committed and a checkpoint: calling again with the same arguments (and
-    ``resume=True``, the default) carries on from there, and the result is
-    the dataset an uninterrupted pull gives, each row once, in the same
-    files. The part being written is committed every ``commit_seconds`` or
-    ``commit_bytes`` of pages, and on an error or Ctrl-C, so that a killed
-    process loses at most that much (its pages are read again). Called on a
-    complete dataset of the same pull, it returns its summary and sends
-    nothing. The checkpoint and every file it lists are checked before
-    anything is sent. One writer at a time: a second one is refused while the
-    first holds the directory's lock. The same as
-    :meth:`ProfilesRequest.to_parquet <stoplist_nb.profiles.reading.ProfilesRequest.to_parquet>`
-    of a directory; :func:`~stoplist_nb.profiles.dataset.dataset_summary`
-    says what a directory holds.
-
-    Args:
-        client: The API client.
-        db_id: The database id.
-        path: The directory, created if missing. It must hold nothing but the
-            dataset (files whose names start with ``.`` or ``_`` aside).
-        query: A MongoDB filter (a dict or a :mod:`stoplist_nb.query` object).
-        fields: Profile fields to return.
-        limit: Profiles per request, and so per row group.
-        dtypes: ``{column: dtype}`` (pandas dtypes, their names, or pyarrow
-            types): those columns are in every part, in that type.
-        resume: Carry on from the checkpoint of an unfinished pull in ``path``.
-            With ``False`` a directory that holds a dataset is refused.
-        overwrite: Remove the dataset in ``path`` first and start again
-            (whatever ``resume`` says). Files that are not the dataset's are
-            never removed: their presence is refused.
-        progress: Show a progress bar counting profiles (of this call).
-        lookahead: Requests sent while earlier pages are being parsed.
-        workers: Threads that parse and flatten pages (``None``: one per core,
-            at most 8).
-        profiles_per_part: A part is closed once it holds this many profiles
-            (whole pages: it may hold up to a page more).
-        repair: When a file the checkpoint lists is damaged (changed, cut
-            short, missing), drop it and every file after it and pull on
-            after the last good one, instead of raising ``DatasetDamaged``.
-        commit_seconds: Commit the part being written once its pages since
-            the last commit span this many seconds (``0``: every page).
-        commit_bytes: Commit it once those pages hold this many bytes (as
-            Arrow tables in memory), whichever comes first.
-
-    Returns:
-        The summary of the dataset; ``complete`` is true.
-
-    Raises:
-        InvalidInput: An argument is wrong (nothing was sent or written).
-        DatasetMismatch: ``path`` holds the checkpoint of another pull (another
-            service, ``db_id``, ``query``, ``fields`` or ``dtypes``), a
-            dataset while ``resume`` and ``overwrite`` are false, a checkpoint
-            of an earlier version, or files not of a dataset.
-        DatasetDamaged: The checkpoint is not what a pull wrote, or a file it
-            lists differs from its record (``exc.part`` names it; nothing was
-            sent): ``repair=True`` pulls on after the last good file.
-        DatasetLocked: Another writer holds ``path`` (``exc.holder`` says who).
-        StoplistError: A request failed. What was committed stays, the pages
-            written since the last commit with it; ``exc.partial`` is the
-            :class:`DatasetSummary` so far (its ``next_from_id`` is where the
-            checkpoint carries on) and the message says how many profiles are
-            saved and to call again with ``resume=True``.
-
-    >>> summary = write_profiles_parquet(client, 1, "profiles/")  # doctest: +SKIP
-    >>> summary.profiles, summary.parts  # doctest: +SKIP
-    (250000, 3)
-    >>> pd.read_parquet("profiles/").groupby("channel").size()  # doctest: +SKIP
-    """
-    request = ProfilesRequest(
-        client,
-        db_id,
-        query=query,
-        fields=fields,
-        limit=limit,
-        lookahead=lookahead,
-        progress=progress,
-        workers=workers,
-    )
-    return request.to_parquet(
-        path,
-        dtypes=dtypes,
-        dataset=True,
-        resume=resume,
-        overwrite=overwrite,
-        profiles_per_part=profiles_per_part,
-        repair=repair,
-        commit_seconds=commit_seconds,
-        commit_bytes=commit_bytes,
-    )

@@ -2,8 +2,8 @@
 
 A frame read in one piece (``read_profiles``) can look at every page before it
 picks a column's dtype. Frames and tables handed out page by page
-(``iter_profile_frames``, ``iter_profile_tables``, the Parquet dataset of
-``write_profiles_parquet``) cannot: what went out cannot change. So, for a
+(``ProfilesRequest.frames`` and ``tables``, its files and its Parquet
+dataset) cannot: what went out cannot change. So, for a
 stream of pages:
 
 * The fixed columns (``profile_id``, ``channel`` ... ``cats``) are there from

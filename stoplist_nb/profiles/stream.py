@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator, Iterable, Mapping
-from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -21,12 +20,13 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from tqdm.auto import tqdm
 
 from stoplist_nb import errors
 from stoplist_nb._json.kinds import OBJECT
 from stoplist_nb._paging import records_of
-from stoplist_nb.client import Client
+from stoplist_nb._progress import Bar
+from stoplist_nb._stream import Owner, Stream
+from stoplist_nb.client import Client, Page
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles.normalize import FlatPage, flatten_profiles
@@ -36,7 +36,7 @@ __all__ = [
     "META_FROM",
     "META_NEXT",
     "META_PROFILES",
-    "FlatPages",
+    "PageRead",
     "cast_columns",
     "cast_frame",
     "collect",
@@ -49,13 +49,13 @@ __all__ = [
 _T = TypeVar("_T")
 Fit = Literal["arrow", "python"] | None
 
-#: Schema metadata keys of each table :func:`iter_profile_tables` yields.
+#: Schema metadata keys of each table :func:`tables` hands out.
 META_FROM, META_NEXT, META_PROFILES = b"from_id", b"next_from_id", b"profiles"
 
 
 @dataclass(frozen=True)
-class FlatPages:
-    """One page of profiles, flattened, and where the read stands after it.
+class PageRead:
+    """One page read: its profiles flattened, and where the read stands after it.
 
     Attributes:
         page: The page, one row per subscription.
@@ -81,13 +81,14 @@ def flat_pages(
     seen: Iterable[str] = (),
     workers: int | None = None,
     fit: Fit = None,
-) -> Generator[FlatPages, None, None]:
-    """Yield each page of ``profiles/list`` flattened (``params``: the checked request body).
+) -> Stream[PageRead]:
+    """Each page of ``profiles/list`` flattened (``params``: the checked request body).
 
     On a failed request the :class:`~stoplist_nb.errors.StoplistError` leaves
-    with ``resume_from`` set to the cursor after the last page yielded; no
-    request is left running on any way out (Ctrl-C included). ``seen``: the
-    cursors of an earlier, interrupted read (see :meth:`Client.pages`).
+    with ``resume_from`` set to the cursor after the last page yielded; the
+    stream is closed before it leaves (no request is left running on any way
+    out, Ctrl-C included). ``seen``: the cursors of an earlier, interrupted
+    read (see :meth:`Client.pages`).
 
     Pages are those of :meth:`Client.pages`: one that went past
     ``max_profiles`` was cut there if its cursor is a profile id, else kept
@@ -96,13 +97,12 @@ def flat_pages(
     leaves with ``resume_from`` ``None``: nothing leads on from it.
 
     Each page is flattened in the walk's workers (``workers``: how many,
-    ``None`` for one per core, at most 8) beside the parse; this generator
+    ``None`` for one per core, at most 8) beside the parse; this stream
     only hands the results over, in order. ``fit``: for a reader that combines
     every page at the end, the workers also fit each page's fixed columns
     (:meth:`FlatPage.fit_fixed`): ``"arrow"`` in Arrow, ``"python"`` with the
     Python values of the object ones too (a frame of the default dtypes).
     """
-
     pages = client.pages(
         request.METHOD,
         params,
@@ -113,37 +113,38 @@ def flat_pages(
         workers=workers,
         prepare=partial(_flatten, fit),
     )
+    return pages.then(partial(_flat, from_id or "", max_profiles, progress))
+
+
+def _flat(
+    cursor: str, total: int | None, progress: bool, pages: Stream[Page], owner: Owner
+) -> Generator[PageRead, None, None]:
+    bar = Bar(total=total, unit=" profiles", desc=request.METHOD, disable=not progress)
+    owner.adopt(bar.close)
     count = 0
-    cursor = from_id or ""
-    with (
-        closing(pages),
-        tqdm(
-            total=max_profiles, unit=" profiles", desc=request.METHOD, disable=not progress
-        ) as bar,
-    ):
-        # Errors of the walk carry their resume_from (None: no cursor leads on).
-        for page in pages:
-            data = page.data
-            if bar.total is None and isinstance(page.envelope.get("total_count"), int):
-                bar.total = page.envelope["total_count"]
-            prepared = page.prepared()
-            try:
-                if prepared is not None:
-                    flat = prepared()
-                else:
-                    flat = flatten_profiles(data, lambda: page.records)  # noqa: B023 (at once)
-            except errors.InvalidInput as exc:  # the service's rows, not the caller's input
-                invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
-                invalid.resume_from = cursor
-                raise invalid from None
-            except errors.StoplistError as exc:
-                if exc.resume_from is None:
-                    exc.resume_from = cursor
-                raise
-            count += len(data)
-            started, cursor = cursor, page.next_from_id or cursor
-            bar.update(len(data))
-            yield FlatPages(flat, started, cursor, count)
+    # Errors of the walk carry their resume_from (None: no cursor leads on).
+    for page in pages:
+        data = page.data
+        if bar.total is None and isinstance(page.envelope.get("total_count"), int):
+            bar.total = page.envelope["total_count"]
+        prepared = page.prepared()
+        try:
+            if prepared is not None:
+                flat = prepared()
+            else:
+                flat = flatten_profiles(data, lambda: page.records)  # noqa: B023 (at once)
+        except errors.InvalidInput as exc:  # the service's rows, not the caller's input
+            invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
+            invalid.resume_from = cursor
+            raise invalid from None
+        except errors.StoplistError as exc:
+            if exc.resume_from is None:
+                exc.resume_from = cursor
+            raise
+        count += len(data)
+        started, cursor = cursor, page.next_from_id or cursor
+        bar.update(len(data))
+        yield PageRead(flat, started, cursor, count)
 
 
 def _flatten(fit: Fit, data: pa.Array, content: bytes) -> FlatPage:
@@ -153,49 +154,61 @@ def _flatten(fit: Fit, data: pa.Array, content: bytes) -> FlatPage:
 
 
 def tables(
-    schema: StreamSchema, declared: Mapping[str, Any], pages: Generator[FlatPages, None, None]
-) -> Generator[pa.Table, None, None]:
+    schema: StreamSchema, declared: Mapping[str, Any], pages: Stream[PageRead]
+) -> Stream[pa.Table]:
     """Each page in the columns of ``schema``, ``declared`` dtypes applied.
 
     Each table's schema metadata holds ``from_id``, ``next_from_id`` and
     ``profiles`` (read so far). Closing it closes ``pages``.
     """
-    with closing(pages):
-        for flat in pages:
-            table = cast_columns(schema.conform(flat.page), declared)
-            yield table.replace_schema_metadata(
-                {
-                    META_FROM: flat.from_id,
-                    META_NEXT: flat.next_from_id,
-                    META_PROFILES: str(flat.profiles),
-                }
-            )
+    return pages.then(partial(_tables, schema, declared))
+
+
+def _tables(
+    schema: StreamSchema, declared: Mapping[str, Any], pages: Stream[PageRead], owner: Owner
+) -> Generator[pa.Table, None, None]:
+    for read in pages:
+        table = cast_columns(schema.conform(read.page), declared)
+        yield table.replace_schema_metadata(
+            {
+                META_FROM: read.from_id,
+                META_NEXT: read.next_from_id,
+                META_PROFILES: str(read.profiles),
+            }
+        )
 
 
 def frames(
-    pages: Generator[pa.Table, None, None],
+    tables: Stream[pa.Table],
     schema: StreamSchema,
     backend: str | None,
     declared: Mapping[str, Any],
-) -> Generator[pd.DataFrame, None, None]:
+) -> Stream[pd.DataFrame]:
     """Each table of :func:`tables` as a frame under ``backend``; ``attrs`` from its metadata."""
-    with closing(pages):
-        for table in pages:
-            meta = table.schema.metadata
-            frame = frame_from_table(
-                table, {n: schema.kind(n) for n in table.column_names}, backend
-            )
-            frame = cast_frame(frame, declared)
-            frame.attrs.update(
-                from_id=meta[META_FROM].decode(),
-                next_from_id=meta[META_NEXT].decode(),
-                profiles=int(meta[META_PROFILES]),
-            )
-            yield frame
+    return tables.then(partial(_frames, schema, backend, declared))
+
+
+def _frames(
+    schema: StreamSchema,
+    backend: str | None,
+    declared: Mapping[str, Any],
+    tables: Stream[pa.Table],
+    owner: Owner,
+) -> Generator[pd.DataFrame, None, None]:
+    for table in tables:
+        meta = table.schema.metadata
+        frame = frame_from_table(table, {n: schema.kind(n) for n in table.column_names}, backend)
+        frame = cast_frame(frame, declared)
+        frame.attrs.update(
+            from_id=meta[META_FROM].decode(),
+            next_from_id=meta[META_NEXT].decode(),
+            profiles=int(meta[META_PROFILES]),
+        )
+        yield frame
 
 
 def collect(
-    pages: Generator[FlatPages, None, None],
+    pages: Stream[PageRead],
     from_id: str | None,
     build: Callable[[list[FlatPage], str, int], _T],
 ) -> _T:
@@ -208,9 +221,9 @@ def collect(
     held: list[FlatPage] = []
     cursor, count = from_id or "", 0
     try:
-        for flat in pages:
-            held.append(flat.page)
-            cursor, count = flat.next_from_id, flat.profiles
+        for read in pages:
+            held.append(read.page)
+            cursor, count = read.next_from_id, read.profiles
     except errors.StoplistError as exc:
         exc.partial = build(held, cursor, count)
         raise

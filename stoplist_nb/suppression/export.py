@@ -633,7 +633,7 @@ def write_suppression_parquet(
         client: The API client.
         list_id: The suppression list's id; ``None`` with ``task_id``. The
             source comes first and the file second, as in
-            :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`.
+            :meth:`~stoplist_nb.ProfilesRequest.to_parquet`.
         path: The Parquet file to write (``str`` or ``os.PathLike``); its
             directory must exist.
         type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"``: what a

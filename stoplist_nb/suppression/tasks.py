@@ -23,9 +23,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from stoplist_nb import errors
+from stoplist_nb._progress import Bar
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 
@@ -230,7 +229,7 @@ def wait_for_task(
     resume = how_to_resume(task_id)
     deadline = time.monotonic() + task_timeout
     interval = max(poll_interval, 0.01)
-    with tqdm(
+    with Bar(
         total=100, desc=f"export task {redact(task_id)}", unit="%", disable=not progress
     ) as bar:
         try:

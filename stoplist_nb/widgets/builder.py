@@ -17,7 +17,6 @@ import pathlib
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import closing
 from typing import Any
 
 import anywidget
@@ -27,7 +26,7 @@ import traitlets
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.errors import InvalidInput, InvalidQuery
-from stoplist_nb.profiles import iter_profile_pages, read_profiles
+from stoplist_nb.profiles import ProfilesRequest, read_profiles
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.query import Query, parse_query
 from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo, field_infos, sample_values
@@ -65,8 +64,8 @@ def _sample_page(client: Client, db_id: Any, size: int) -> list[dict[str, Any]]:
     One request through the profiles reader, nothing sent ahead of it; what
     goes wrong is raised, for the builder to show in its notices.
     """
-    pages = iter_profile_pages(client, db_id, limit=size, max_profiles=size, lookahead=0)
-    with closing(pages):
+    request = ProfilesRequest(client, db_id, limit=size, max_profiles=size, lookahead=0)
+    with request.pages() as pages:
         page = next(pages, None)
     return [] if page is None else page.records
 

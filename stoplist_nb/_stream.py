@@ -1,0 +1,149 @@
+"""A stream of pages: an iterator and a context manager that cleans up after itself.
+
+Every reader of pages (:meth:`~stoplist_nb.Client.pages`, and the tables and
+frames of :class:`~stoplist_nb.ProfilesRequest`) is a :class:`Stream`. What
+its pages need on the way (the fetch thread, the parse workers, a progress
+bar) is adopted by its :class:`Owner`, and :meth:`Owner.close` ends each of
+them on every path: when the stream is exhausted; when an exception (Ctrl-C
+included, raised in a callback the package calls too) leaves
+:meth:`Stream.__next__`, before it reaches the caller; on ``close()`` or at
+the end of a ``with`` block; and, as a backstop only, when a stream is
+dropped half-read (:func:`weakref.finalize`). A notebook keeps the last
+traceback, and with it the frames of whatever raised: cleanup that waited for
+the garbage collector would wait for the next error, and a thread left
+running would go on sending requests behind the user's back.
+
+Closing is bounded in time (each thread is waited for at most
+:data:`~stoplist_nb._threads.JOIN_SECONDS`), and a stopping signal (a second Ctrl-C) that comes
+while it runs is held until it ends, then handled: it never leaves a thread
+running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+from stoplist_nb._threads import STOPPING
+
+__all__ = ["Owner", "Stream"]
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+class Owner:
+    """What a stream started, each with the call that ends it."""
+
+    def __init__(self) -> None:
+        self._closers: list[Callable[[], object]] = []
+
+    def adopt(self, close: Callable[[], object]) -> None:
+        """Have :meth:`close` call ``close`` (the last adopted is ended first)."""
+        self._closers.append(close)
+
+    def close(self) -> None:
+        """End everything adopted, each once, even when one of them raises."""
+        with _signals_held():
+            self._close_rest()
+
+    def _close_rest(self) -> None:
+        try:
+            if self._closers:
+                self._closers.pop()()
+        finally:
+            if self._closers:  # an exception above still leaves nothing running
+                self._close_rest()
+
+
+class Stream(Generic[T]):
+    """An iterator that owns what its items need, and ends it on every way out.
+
+    ``source(owner)`` makes the iterator of items (a generator, run only once
+    the first item is asked for); what it starts, it hands to
+    ``owner.adopt``. Use it in a ``for`` loop, or in a ``with`` block to end
+    it early:
+
+    >>> with Stream(lambda owner: iter([1, 2, 3])) as numbers:
+    ...     next(numbers)
+    1
+    """
+
+    def __init__(self, source: Callable[[Owner], Iterator[T]], owner: Owner | None = None) -> None:
+        self._owner = Owner() if owner is None else owner
+        self._source = source(self._owner)
+        self._closed = False
+        # The backstop, for a stream dropped half-read; it holds the owner, never the stream.
+        self._finalizer = weakref.finalize(self, self._owner.close)
+
+    def __iter__(self) -> Stream[T]:
+        return self
+
+    def __next__(self) -> T:
+        if self._closed:
+            raise StopIteration
+        try:
+            return next(self._source)
+        except BaseException:
+            self.close()  # before the exception reaches the caller, who may keep it
+            raise
+
+    def then(self, make: Callable[[Stream[T], Owner], Iterator[U]]) -> Stream[U]:
+        """A stream of ``make(self, owner)``, owning what this one owns (closing it closes both)."""
+        return Stream(lambda owner: make(self, owner), self._owner)
+
+    def close(self) -> None:
+        """End the stream: stop and join every thread it started, close its progress bar.
+
+        Nothing is sent after it returns; calling it again does nothing.
+        """
+        self._closed = True
+        try:
+            self._owner.close()
+        finally:
+            close = getattr(self._source, "close", None)  # a generator's
+            with contextlib.suppress(ValueError):  # raised by the one running now
+                if close is not None:
+                    close()
+
+    def __enter__(self) -> Stream[T]:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold the stopping signals whose handlers are Python's until the block ends.
+
+    Only in the main thread, where Python runs signal handlers; a held signal
+    is handed to its handler afterwards (Ctrl-C's raises ``KeyboardInterrupt``).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    handlers: dict[int, Any] = {}
+    try:
+        for signum in STOPPING:
+            handler = signal.getsignal(signum)
+            if callable(handler):
+                handlers[signum] = handler
+                signal.signal(signum, lambda number, frame: held.append(number))
+        yield
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(held):
+            handlers[number](number, None)
