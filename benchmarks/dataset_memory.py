@@ -10,9 +10,9 @@ holding them. Each route runs once in a fresh child process, which reports:
 * the peak of Arrow's memory pool;
 * the time, profiles per second, and (for the dataset) bytes on disk.
 
-Routes: ``write_profiles_parquet`` at each size; ``read_profiles`` (the whole
-frame in memory) at the sizes up to ``--frame-max``, as the baseline measured
-in the same run.
+Routes: ``ProfilesRequest(...).to_dataset`` at each size; ``read_profiles``
+(the whole frame in memory) at the sizes up to ``--frame-max``, as the
+baseline measured in the same run.
 
     python benchmarks/dataset_memory.py --sizes 100000 1000000 5000000
 """
@@ -72,7 +72,7 @@ def _child(route: str, profiles: int, templates_path: str, out: str) -> None:
     started = time.perf_counter()
     with _replay_client(pages, profiles) as client:
         if route == "dataset":
-            sn.write_profiles_parquet(client, 1, out, limit=PAGE, progress=False)
+            sn.ProfilesRequest(client, 1, limit=PAGE, progress=False).to_dataset(out)
         else:
             frame = sn.read_profiles(client, 1, limit=PAGE, progress=False)
             assert frame.attrs["profiles"] == profiles

@@ -12,8 +12,8 @@ of its own (``subprocess``), timed after its imports, so that its peak RSS
   ``requests.Session``, the body read, nothing parsed: the floor;
 * ``read_profiles``: ``read_profiles(Client(url, token), 1, limit=1000,
   progress=False)``;
-* ``parquet``: ``write_profiles_parquet`` into a fresh temporary directory;
-* ``frames``: iterating ``iter_profile_frames`` to the end, each frame dropped.
+* ``parquet``: ``ProfilesRequest(...).to_dataset`` into a fresh temporary directory;
+* ``frames``: iterating ``ProfilesRequest(...).frames()`` to the end, each frame dropped.
 
 Routes alternate within each round; best of ``--repeat`` for each.
 
@@ -106,13 +106,15 @@ def _child(route: str, url: str, cursors_path: str, workers: int | None) -> dict
                 rows, profiles = len(frame), frame.attrs["profiles"]
             elif route == "parquet":
                 with tempfile.TemporaryDirectory() as tmp:
-                    summary = sn.write_profiles_parquet(
-                        client, 1, Path(tmp) / "ds", limit=1000, progress=False, **kw
-                    )
+                    summary = sn.ProfilesRequest(
+                        client, 1, limit=1000, progress=False, **kw
+                    ).to_dataset(Path(tmp) / "ds")
                     rows, profiles = summary.rows, summary.profiles
             else:
                 rows = profiles = 0
-                for frame in sn.iter_profile_frames(client, 1, limit=1000, progress=False, **kw):
+                for frame in sn.ProfilesRequest(
+                    client, 1, limit=1000, progress=False, **kw
+                ).frames():
                     rows += len(frame)
                     profiles = frame.attrs["profiles"]
     seconds = time.perf_counter() - t
