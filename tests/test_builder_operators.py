@@ -21,7 +21,8 @@ import stoplist_nb as sn
 from stoplist_nb.demo import DemoService
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.widgets.catalog import FieldCatalog, field_infos
-from stoplist_nb.widgets.document import check, document_of, empty_document, guessed_types
+from stoplist_nb.widgets.check import check, empty_document
+from stoplist_nb.widgets.load import document_of, guessed_types
 from stoplist_nb.widgets.operators import (
     KIND_OPERATORS,
     OPERATORS,
