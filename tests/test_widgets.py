@@ -92,7 +92,10 @@ def test_a_fresh_builder_syncs_catalog_document_report_preview_notices() -> None
     assert qb.params == {"query": {}}
     assert qb.notices == []
     catalog = qb.catalog
-    assert set(catalog) == {"fields", "operators", "subscription_fields", "complete"}
+    assert set(catalog) == {
+        "fields", "operators", "text_operators", "whole_day_operators", "subscription_fields",
+        "complete",
+    }  # fmt: skip
     city = next(f for f in catalog["fields"] if f["name"] == "_city")
     assert city == {"name": "_city", "title": "", "label": "_city", "category": "",
                     "kind": "string", "suggestions": []}  # fmt: skip
@@ -101,6 +104,9 @@ def test_a_fresh_builder_syncs_catalog_document_report_preview_notices() -> None
     assert kinds["vip"] == "boolean"
     assert kinds["meta"] == "object"
     assert catalog["operators"]["boolean"][0] == ["equal", "equal", 1]
+    # The front end's only table of operators: none is written in builder.js.
+    assert catalog["text_operators"] == list(operators_module.TEXT_OPERATORS)
+    assert catalog["whole_day_operators"] == list(operators_module.WHOLE_DAY_OPERATORS)
     channel = next(f for f in catalog["subscription_fields"] if f["name"] == "channel")
     assert channel["suggestions"][: len(CHANNELS)] == list(CHANNELS)
     assert catalog["complete"] is True

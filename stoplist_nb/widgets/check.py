@@ -46,6 +46,7 @@ from stoplist_nb.widgets.operators import (
     KIND_OPERATORS,
     OPERATORS,
     TEXT_OPERATORS,
+    WHOLE_DAY_OPERATORS,
     iso_day,
     next_day,
     parse_number,
@@ -376,7 +377,7 @@ def rule_filter(
     >>> rule_filter("_city", "not_begins_with", "Ka", kind="string", ignore_case=True)
     {'_city': {'$not': {'$regex': '^Ka', '$options': 'i'}}}
     """
-    whole = kind == "date" and whole_day
+    whole = kind == "date" and whole_day and op in WHOLE_DAY_OPERATORS
     day = iso_day(value) if whole and isinstance(value, str) else None
     if op == "equal":
         if day is not None:
