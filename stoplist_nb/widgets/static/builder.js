@@ -71,8 +71,9 @@ function h(tag, attrs, ...children) {
 
 let instances = 0;
 
-// Every function below takes `ui`, the state of one builder: its model, its root
-// element, the document with its undo and redo stacks, and the views last drawn.
+// The functions below take `ui`, the state of one builder (its model, its root
+// element, the document with its undo and redo stacks, the views last drawn), or
+// `list`, that of one list box.
 
 // ---------------------------------------------------------------- catalog
 const catalogOf = (ui) => ui.model.get("catalog") || {};
@@ -972,7 +973,7 @@ function render({ model, el }) {
     clearedNote: false,
     notes: new Map(), // list box key -> refused-value note, until the next edit
     listBoxes: new Map(), // list box key -> its refresh function
-    ruleViews: new Map(), // rule id -> {shape, el, slots, message, number}
+    ruleViews: new Map(), // rule id -> its view (drawRule)
     groupViews: new Map(), // group id -> {el, message}
     parts: {}, // the parts of the last drawing that reports and previews fill in
   };
