@@ -814,7 +814,10 @@ def _pull(
     window: _Window,
 ) -> _State:
     """Read the pages after the checkpoint into parts, their progress committed as it goes."""
-    schema = StreamSchema.from_dict(state.schema) if state.schema else _declared_schema(declared)
+    if state.schema is None:
+        schema = StreamSchema.from_dtypes(declared)
+    else:
+        schema = StreamSchema.from_dict(state.schema)
     # The cursors of the pull before an interruption count as reached: a cursor
     # that goes back to one of them is a stall, not pages read twice.
     pages = pages_from(state.next_from_id or None, list(state.cursors))
@@ -857,10 +860,6 @@ def _settled(futures: Iterable[Future[None]]) -> None:
     while pending:
         with contextlib.suppress(KeyboardInterrupt):
             pending = concurrent.futures.wait(pending).not_done
-
-
-def _declared_schema(declared: Mapping[str, Any]) -> StreamSchema:
-    return StreamSchema({name: request.dtype_kind(d) for name, d in declared.items()})
 
 
 def _say_what_is_saved(exc: BaseException, directory: pathlib.Path, state: _State) -> None:
