@@ -1,0 +1,49 @@
+"""A Parquet dataset of profiles on disk: its parts, its checkpoint, its lock, its sealing.
+
+:func:`write_dataset` (behind :func:`~stoplist_nb.profiles.reading.write_profiles_parquet`
+and ``ProfilesRequest.to_parquet`` of a directory) writes a directory that ``pd.read_parquet``,
+``pyarrow.dataset``, DuckDB (``read_parquet('dir/*.parquet')``) and Dask read
+as one table::
+
+    part-00000.parquet   part-00001.parquet   ...   _common_metadata   _checkpoint.json
+
+The pages go into parts, their progress committed as they go
+(:mod:`~stoplist_nb.profiles.dataset.writer`). A file is written under a
+hidden name and renamed when whole (:mod:`~stoplist_nb.profiles.dataset.parts`);
+only then does the checkpoint move on to it
+(:mod:`~stoplist_nb.profiles.dataset.checkpoint`). Before a resumed pull sends
+anything, the checkpoint and every file it lists are checked against their
+size, checksum and rows (:class:`~stoplist_nb.errors.DatasetDamaged`); when
+the stream ends, the dataset is sealed
+(:mod:`~stoplist_nb.profiles.dataset.seal`). One writer at a time holds the
+directory (:mod:`~stoplist_nb.profiles.dataset.lock`); the directory as a
+whole, written, carried on or summed up, is
+:mod:`~stoplist_nb.profiles.dataset.directory`.
+"""
+
+from __future__ import annotations
+
+from stoplist_nb.profiles.dataset.checkpoint import CHECKPOINT, DatasetSummary
+from stoplist_nb.profiles.dataset.directory import dataset_summary, service_origin, write_dataset
+from stoplist_nb.profiles.dataset.lock import LOCK
+from stoplist_nb.profiles.dataset.parts import COMPRESSION, conform_to, parquet_schema
+from stoplist_nb.profiles.dataset.writer import (
+    DEFAULT_COMMIT_BYTES,
+    DEFAULT_COMMIT_SECONDS,
+    DEFAULT_PROFILES_PER_PART,
+)
+
+__all__ = [
+    "CHECKPOINT",
+    "COMPRESSION",
+    "DEFAULT_COMMIT_BYTES",
+    "DEFAULT_COMMIT_SECONDS",
+    "DEFAULT_PROFILES_PER_PART",
+    "LOCK",
+    "DatasetSummary",
+    "conform_to",
+    "dataset_summary",
+    "parquet_schema",
+    "service_origin",
+    "write_dataset",
+]
