@@ -7,18 +7,12 @@ as one table::
 
     part-00000.parquet   part-00001.parquet   ...   _common_metadata   _checkpoint.json
 
-The pages go into parts, their progress committed as they go
-(:mod:`~stoplist_nb.profiles.dataset.writer`). A file is written under a
-hidden name and renamed when whole (:mod:`~stoplist_nb.profiles.dataset.parts`);
-only then does the checkpoint move on to it
-(:mod:`~stoplist_nb.profiles.dataset.checkpoint`). Before a resumed pull sends
-anything, the checkpoint and every file it lists are checked against their
-size, checksum and rows (:class:`~stoplist_nb.errors.DatasetDamaged`); when
-the stream ends, the dataset is sealed
-(:mod:`~stoplist_nb.profiles.dataset.seal`). One writer at a time holds the
-directory (:mod:`~stoplist_nb.profiles.dataset.lock`); the directory as a
-whole, written, carried on or summed up, is
-:mod:`~stoplist_nb.profiles.dataset.directory`.
+A file is written under a hidden name and renamed when whole (``parts``);
+only then does the checkpoint move on to it (``checkpoint``). The pages go
+into parts, their progress committed as they go (``writer``); before a
+resumed pull sends anything every file is checked, and when the stream ends
+the dataset is sealed (``seal``); one writer at a time holds the directory
+(``lock``); ``directory`` writes, carries on or sums up a dataset.
 """
 
 from __future__ import annotations

@@ -24,18 +24,6 @@ from stoplist_nb import errors
 from stoplist_nb.profiles.dataset.parts import fsync_directory
 from stoplist_nb.profiles.schema import StreamSchema
 
-__all__ = [
-    "CHECKPOINT",
-    "FORMAT",
-    "SHA256",
-    "START_OVER",
-    "Checkpoint",
-    "DatasetSummary",
-    "Entry",
-    "NotWritten",
-    "refused",
-]
-
 #: The checkpoint's file name; a leading ``_`` keeps it out of the readers' sight.
 CHECKPOINT = "_checkpoint.json"
 #: The checkpoint's layout; a checkpoint of another is refused, never guessed at.

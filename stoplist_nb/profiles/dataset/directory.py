@@ -22,8 +22,6 @@ from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT, T
 from stoplist_nb.profiles.dataset.seal import checked_files, damaged_file, repaired, seal
 from stoplist_nb.profiles.dataset.writer import PagesFrom, Window, pull_parts, say_what_is_saved
 
-__all__ = ["dataset_summary", "service_origin", "write_dataset"]
-
 
 def service_origin(base_url: str) -> str:
     """The service a dataset belongs to: scheme, host, port and base path of ``base_url``.

@@ -20,8 +20,6 @@ from collections.abc import Iterator
 
 from stoplist_nb import errors
 
-__all__ = ["LOCK", "check_no_writer", "writer_lock"]
-
 #: The lock file of the writer; a leading ``.`` keeps it out of the readers' sight.
 LOCK = ".lock"
 

@@ -17,21 +17,6 @@ from stoplist_nb._parquet import pandas_metadata
 from stoplist_nb.profiles.schema import StreamSchema
 from stoplist_nb.profiles.stream import cast_frame, frame_from_table
 
-__all__ = [
-    "COMMON_METADATA",
-    "COMPRESSION",
-    "PART",
-    "SEGMENT",
-    "TEMP",
-    "File",
-    "check_rows",
-    "conform_to",
-    "fsync",
-    "fsync_directory",
-    "parquet_schema",
-    "sha256",
-]
-
 COMMON_METADATA = "_common_metadata"
 #: Every reader of a dataset reads it; a third smaller than the default (snappy) on profiles.
 COMPRESSION = "zstd"

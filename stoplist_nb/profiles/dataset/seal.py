@@ -26,8 +26,6 @@ from stoplist_nb.profiles.dataset.parts import (
     sha256,
 )
 
-__all__ = ["Damage", "checked_files", "damaged_file", "repaired", "seal"]
-
 
 @dataclass(frozen=True)
 class Damage:

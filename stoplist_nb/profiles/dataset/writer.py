@@ -50,16 +50,6 @@ from stoplist_nb.profiles.stream import (
     tables,
 )
 
-__all__ = [
-    "DEFAULT_COMMIT_BYTES",
-    "DEFAULT_COMMIT_SECONDS",
-    "DEFAULT_PROFILES_PER_PART",
-    "PagesFrom",
-    "Window",
-    "pull_parts",
-    "say_what_is_saved",
-]
-
 #: Profiles per part file: some 15 MB of Parquet on profiles like the demo's.
 DEFAULT_PROFILES_PER_PART = 100_000
 #: Seconds of pages after which the part being written has its progress committed.
