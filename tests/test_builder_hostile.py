@@ -18,7 +18,8 @@ import pytest
 from test_builder_operators import CATALOG, doc, group, rule
 
 from stoplist_nb.errors import InvalidQuery
-from stoplist_nb.widgets.document import check, document_of, guessed_types
+from stoplist_nb.widgets.check import check
+from stoplist_nb.widgets.load import document_of, guessed_types
 from stoplist_nb.widgets.operators import guess_type, parse_value
 from stoplist_nb.widgets.preview import preview_html
 

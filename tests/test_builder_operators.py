@@ -21,11 +21,13 @@ import stoplist_nb as sn
 from stoplist_nb.demo import DemoService
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.widgets.catalog import FieldCatalog, field_infos
-from stoplist_nb.widgets.document import check, document_of, empty_document, guessed_types
+from stoplist_nb.widgets.check import check, empty_document, rule_filter
+from stoplist_nb.widgets.load import document_of, guessed_types
 from stoplist_nb.widgets.operators import (
     KIND_OPERATORS,
     OPERATORS,
     TYPE_WORDS,
+    WHOLE_DAY_OPERATORS,
     kind_of,
     operators_by_kind,
 )
@@ -587,6 +589,17 @@ def test_loading_an_empty_query_gives_one_empty_rule() -> None:
 def test_load_refuses_what_it_cannot_show_exactly(query: dict[str, Any], said: str) -> None:
     with pytest.raises(InvalidQuery, match=f".*{said.replace('$', '[$]')}"):
         document_of(query, CATALOG)
+
+
+@pytest.mark.parametrize("op", KIND_OPERATORS["date"])
+def test_the_whole_day_operators_are_those_a_bare_day_changes(op: str) -> None:
+    # The front end offers the whole day tick on WHOLE_DAY_OPERATORS: on exactly
+    # the operators whose filter of a bare day the tick changes.
+    arity = OPERATORS[op][1]
+    value = None if arity == 0 else ["2024-05-01", "2024-05-31"] if arity == 2 else "2024-05-01"
+    whole = rule_filter("_regdate", op, value, kind="date", whole_day=True)
+    as_text = rule_filter("_regdate", op, value, kind="date", whole_day=False)
+    assert (whole != as_text) == (op in WHOLE_DAY_OPERATORS)
 
 
 @pytest.mark.parametrize(

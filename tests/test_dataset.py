@@ -30,7 +30,8 @@ from dataset_helpers import (
 
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService, generate_profiles, serve
-from stoplist_nb.profiles import dataset
+from stoplist_nb.profiles.dataset import seal
+from stoplist_nb.profiles.dataset.checkpoint import Checkpoint
 
 svc, reference = dataset_fixtures()
 
@@ -250,17 +251,17 @@ def test_a_part_renamed_but_not_checkpointed_is_read_again(
 ) -> None:
     out = tmp_path / "profiles"
     # The crash must land between a part's rename and the checkpoint that records it,
-    # a point no public name reaches: the writer's private checkpoint save is wrapped.
-    save = dataset._save
+    # a point no public name reaches: the writer's checkpoint save is wrapped.
+    save = Checkpoint.save
     saves = []
 
-    def crash_before_the_third(directory: pathlib.Path, state: Any) -> None:
+    def crash_before_the_third(state: Checkpoint, directory: pathlib.Path) -> Checkpoint:
         saves.append(state.profiles)
         if len(saves) == 3:  # the new checkpoint, after the first, then part 0
             raise KeyboardInterrupt
-        save(directory, state)
+        return save(state, directory)
 
-    monkeypatch.setattr(dataset, "_save", crash_before_the_third)
+    monkeypatch.setattr(Checkpoint, "save", crash_before_the_third)
     with pytest.raises(KeyboardInterrupt):
         pull(client, out)
     monkeypatch.undo()
@@ -295,7 +296,7 @@ def test_a_pull_interrupted_while_sealing_seals_without_a_request(
     def interrupted(*args: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(dataset, "conform_to", interrupted)
+    monkeypatch.setattr(seal, "conform_to", interrupted)
     with pytest.raises(KeyboardInterrupt):
         pull(client, out)
     monkeypatch.undo()

@@ -39,6 +39,7 @@ import stoplist_nb as sn
 from stoplist_nb.demo import DemoService, serve
 from stoplist_nb.profiles import dataset
 from stoplist_nb.profiles.dataset import CHECKPOINT, service_origin
+from stoplist_nb.profiles.dataset.checkpoint import Checkpoint
 
 EVERY_PAGE = {"commit_seconds": 0}
 
@@ -478,19 +479,20 @@ def test_a_sealing_stopped_at_a_rename_is_carried_on(
 ) -> None:
     out = tmp_path / "profiles"
     # The crash must land just before or just after the sealing renames a rewritten
-    # part into place, which no public name reaches: the private save is wrapped.
-    save = dataset._save
+    # part into place, which no public name reaches: the checkpoint's save is wrapped.
+    save = Checkpoint.save
     said: list[Any] = []
 
-    def crash(directory: pathlib.Path, state: Any) -> None:
+    def crash(state: Checkpoint, directory: pathlib.Path) -> Checkpoint:
         if stop == "after" and said and said[-1] is not None and state.sealing is None:
             raise KeyboardInterrupt  # renamed, not yet recorded
-        save(directory, state)
+        save(state, directory)
         said.append(state.sealing)
         if stop == "before" and state.sealing is not None:
             raise KeyboardInterrupt  # recorded, not yet renamed
+        return state
 
-    monkeypatch.setattr(dataset, "_save", crash)
+    monkeypatch.setattr(Checkpoint, "save", crash)
     with pytest.raises(KeyboardInterrupt):
         pull(client, out)
     monkeypatch.undo()

@@ -39,7 +39,7 @@ svc, reference = dataset_fixtures()
 
 PACKAGE = pathlib.Path(sn.__file__).parent
 #: The modules that write a dataset, and a single file.
-DATASET = (str(PACKAGE / "profiles" / "dataset.py"),)
+DATASET = tuple(str(p) for p in sorted((PACKAGE / "profiles" / "dataset").glob("*.py")))
 FILE = (str(PACKAGE / "profiles" / "files.py"), str(PACKAGE / "_output.py"))
 #: At most this many points of a call, spread evenly (each is a call, and a resume).
 POINTS = 32

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import pathlib
 import signal
 import sys
 import threading
@@ -50,10 +51,9 @@ def listed(demo: DemoService) -> int:
 def kept_as_a_notebook_keeps_it() -> Iterator[list[BaseException]]:
     """Catch what the block raises and keep it in ``sys.last_*``, as IPython does."""
     caught: list[BaseException] = []
-    saved = (getattr(sys, "last_value", None), getattr(sys, "last_traceback", None))
     try:
         yield caught
-    except BaseException as exc:  # noqa: BLE001 - Ctrl-C too: that is the point
+    except BaseException as exc:
         caught.append(exc)
         sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
     finally:
@@ -69,13 +69,12 @@ def _forget_the_last_exception() -> Iterator[None]:
 
 
 @pytest.fixture
-def quiet() -> Iterator[None]:
+def quiet() -> None:
     """No thread of ours from an earlier test (the watchdog outlives an exchange by a second)."""
     deadline = time.monotonic() + 5
     while ours() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert ours() == []
-    yield
 
 
 def nothing_left(demo: DemoService, sent: int) -> None:
@@ -213,7 +212,11 @@ def test_a_stream_dropped_half_read_closes_itself(
 
 
 def test_a_dataset_pull_stopped_by_ctrl_c_leaves_no_writer(
-    client: sn.Client, demo: DemoService, quiet: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+    client: sn.Client,
+    demo: DemoService,
+    quiet: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: pathlib.Path,
 ) -> None:
     updates = 0
     update = tqdm.update

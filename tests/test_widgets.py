@@ -28,7 +28,8 @@ from stoplist_nb.demo import DemoService
 from stoplist_nb.widgets import OPERATORS, QueryBuilder
 from stoplist_nb.widgets import builder as builder_module
 from stoplist_nb.widgets import catalog as catalog_module
-from stoplist_nb.widgets import document as document_module
+from stoplist_nb.widgets import check as check_module
+from stoplist_nb.widgets import load as load_module
 from stoplist_nb.widgets import operators as operators_module
 from stoplist_nb.widgets.catalog import CHANNELS, STATUSES
 from stoplist_nb.widgets.preview import EMPTY
@@ -85,13 +86,16 @@ def test_a_fresh_builder_syncs_catalog_document_report_preview_notices() -> None
     assert {"catalog", "document", "report", "preview", "notices"} <= set(state)
     assert "preview_state" not in state  # the browser's name for it is "preview"
     assert state["preview"] == {"state": "none", "html": "", "message": "", "query_json": None}
-    assert qb.document == document_module.empty_document()
+    assert qb.document == check_module.empty_document()
     assert qb.report["ok"]
     assert qb.query == {}
     assert qb.params == {"query": {}}
     assert qb.notices == []
     catalog = qb.catalog
-    assert set(catalog) == {"fields", "operators", "subscription_fields", "complete"}
+    assert set(catalog) == {
+        "fields", "operators", "text_operators", "whole_day_operators", "subscription_fields",
+        "complete",
+    }  # fmt: skip
     city = next(f for f in catalog["fields"] if f["name"] == "_city")
     assert city == {"name": "_city", "title": "", "label": "_city", "category": "",
                     "kind": "string", "suggestions": []}  # fmt: skip
@@ -100,6 +104,9 @@ def test_a_fresh_builder_syncs_catalog_document_report_preview_notices() -> None
     assert kinds["vip"] == "boolean"
     assert kinds["meta"] == "object"
     assert catalog["operators"]["boolean"][0] == ["equal", "equal", 1]
+    # The front end's only table of operators: none is written in builder.js.
+    assert catalog["text_operators"] == list(operators_module.TEXT_OPERATORS)
+    assert catalog["whole_day_operators"] == list(operators_module.WHOLE_DAY_OPERATORS)
     channel = next(f for f in catalog["subscription_fields"] if f["name"] == "channel")
     assert channel["suggestions"][: len(CHANNELS)] == list(CHANNELS)
     assert catalog["complete"] is True
@@ -474,7 +481,7 @@ def test_fields_as_names_a_frame_or_a_dict_and_nothing_else() -> None:
 
 
 def test_doctests_of_the_widget_modules() -> None:
-    for module in (builder_module, document_module):
+    for module in (builder_module, check_module, load_module):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0, module.__name__
         assert result.failed == 0, module.__name__
@@ -489,8 +496,8 @@ def test_the_package_only_re_exports_the_builder() -> None:
     assert package.__all__ == ["OPERATORS", "QueryBuilder"]
 
 
-def test_document_and_catalog_import_no_widget_library() -> None:
-    for module in (document_module, catalog_module):
+def test_check_load_and_catalog_import_no_widget_library() -> None:
+    for module in (check_module, load_module, catalog_module):
         tree = ast.parse(pathlib.Path(module.__file__ or "").read_text(encoding="utf-8"))
         imported = {
             name.split(".")[0]

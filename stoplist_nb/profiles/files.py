@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from stoplist_nb import errors
 from stoplist_nb._output import Output
 from stoplist_nb._stream import Stream
-from stoplist_nb.profiles.dataset import COMPRESSION, conform_to, parquet_schema
+from stoplist_nb.profiles.dataset.parts import COMPRESSION, conform_to, parquet_schema
 from stoplist_nb.profiles.schema import StreamSchema
 from stoplist_nb.profiles.stream import META_NEXT, META_PROFILES, cast_columns, frame_from_table
 

@@ -191,7 +191,7 @@ class ProfilesRequest:
         """
         declared = request.check_dtypes(dtypes, None)
         if schema is None:
-            schema = _schema(declared)
+            schema = StreamSchema.from_dtypes(declared)
         elif not isinstance(schema, StreamSchema):
             raise errors.InvalidInput(f"schema must be a StreamSchema, not {type(schema).__name__}")
         return pagestream.tables(schema, declared, self._flat_pages())
@@ -224,7 +224,7 @@ class ProfilesRequest:
         ...     per_channel.update(frame["channel"].dropna())
         """
         declared = request.check_dtypes(dtypes, dtype_backend)
-        schema = _schema(declared)
+        schema = StreamSchema.from_dtypes(declared)
         # The tables keep the stream's types; the dtypes apply to each frame.
         tables = pagestream.tables(schema, {}, self._flat_pages())
         return pagestream.frames(tables, schema, dtype_backend, declared)
@@ -511,14 +511,9 @@ class ProfilesRequest:
         declared = request.check_dtypes(dtypes, None)
         request.check_flag("overwrite", overwrite)
         out = check_target(path)
-        schema = _schema(declared)
+        schema = StreamSchema.from_dtypes(declared)
         pages = pagestream.tables(schema, declared, self._flat_pages())
         return write_file(out, fmt, schema, declared, pages, overwrite=overwrite)
-
-
-def _schema(declared: Mapping[str, Any]) -> StreamSchema:
-    """A stream's schema with the ``declared`` columns there from the start."""
-    return StreamSchema({name: request.dtype_kind(d) for name, d in declared.items()})
 
 
 def read_profiles(

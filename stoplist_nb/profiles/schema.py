@@ -38,6 +38,7 @@ from stoplist_nb._json import kinds
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.profiles.normalize import FlatPage
+from stoplist_nb.profiles.request import dtype_kind
 
 __all__ = ["TWIN_SUFFIX", "StreamSchema"]
 
@@ -151,6 +152,15 @@ class StreamSchema:
             "sources": [[role, source, name] for (role, source), name in self._sources.items()],
             "declared": sorted(self._declared),
         }
+
+    @classmethod
+    def from_dtypes(cls, dtypes: Mapping[str, Any]) -> StreamSchema:
+        """A stream's schema with the columns of ``dtypes`` (pandas dtypes) there from the start.
+
+        >>> StreamSchema.from_dtypes({"age": "Int64"}).kind("age")
+        'int'
+        """
+        return cls({name: dtype_kind(dtype) for name, dtype in dtypes.items()})
 
     @classmethod
     def from_dict(cls, state: Mapping[str, Any]) -> StreamSchema:

@@ -3,7 +3,7 @@
 The front end (``static/builder.js``) owns everything typed, so no reply of
 the kernel ever rewrites a box being typed in; this side owns the meaning:
 each change of the ``document`` trait is checked by
-:func:`~stoplist_nb.widgets.document.check` into the ``report`` trait. It
+:func:`~stoplist_nb.widgets.check.check` into the ``report`` trait. It
 also reads the field list and a sample page for suggestions through
 :mod:`stoplist_nb.profiles`, and runs Preview. Imported through
 :mod:`stoplist_nb.widgets`, which checks that ipywidgets and anywidget are installed.
@@ -30,13 +30,8 @@ from stoplist_nb.profiles import ProfilesRequest, read_profiles
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.query import Query, parse_query
 from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo, field_infos, sample_values
-from stoplist_nb.widgets.document import (
-    canonical_json,
-    check,
-    document_of,
-    empty_document,
-    guessed_types,
-)
+from stoplist_nb.widgets.check import canonical_json, check, empty_document
+from stoplist_nb.widgets.load import document_of, guessed_types
 from stoplist_nb.widgets.preview import preview_html
 
 __all__ = ["QueryBuilder"]

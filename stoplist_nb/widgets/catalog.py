@@ -19,7 +19,12 @@ from typing import Any
 import pandas as pd
 
 from stoplist_nb.errors import InvalidInput
-from stoplist_nb.widgets.operators import kind_of, operators_by_kind
+from stoplist_nb.widgets.operators import (
+    TEXT_OPERATORS,
+    WHOLE_DAY_OPERATORS,
+    kind_of,
+    operators_by_kind,
+)
 
 #: The most values suggested for one field.
 MAX_SUGGESTIONS = 50
@@ -251,11 +256,18 @@ class FieldCatalog:
         ]
 
     def to_json(self) -> dict[str, Any]:
-        """What the builder's ``catalog`` trait holds: fields, operators per kind, subscriptions."""
+        """What the builder's ``catalog`` trait holds: fields, operators, subscriptions.
+
+        The operators are the front end's only table of them: those per kind
+        (name, label, arity), those that match text (the ignore case tick) and
+        those that read a bare day as a whole day (the whole day tick).
+        """
         subscription_fields = self.subscriptions()
         return {
             "fields": self.entries(),
             "operators": operators_by_kind(),
+            "text_operators": list(TEXT_OPERATORS),
+            "whole_day_operators": list(WHOLE_DAY_OPERATORS),
             "subscription_fields": subscription_fields.entries(),
             "complete": self.complete,
         }

@@ -2,7 +2,9 @@
 
 Pure: no widget library is imported here. :data:`OPERATORS` names every
 operator with its label and arity (jQuery QueryBuilder's words),
-:data:`KIND_OPERATORS` the ones each kind of field offers, :data:`TYPE_WORDS`
+:data:`KIND_OPERATORS` the ones each kind of field offers, :data:`TEXT_OPERATORS`
+and :data:`WHOLE_DAY_OPERATORS` those that match text and read a bare day as a
+whole day (the front end reads all four from Python), :data:`TYPE_WORDS`
 the type words of a field list; :func:`parse_value` turns what was typed into
 the value a query holds, or says why it cannot.
 """
@@ -21,6 +23,7 @@ __all__ = [
     "OPERATORS",
     "TEXT_OPERATORS",
     "TYPE_WORDS",
+    "WHOLE_DAY_OPERATORS",
     "guess_type",
     "iso_day",
     "kind_of",
@@ -66,6 +69,9 @@ TEXT_OPERATORS = (
     "begins_with", "not_begins_with", "contains", "not_contains", "ends_with", "not_ends_with",
     "matches",
 )  # fmt: skip
+#: The operators for which a bare day on a date field stands for the whole day
+#: (unless the rule's ``whole_day`` is false); the others compare it as text.
+WHOLE_DAY_OPERATORS = ("equal", "not_equal", "less_or_equal", "greater", "between", "not_between")
 
 #: The operators each kind of field offers, in the order offered.
 KIND_OPERATORS: dict[str, tuple[str, ...]] = {

@@ -1,0 +1,416 @@
+"""The checkpoint of a dataset: what the pull is and how far it went, read and checked.
+
+``_checkpoint.json`` holds what the pull is (the service, database, query,
+fields, dtypes), each committed file (its profiles, rows, size, SHA-256, the
+cursor after it, the page cursors it added and the stream's
+:class:`~stoplist_nb.profiles.schema.StreamSchema` after it, where that
+changed), the cursors of the committed pages (one a page, so that a resumed
+pull catches a cursor that goes back to one of them) and the totals. It is
+replaced atomically, and checked, never believed: every value's type, then the
+totals, cursors and files against one another.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stoplist_nb import errors
+from stoplist_nb.profiles.dataset.parts import fsync_directory
+from stoplist_nb.profiles.schema import StreamSchema
+
+#: The checkpoint's file name; a leading ``_`` keeps it out of the readers' sight.
+CHECKPOINT = "_checkpoint.json"
+#: The checkpoint's layout; a checkpoint of another is refused, never guessed at.
+FORMAT = 2
+SHA256 = re.compile(r"[0-9a-f]{64}")
+START_OVER = "pass overwrite=True to start again"
+
+_PULL = ("service", "db_id", "query", "fields", "dtypes")
+_KEYS = (
+    "format",
+    *_PULL,
+    "profiles",
+    "rows",
+    "next_from_id",
+    "parts",
+    "open",
+    "cursors",
+    "ended",
+    "complete",
+    "sealing",
+)
+_ENTRY = ("name", "profiles", "rows", "bytes", "sha256", "next_from_id", "cursors")
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """What a Parquet dataset of profiles holds, as its checkpoint says.
+
+    ``len(summary)`` is its number of rows.
+
+    Attributes:
+        path: The dataset's directory.
+        parts: Part files written (``part-00000.parquet`` ...).
+        profiles: Profiles saved: in the part files, and in the part being
+            written as far as its progress was committed.
+        rows: Rows of those profiles (one per subscription, one for a profile
+            without any).
+        complete: Whether the pull reached the end and the dataset is sealed
+            (every part in the final schema, ``_common_metadata`` written).
+        next_from_id: The cursor after the last page saved: where the pull
+            carries on (``""``: from the start).
+    """
+
+    path: pathlib.Path
+    parts: int
+    profiles: int
+    rows: int
+    complete: bool
+    next_from_id: str
+
+    def __len__(self) -> int:
+        return self.rows
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A committed file: a part, or a segment of the part being written."""
+
+    name: str
+    profiles: int
+    rows: int
+    bytes: int
+    sha256: str
+    next_from_id: str  # the cursor after its last page
+    cursors: int  # the page cursors it added to the checkpoint's list
+    schema: dict[str, Any]  # the stream's schema after its last page
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What the pull is, and how far it went (the totals follow the files)."""
+
+    pull: dict[str, Any]
+    parts: tuple[Entry, ...] = ()
+    open: tuple[Entry, ...] = ()  # the segments of the part being written
+    cursors: tuple[str, ...] = ()  # of the committed pages, one a page (the first aside)
+    ended: bool = False  # no request left to send: only the sealing may be missing
+    complete: bool = False
+    sealing: dict[str, Any] | None = None  # a part the sealing is replacing, and its new file
+
+    @property
+    def entries(self) -> tuple[Entry, ...]:
+        return self.parts + self.open
+
+    @property
+    def profiles(self) -> int:
+        return sum(e.profiles for e in self.entries)
+
+    @property
+    def rows(self) -> int:
+        return sum(e.rows for e in self.entries)
+
+    @property
+    def next_from_id(self) -> str:
+        return self.entries[-1].next_from_id if self.entries else ""
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        return self.entries[-1].schema if self.entries else None
+
+    def summary(self, directory: pathlib.Path) -> DatasetSummary:
+        return DatasetSummary(
+            directory, len(self.parts), self.profiles, self.rows, self.complete, self.next_from_id
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The checkpoint as JSON values, as :meth:`from_dict` reads it."""
+        before: dict[str, Any] | None = None
+        files: dict[str, list[dict[str, Any]]] = {"parts": [], "open": []}
+        for key, entries in (("parts", self.parts), ("open", self.open)):
+            for entry in entries:
+                data: dict[str, Any] = {k: getattr(entry, k) for k in _ENTRY}
+                if entry.schema != before:  # most parts share the schema of the one before
+                    data["schema"] = entry.schema
+                files[key].append(data)
+                before = entry.schema
+        return {
+            "format": FORMAT,
+            **self.pull,
+            "profiles": self.profiles,
+            "rows": self.rows,
+            "next_from_id": self.next_from_id,
+            **files,
+            "cursors": list(self.cursors),
+            "ended": self.ended,
+            "complete": self.complete,
+            "sealing": self.sealing,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Checkpoint:
+        """The checkpoint :meth:`to_dict` wrote, its values checked: types, then one another.
+
+        Raises:
+            NotWritten: ``data`` is not what :meth:`to_dict` of this format writes.
+        """
+        _keys(data, "the checkpoint", _KEYS)
+        if _need(data["format"], "'format'", "int") != FORMAT:
+            raise NotWritten(f"'format' is {_shown(data['format'])}, not {FORMAT}")
+        _need(data["service"], "'service'", "text")
+        _need(data["profiles"], "'profiles'", "count")
+        _need(data["rows"], "'rows'", "count")
+        _need(data["next_from_id"], "'next_from_id'", "text")
+        _need(data["db_id"], "'db_id'", "int")
+        if data["query"] is not None:
+            _need(data["query"], "'query'", "object")
+        if data["fields"] is not None:
+            for i, name in enumerate(_need(data["fields"], "'fields'", "list")):
+                _need(name, f"'fields'[{i}]", "text")
+        for name, dtype in _need(data["dtypes"], "'dtypes'", "object").items():
+            _need(dtype, f"'dtypes'[{name!r}]", "text")
+        schema: dict[str, Any] | None = None
+        files: dict[str, list[Entry]] = {"parts": [], "open": []}
+        for key in files:
+            for i, item in enumerate(_need(data[key], f"{key!r}", "list")):
+                where = f"{key}[{i}]"
+                _keys(item, where, _ENTRY, ("schema",))
+                if "schema" in item:
+                    schema = _checked_schema(item["schema"], f"{where}.schema")
+                elif schema is None:
+                    raise NotWritten(f"{where} has no 'schema', and no file before it has one")
+                files[key].append(
+                    Entry(
+                        name=_need(item["name"], f"{where}.name", "text"),
+                        profiles=_need(item["profiles"], f"{where}.profiles", "count"),
+                        rows=_need(item["rows"], f"{where}.rows", "count"),
+                        bytes=_need(item["bytes"], f"{where}.bytes", "count"),
+                        sha256=_need(item["sha256"], f"{where}.sha256", "text"),
+                        next_from_id=_need(item["next_from_id"], f"{where}.next_from_id", "text"),
+                        cursors=_need(item["cursors"], f"{where}.cursors", "count"),
+                        schema=schema,
+                    )
+                )
+        cursors = _need(data["cursors"], "'cursors'", "list")
+        for i, cursor in enumerate(cursors):
+            if not _need(cursor, f"'cursors'[{i}]", "text"):
+                raise NotWritten(f"'cursors'[{i}] is empty")
+        sealing = data["sealing"]
+        if sealing is not None:
+            _keys(sealing, "'sealing'", ("name", "bytes", "sha256"))
+            _need(sealing["name"], "'sealing'.name", "text")
+            _need(sealing["bytes"], "'sealing'.bytes", "count")
+            _need(sealing["sha256"], "'sealing'.sha256", "text")
+        state = cls(
+            pull={k: data[k] for k in _PULL},
+            parts=tuple(files["parts"]),
+            open=tuple(files["open"]),
+            cursors=tuple(cursors),
+            ended=_need(data["ended"], "'ended'", "flag"),
+            complete=_need(data["complete"], "'complete'", "flag"),
+            sealing=sealing,
+        )
+        _check_consistent(state, data)
+        return state
+
+    @classmethod
+    def read(cls, directory: pathlib.Path) -> Checkpoint:
+        """The checkpoint in ``directory``, checked (its files are not looked at).
+
+        Raises:
+            DatasetMismatch: It is of another format.
+            DatasetDamaged: It is not what a pull of this format writes (``part`` ``None``).
+        """
+        path = directory / CHECKPOINT
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise _damaged(path, f"it is not JSON text ({exc})") from None
+        other = data.get("format") if isinstance(data, dict) else None
+        if type(other) is int and other != FORMAT:
+            version = "an earlier" if other < FORMAT else "a later"
+            raise refused(
+                f"{path} was written by {version} version (format {other}); "
+                f"this one reads format {FORMAT} and does not carry that pull on"
+            )
+        try:
+            return cls.from_dict(data)
+        except NotWritten as exc:
+            raise _damaged(path, str(exc)) from None
+
+    def save(self, directory: pathlib.Path) -> Checkpoint:
+        """Replace the checkpoint in ``directory``, durably: the file, then the directory entry.
+
+        Returns:
+            This checkpoint, so that the state in hand is the one saved.
+        """
+        temp = directory / ".checkpoint.json.tmp"
+        # One line per key and per file: readable, and the schema's many short lists stay short.
+        lines = []
+        for key, value in self.to_dict().items():
+            if key in ("parts", "open") and value:
+                files = ",\n  ".join(json.dumps(v, ensure_ascii=False) for v in value)
+                lines.append(f"{json.dumps(key)}: [\n  {files}\n ]")
+            else:
+                lines.append(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+        text = "{\n " + ",\n ".join(lines) + "\n}\n"
+        try:
+            with open(temp, "w", encoding="utf-8") as file:
+                file.write(text)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temp, directory / CHECKPOINT)
+        finally:
+            temp.unlink(missing_ok=True)  # gone once renamed; else the checkpoint before stands
+        fsync_directory(directory)
+        return self
+
+
+class NotWritten(Exception):
+    """A checkpoint that is not what a pull writes: what is wrong, for the message."""
+
+
+def refused(message: str) -> errors.DatasetMismatch:
+    """The error for a directory that cannot be carried on, with the hint to start again."""
+    exc = errors.DatasetMismatch(message)
+    exc.hint = START_OVER
+    return exc
+
+
+def _damaged(path: pathlib.Path, problem: str) -> errors.DatasetDamaged:
+    exc = errors.DatasetDamaged(
+        f"{path} is not the checkpoint a pull wrote: {problem}; the dataset is not carried on"
+    )
+    exc.hint = f"it was changed after it was written; {START_OVER}"
+    return exc
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: Each kind of value: whether a value is one as JSON says it, and its name in a message.
+_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "count": (lambda v: type(v) is int and v >= 0, "a whole number of at least 0"),
+    "int": (lambda v: type(v) is int, "a whole number"),
+    "text": (lambda v: type(v) is str, "a string"),
+    "flag": (lambda v: type(v) is bool, "true or false"),
+    "object": (lambda v: type(v) is dict, "an object"),
+    "list": (lambda v: type(v) is list, "a list"),
+}
+
+
+def _need(value: Any, where: str, kind: str) -> Any:
+    """``value`` if it is of ``kind`` as JSON says it (``true`` is no number, ``1`` no flag)."""
+    fits, said = _KINDS[kind]
+    if not fits(value):
+        raise NotWritten(f"{where} is {_shown(value)}, not {said}")
+    return value
+
+
+def _keys(data: Any, where: str, required: Sequence[str], optional: Sequence[str] = ()) -> None:
+    _need(data, where, "object")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise NotWritten(f"{where} has no {missing[0]!r}")
+    unknown = [k for k in data if k not in required and k not in optional]
+    if unknown:
+        raise NotWritten(f"{where} has {unknown[0]!r}, which no pull writes")
+
+
+def _checked_schema(value: Any, where: str) -> dict[str, Any]:
+    _keys(value, where, ("columns", "sources", "declared"))
+    for key in ("columns", "sources"):
+        for i, triple in enumerate(_need(value[key], f"{where}.{key}", "list")):
+            if type(triple) is not list or len(triple) != 3:
+                raise NotWritten(
+                    f"{where}.{key}[{i}] is {_shown(triple)}, not a list of three strings"
+                )
+            for j, text in enumerate(triple):
+                _need(text, f"{where}.{key}[{i}][{j}]", "text")
+    for i, name in enumerate(_need(value["declared"], f"{where}.declared", "list")):
+        _need(name, f"{where}.declared[{i}]", "text")
+    try:
+        StreamSchema.from_dict(value)
+    except errors.InvalidInput as exc:
+        raise NotWritten(f"{where}: {exc}") from None
+    schema: dict[str, Any] = value
+    return schema
+
+
+def _check_consistent(state: Checkpoint, data: Mapping[str, Any]) -> None:
+    """The totals, cursors, names and flags against the files listed."""
+    if data["profiles"] != state.profiles or data["rows"] != state.rows:
+        raise NotWritten(
+            f"it counts {_shown(data['profiles'])} profiles and {_shown(data['rows'])} rows, "
+            f"its files {state.profiles} and {state.rows}"
+        )
+    if data["next_from_id"] != state.next_from_id:
+        last = state.entries[-1].name if state.entries else "no file"
+        raise NotWritten(
+            f"'next_from_id' is {_shown(data['next_from_id'])}, but the pull stopped after "
+            f"{last} at {state.next_from_id!r}"
+        )
+    segment = f".part-{len(state.parts):05d}.parquet.seg-"
+    for i, entry in enumerate(state.parts):
+        if entry.name != f"part-{i:05d}.parquet":
+            raise NotWritten(f"parts[{i}] is named {entry.name!r}, not part-{i:05d}.parquet")
+    for i, entry in enumerate(state.open):
+        if entry.name != f"{segment}{i:05d}":
+            raise NotWritten(f"open[{i}] is named {entry.name!r}, not {segment}{i:05d}")
+    entries = state.entries
+    empty = len(entries) == 1 and state.parts and entries[0].profiles == 0 and state.ended
+    offset = 0
+    for k, entry in enumerate(entries):
+        if not SHA256.fullmatch(entry.sha256):
+            raise NotWritten(f"{entry.name}: {_shown(entry.sha256)} is not a SHA-256 in hex")
+        if entry.rows < entry.profiles or (entry.profiles == 0 and not empty) or entry.bytes == 0:
+            raise NotWritten(
+                f"{entry.name}: {entry.profiles} profiles in {entry.rows} rows and "
+                f"{entry.bytes} bytes is no file a pull writes"
+            )
+        if entry.cursors > max(entry.profiles, 0):
+            raise NotWritten(
+                f"{entry.name}: {entry.cursors} page cursors for {entry.profiles} profiles"
+            )
+        if k > 0:
+            # A file's first page was asked with the cursor after the file before.
+            before = entries[k - 1].next_from_id
+            first = state.cursors[offset] if offset < len(state.cursors) else None
+            if entry.cursors == 0 or first != before:
+                raise NotWritten(
+                    f"{entry.name} does not start at the cursor after {entries[k - 1].name} "
+                    f"({before!r}): 'cursors' says {first!r}"
+                )
+        offset += entry.cursors
+    if offset != len(state.cursors):
+        raise NotWritten(f"'cursors' holds {len(state.cursors)} cursors, its files added {offset}")
+    if len(set(state.cursors)) != len(state.cursors):
+        raise NotWritten("'cursors' holds a cursor twice: a pull never goes back to one")
+    if (
+        entries
+        and not state.ended
+        and (not state.next_from_id or state.next_from_id in state.cursors)
+    ):
+        raise NotWritten(
+            f"'next_from_id' {state.next_from_id!r} does not lead on from the pages saved: "
+            "a pull carried on there would read them again"
+        )
+    if state.complete and not state.ended:
+        raise NotWritten("'complete' is true, 'ended' false: a pull is complete only once it ended")
+    if state.ended and (state.open or not state.parts):
+        raise NotWritten("'ended' is true, but the last part is not closed")
+    if state.sealing is not None and (
+        state.complete
+        or not state.ended
+        or state.sealing["name"] not in {e.name for e in state.parts}
+        or not SHA256.fullmatch(state.sealing["sha256"])
+    ):
+        raise NotWritten(f"'sealing' is {_shown(state.sealing)}, which no sealing writes")

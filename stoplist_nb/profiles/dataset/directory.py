@@ -1,0 +1,216 @@
+"""A dataset's directory: written, or carried on, or summed up."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from stoplist_nb import errors
+from stoplist_nb.profiles import request
+from stoplist_nb.profiles.dataset.checkpoint import (
+    CHECKPOINT,
+    Checkpoint,
+    DatasetSummary,
+    refused,
+)
+from stoplist_nb.profiles.dataset.lock import check_no_writer, writer_lock
+from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT, TEMP
+from stoplist_nb.profiles.dataset.seal import checked_files, damaged_file, repaired, seal
+from stoplist_nb.profiles.dataset.writer import PagesFrom, Window, pull_parts, say_what_is_saved
+
+
+def service_origin(base_url: str) -> str:
+    """The service a dataset belongs to: scheme, host, port and base path of ``base_url``.
+
+    Never its user name, password or query string; the port is always said,
+    so that ``https://api.example.com`` and ``https://api.example.com:443/``
+    are one service.
+
+    Raises:
+        InvalidInput: ``base_url`` is not an http(s) address with a host.
+
+    >>> service_origin("https://user:secret@API.example.com/platform/?x=1")
+    'https://api.example.com:443/platform'
+    """
+    split = urlsplit(base_url)
+    scheme = split.scheme.lower()
+    try:
+        port = split.port
+    except ValueError:
+        port = None
+        scheme = ""
+    if scheme not in ("http", "https") or not split.hostname:
+        raise errors.InvalidInput("base_url must be an http:// or https:// address with a host")
+    host = f"[{split.hostname}]" if ":" in split.hostname else split.hostname
+    if port is None:
+        port = 443 if scheme == "https" else 80
+    return f"{scheme}://{host}:{port}{split.path.rstrip('/')}"
+
+
+def write_dataset(
+    directory: pathlib.Path,
+    pull: dict[str, Any],
+    declared: Mapping[str, Any],
+    pages_from: PagesFrom,
+    *,
+    resume: bool,
+    overwrite: bool,
+    repair: bool,
+    per_part: int,
+    commit_seconds: float,
+    commit_bytes: int,
+) -> DatasetSummary:
+    """Write (or carry on) the dataset of ``pull`` in ``directory``; its arguments are checked.
+
+    ``pull`` is what the checkpoint compares (``service``, ``db_id``, ``query``
+    as sent, ``fields``, ``dtypes`` as text), ``declared`` the dtypes,
+    ``pages_from`` the pages from a cursor.
+
+    Raises:
+        DatasetLocked: Another writer is writing ``directory``.
+        DatasetMismatch: As :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_dataset` says.
+        DatasetDamaged: The checkpoint or a file it lists is not what was written.
+        StoplistError: A request failed; ``exc.partial`` is the summary so far.
+    """
+    if directory.exists() and not directory.is_dir():
+        raise errors.InvalidInput(f"{directory} is a file, not a directory for a dataset")
+    directory.mkdir(parents=True, exist_ok=True)
+    # Held from before the directory is looked at until the sealing is saved:
+    # a second writer would delete the first's files as leftovers of a crash.
+    with writer_lock(directory):
+        state = _open(directory, pull, resume=resume, overwrite=overwrite, repair=repair)
+        if state.complete:
+            return state.summary(directory)
+        if not state.ended:
+            window = Window(per_part, commit_seconds, commit_bytes)
+            state = pull_parts(directory, state, declared, pages_from, window)
+        try:
+            state = seal(directory, state)
+        except BaseException as exc:
+            say_what_is_saved(exc, directory, state)
+            raise
+    return state.summary(directory)
+
+
+def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> DatasetSummary:
+    """Read and check the dataset in a directory: how many profiles are safe there.
+
+    The checkpoint is checked as a resumed
+    :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_dataset` checks it
+    (each value's type, its totals and cursors against its files), and so is
+    every file it lists (its size, its rows and, with
+    ``checksums``, its SHA-256). After an interrupted pull it says what is
+    saved: a pull resumed there carries on after ``profiles`` profiles. It
+    sends nothing and changes nothing; it refuses a directory a writer holds,
+    and holds no lock itself (a writer that starts while it reads may change
+    a file under it).
+
+    Args:
+        path: The dataset's directory.
+        checksums: Read every file through to check its checksum; ``False``
+            checks sizes and rows only (quicker on a big dataset).
+
+    Returns:
+        The :class:`DatasetSummary` of what the checkpoint records.
+
+    Raises:
+        InvalidInput: ``path`` is not a directory that holds a dataset.
+        DatasetMismatch: The checkpoint is of another version's format.
+        DatasetDamaged: The checkpoint or a file it lists is not what was
+            written (``exc.part`` names the file).
+        DatasetLocked: A writer is writing the directory now.
+
+    >>> dataset_summary("profiles/")  # doctest: +SKIP
+    DatasetSummary(path=PosixPath('profiles'), parts=2, profiles=230000, rows=415000, ...)
+    """
+    directory = pathlib.Path(os.fspath(path))
+    request.check_flag("checksums", checksums)
+    if not (directory / CHECKPOINT).is_file():
+        what = "not a directory" if not directory.is_dir() else f"holds no {CHECKPOINT}"
+        raise errors.InvalidInput(f"{directory} is {what}: there is no dataset to sum up")
+    check_no_writer(directory)
+    state, damage = checked_files(directory, Checkpoint.read(directory), checksums=checksums)
+    if damage is not None:
+        raise damaged_file(directory, state, damage)
+    return state.summary(directory)
+
+
+def _open(
+    directory: pathlib.Path,
+    pull: dict[str, Any],
+    *,
+    resume: bool,
+    overwrite: bool,
+    repair: bool,
+) -> Checkpoint:
+    """The state to go on from: the checkpoint's, checked, or a new one (the directory ready)."""
+    names = sorted(p.name for p in directory.iterdir())
+    foreign = [n for n in names if not _ours(n) and not n.startswith((".", "_"))]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise errors.DatasetMismatch(
+            f"{directory} holds files that are not part of a dataset ({shown}): "
+            "a dataset needs a directory of its own; nothing was removed"
+        )
+    parts = [n for n in names if PART.fullmatch(n)]
+    has_checkpoint = CHECKPOINT in names
+    if overwrite:
+        for name in names:
+            if _ours(name):
+                (directory / name).unlink()
+    elif has_checkpoint or parts:
+        if not resume:
+            raise _exists(directory, "holds a dataset already")
+        if not has_checkpoint:
+            raise refused(f"{directory} holds part files without a checkpoint")
+        state = Checkpoint.read(directory)
+        _check_same_pull(directory, state.pull, pull)
+        state, damage = checked_files(directory, state, checksums=True)
+        if damage is not None:
+            if not repair:
+                raise damaged_file(directory, state, damage)
+            state = repaired(directory, state, damage)
+        if not state.complete:
+            # A file renamed but not checkpointed, or one being written: its pages come again.
+            listed = {e.name for e in state.entries}
+            for name in names:
+                if TEMP.fullmatch(name) or (
+                    (PART.fullmatch(name) or SEGMENT.fullmatch(name)) and name not in listed
+                ):
+                    (directory / name).unlink(missing_ok=True)
+        return state
+    for name in names:
+        if TEMP.fullmatch(name) or SEGMENT.fullmatch(name):
+            (directory / name).unlink(missing_ok=True)
+    return Checkpoint(pull).save(directory)
+
+
+def _ours(name: str) -> bool:
+    return name in (CHECKPOINT, COMMON_METADATA) or bool(
+        PART.fullmatch(name) or SEGMENT.fullmatch(name) or TEMP.fullmatch(name)
+    )
+
+
+def _exists(directory: pathlib.Path, what: str) -> errors.DatasetMismatch:
+    exc = errors.DatasetMismatch(f"{directory} {what}")
+    exc.hint = "pass resume=True to carry on from its checkpoint, or overwrite=True to start again"
+    return exc
+
+
+def _check_same_pull(
+    directory: pathlib.Path, saved: Mapping[str, Any], pull: Mapping[str, Any]
+) -> None:
+    # Compared as JSON text: a query that differs in order or in 1 against 1.0
+    # is not provably the same pull, and a mixed dataset cannot be undone.
+    differ = [k for k in pull if json.dumps(saved.get(k)) != json.dumps(pull[k])]
+    if differ:
+        said = "; ".join(f"{k}: {saved.get(k)!r} there, {pull[k]!r} now" for k in differ)
+        exc = errors.DatasetMismatch(
+            f"{directory} holds the checkpoint of another pull ({said}); it is not carried on"
+        )
+        exc.hint = "use another directory, or pass overwrite=True to replace that dataset"
+        raise exc

@@ -1,0 +1,114 @@
+"""The files of a dataset: their names, their Parquet form, and how each is made durable."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pathlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stoplist_nb._parquet import pandas_metadata
+from stoplist_nb.profiles.schema import StreamSchema
+from stoplist_nb.profiles.stream import cast_frame, frame_from_table
+
+COMMON_METADATA = "_common_metadata"
+#: Every reader of a dataset reads it; a third smaller than the default (snappy) on profiles.
+COMPRESSION = "zstd"
+
+PART = re.compile(r"part-(\d{5,})\.parquet")
+SEGMENT = re.compile(r"\.part-(\d{5,})\.parquet\.seg-(\d{5,})")
+TEMP = re.compile(r"\.(part-\d{5,}\.parquet(\.seg-\d{5,})?|checkpoint\.json|common_metadata)\.tmp")
+
+
+class File:
+    """A Parquet file being written under a hidden name, a row group a page."""
+
+    def __init__(self, temp: pathlib.Path, schema: pa.Schema, compression: str) -> None:
+        self.temp = temp
+        self.writer: pq.ParquetWriter | None = pq.ParquetWriter(
+            temp, schema, compression=compression
+        )
+        self.rows = 0
+        self.torn = False  # a write that did not finish: the file may hold part of a page
+
+    def write(self, table: pa.Table) -> None:
+        assert self.writer is not None
+        self.torn = True
+        self.writer.write_table(table, row_group_size=max(1, table.num_rows))
+        self.torn = False
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        """Close the file and make it durable; raise if it does not read back with every row."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        check_rows(self.temp, self.rows)
+        fsync(self.temp)
+
+    def discard(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.writer is not None:
+                self.writer.close()
+        self.temp.unlink(missing_ok=True)
+
+
+def check_rows(path: pathlib.Path, rows: int) -> None:
+    """Raise :class:`OSError` unless the Parquet file at ``path`` reads back with ``rows`` rows."""
+    with pq.ParquetFile(path) as file:
+        found = file.metadata.num_rows
+    if found != rows:
+        raise OSError(f"{path.name} reads back with {found} rows where {rows} were written")
+
+
+def conform_to(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` in ``schema``: its columns in that order, the missing ones all null."""
+    rows = table.num_rows
+    columns = [
+        table.column(f.name) if f.name in table.column_names else pa.nulls(rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def parquet_schema(table: pa.Table, schema: StreamSchema, declared: Mapping[str, Any]) -> pa.Schema:
+    """The file schema of a stream's table: its columns, and pandas' metadata for its dtypes."""
+    kinds = {name: schema.kind(name) for name in table.column_names}
+    frame = cast_frame(frame_from_table(table.slice(0, 0), kinds, None), declared)
+    return table.schema.remove_metadata().with_metadata(pandas_metadata(frame))
+
+
+def sha256(path: pathlib.Path) -> str:
+    """The SHA-256 of the file at ``path``, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fsync(path: pathlib.Path) -> None:
+    """Make the file at ``path`` durable."""
+    with open(path, "rb+") as file:
+        os.fsync(file.fileno())
+
+
+def fsync_directory(directory: pathlib.Path) -> None:
+    """Make the renames in ``directory`` durable."""
+    # Windows cannot open a directory, and need not.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,169 @@
+"""The files of a dataset checked against the checkpoint, repaired, and sealed.
+
+A dataset is sealed when its stream ends: the parts written before a column
+joined are rewritten with it (all null), so that every part has the final
+schema, and ``_common_metadata`` holds that schema. Files whose names start
+with ``_`` or ``.`` are ignored by pyarrow, DuckDB's ``*.parquet`` and Dask.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stoplist_nb import errors
+from stoplist_nb.profiles.dataset.checkpoint import START_OVER, Checkpoint, Entry
+from stoplist_nb.profiles.dataset.parts import (
+    COMMON_METADATA,
+    COMPRESSION,
+    check_rows,
+    conform_to,
+    fsync,
+    sha256,
+)
+
+
+@dataclass(frozen=True)
+class Damage:
+    """The first file that is not what was written."""
+
+    index: int | None  # among the checkpoint's entries; None: the common metadata
+    name: str
+    problem: str
+
+
+def checked_files(
+    directory: pathlib.Path, state: Checkpoint, *, checksums: bool
+) -> tuple[Checkpoint, Damage | None]:
+    """The checkpoint as its files on disk are, and the first file that differs from its record.
+
+    A part the sealing was replacing when it stopped may be either file: the
+    new one, where it is the one there, is recorded in the checkpoint returned.
+    """
+    parts = list(state.parts)
+    for index, entry in enumerate(state.entries):
+        path = directory / entry.name
+        problem = _file_problem(path, entry, checksums=checksums)
+        sealing = state.sealing
+        if problem is not None and sealing is not None and sealing["name"] == entry.name:
+            sealed = replace(entry, bytes=sealing["bytes"], sha256=sealing["sha256"])
+            if _file_problem(path, sealed, checksums=checksums) is None:
+                parts[index], problem = sealed, None
+        if problem is not None:
+            return replace(state, parts=tuple(parts)), Damage(index, entry.name, problem)
+    state = replace(state, parts=tuple(parts), sealing=None)
+    if state.complete:
+        path = directory / COMMON_METADATA
+        try:
+            same = pq.read_schema(path).equals(
+                pq.read_schema(directory / state.parts[-1].name), check_metadata=True
+            )
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            return state, Damage(None, COMMON_METADATA, f"cannot be read ({exc})")
+        if not same:
+            return state, Damage(None, COMMON_METADATA, "does not hold the schema of the parts")
+    return state, None
+
+
+def _file_problem(path: pathlib.Path, entry: Entry, *, checksums: bool) -> str | None:
+    """What differs between the file and its record, or ``None``."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return "is missing"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    try:
+        with pq.ParquetFile(path) as file:
+            rows = file.metadata.num_rows
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        return f"is not a Parquet file a reader can open ({exc})"
+    if rows != entry.rows:
+        return f"holds {rows:,} rows where {entry.rows:,} were written"
+    if size != entry.bytes:
+        return f"is {size:,} bytes where {entry.bytes:,} were written"
+    if checksums and sha256(path) != entry.sha256:
+        return "does not hold the bytes that were written (its SHA-256 differs)"
+    return None
+
+
+def damaged_file(
+    directory: pathlib.Path, state: Checkpoint, damage: Damage
+) -> errors.DatasetDamaged:
+    """The error for ``damage``, its hint saying what a repair drops and keeps."""
+    exc = errors.DatasetDamaged(
+        f"{directory}: {damage.name}, listed in the checkpoint, {damage.problem}; nothing was sent",
+        part=damage.name,
+    )
+    if damage.index is None:
+        exc.hint = f"pass repair=True to seal the dataset again, or {START_OVER}"
+        return exc
+    kept = state.entries[: damage.index]
+    after = len(state.entries) - damage.index - 1
+    dropped = f"{damage.name} and the {after} files after it" if after else damage.name
+    where = f"after {kept[-1].name}" if kept else "from the start"
+    saved = sum(e.profiles for e in kept)
+    exc.hint = (
+        f"pass repair=True to drop {dropped} and pull on {where} ({saved} profiles are "
+        f"kept), or {START_OVER}"
+    )
+    return exc
+
+
+def repaired(directory: pathlib.Path, state: Checkpoint, damage: Damage) -> Checkpoint:
+    """The checkpoint without the damaged file and those after it; the pull goes on from there."""
+    (directory / COMMON_METADATA).unlink(missing_ok=True)
+    if damage.index is None:
+        return replace(state, complete=False).save(directory)
+    kept = state.entries[: damage.index]
+    parts = kept[: len(state.parts)]
+    return replace(
+        state,
+        parts=parts,
+        open=kept[len(parts) :],
+        cursors=state.cursors[: sum(e.cursors for e in kept)],
+        ended=False,
+        complete=False,
+        sealing=None,
+    ).save(directory)
+
+
+def seal(directory: pathlib.Path, state: Checkpoint) -> Checkpoint:
+    """Give every part the final schema, write ``_common_metadata``, mark the dataset complete."""
+    final = pq.read_schema(directory / state.parts[-1].name)
+    for i, entry in enumerate(state.parts[:-1]):
+        path = directory / entry.name
+        if pq.read_schema(path).equals(final, check_metadata=True):
+            continue
+        temp = directory / f".{entry.name}.tmp"
+        try:
+            with (
+                pq.ParquetFile(path) as source,
+                pq.ParquetWriter(temp, final, compression=COMPRESSION) as writer,
+            ):
+                for g in range(source.num_row_groups):
+                    table = conform_to(source.read_row_group(g), final)
+                    writer.write_table(table, row_group_size=max(1, table.num_rows))
+            check_rows(temp, entry.rows)
+            fsync(temp)
+            sealed = replace(entry, bytes=temp.stat().st_size, sha256=sha256(temp))
+            # Said before the rename: whichever of the two files a crash leaves is known.
+            pending = {"name": entry.name, "bytes": sealed.bytes, "sha256": sealed.sha256}
+            state = replace(state, sealing=pending).save(directory)
+            os.replace(temp, path)
+            parts = (*state.parts[:i], sealed, *state.parts[i + 1 :])
+            state = replace(state, parts=parts, sealing=None).save(directory)
+        finally:
+            temp.unlink(missing_ok=True)  # gone once renamed; else half a part
+    temp = directory / ".common_metadata.tmp"
+    try:
+        pq.write_metadata(final, temp)
+        fsync(temp)
+        os.replace(temp, directory / COMMON_METADATA)
+    finally:
+        temp.unlink(missing_ok=True)
+    return replace(state, ended=True, complete=True).save(directory)

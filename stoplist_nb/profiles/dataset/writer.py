@@ -1,0 +1,364 @@
+"""The pull: the pages of a stream written into part files, their progress committed as it goes.
+
+Memory holds a few pages: each page of the stream
+(:func:`~stoplist_nb.profiles.stream.tables`) goes through a
+:class:`pyarrow.parquet.ParquetWriter` as one row group, on a thread of its
+own that works one page behind the stream (the next page is read and
+flattened meanwhile, and Ctrl-C, which Python raises in the calling thread,
+never lands between a page's rows and their record). A part is closed at
+``profiles_per_part`` profiles, or when a column joins the stream (a Parquet
+file has one schema). Between the two, its progress is committed every
+``commit_seconds`` or ``commit_bytes`` of pages: each page is also written
+into a hidden, uncompressed segment file (``.part-00003.parquet.seg-00001``),
+which a commit closes and records. The part's own file is written page by
+page beside them and takes its name when the part closes; a pull carried on
+after an interruption copies the part's committed segments into a new file
+first, so that a part is the same file however its pull went. On an error or
+Ctrl-C the pages written since the last commit are committed too, when their
+segment reads back whole; a killed process loses the window and the page
+being written.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import os
+import pathlib
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stoplist_nb import errors
+from stoplist_nb._stream import Stream
+from stoplist_nb._threads import leave_signals_to_main
+from stoplist_nb.profiles.dataset.checkpoint import Checkpoint, Entry
+from stoplist_nb.profiles.dataset.parts import COMPRESSION, File, parquet_schema, sha256
+from stoplist_nb.profiles.schema import StreamSchema
+from stoplist_nb.profiles.stream import (
+    META_FROM,
+    META_NEXT,
+    META_PROFILES,
+    PageRead,
+    cast_columns,
+    tables,
+)
+
+#: Profiles per part file: some 15 MB of Parquet on profiles like the demo's.
+DEFAULT_PROFILES_PER_PART = 100_000
+#: Seconds of pages after which the part being written has its progress committed.
+DEFAULT_COMMIT_SECONDS = 5.0
+#: Bytes of pages (as Arrow tables in memory) after which the same happens:
+#: about 19,000 profiles like the demo's, 2.5 MB of Parquet.
+DEFAULT_COMMIT_BYTES = 16 * 2**20
+
+#: The pages of the pull from a cursor (``None``: the start), the cursors
+#: reached before counting as seen: :func:`~stoplist_nb.profiles.stream.flat_pages`.
+PagesFrom = Callable[[str | None, list[str]], Stream[PageRead]]
+
+
+@dataclass(frozen=True)
+class Window:
+    """When the part being written is closed, and when its progress is committed."""
+
+    per_part: int
+    seconds: float
+    bytes: int
+
+
+def pull_parts(
+    directory: pathlib.Path,
+    state: Checkpoint,
+    declared: Mapping[str, Any],
+    pages_from: PagesFrom,
+    window: Window,
+) -> Checkpoint:
+    """Read the pages after the checkpoint into parts, their progress committed as it goes."""
+    if state.schema is None:
+        schema = StreamSchema.from_dtypes(declared)
+    else:
+        schema = StreamSchema.from_dict(state.schema)
+    # The cursors of the pull before an interruption count as reached: a cursor
+    # that goes back to one of them is a stall, not pages read twice.
+    pages = pages_from(state.next_from_id or None, list(state.cursors))
+    stream = tables(schema, declared, pages)
+    writer = _Writer(directory, state, declared, window)
+    # The writer has a thread of its own, a page behind the stream: the next
+    # page is read while one is written, and Ctrl-C (which Python raises in
+    # the calling thread) never falls between a page's rows and their record.
+    with ThreadPoolExecutor(1, "stoplist-nb-writer", leave_signals_to_main) as thread:
+        writes: deque[Future[None]] = deque()
+        try:
+            with stream:
+                for table in stream:
+                    # Taken here: the stream's schema changes as the next page is read.
+                    writes.append(thread.submit(writer.add, table, schema.to_dict()))
+                    while len(writes) > _WRITES_AHEAD:
+                        writes.popleft().result()
+            while writes:
+                writes.popleft().result()
+            thread.submit(writer.finish, schema).result()
+        except BaseException as exc:
+            _settled(writes)
+            _settled([thread.submit(writer.save_what_is_whole)])
+            say_what_is_saved(exc, directory, writer.state)
+            raise
+    return writer.state
+
+
+#: Pages handed to the writer and not yet written, beside the one it writes.
+_WRITES_AHEAD = 1
+
+
+def _settled(futures: Iterable[Future[None]]) -> None:
+    """Wait until the writer is done with ``futures``, whatever they raise.
+
+    On the way out of an error: a page is written in milliseconds, and a
+    second Ctrl-C that stopped the wait would leave it half recorded.
+    """
+    pending = set(futures)
+    while pending:
+        with contextlib.suppress(KeyboardInterrupt):
+            pending = concurrent.futures.wait(pending).not_done
+
+
+def say_what_is_saved(exc: BaseException, directory: pathlib.Path, state: Checkpoint) -> None:
+    again = (
+        f"{state.profiles} profiles are saved in {directory}; call "
+        "to_dataset again with resume=True to carry on from there"
+    )
+    if isinstance(exc, errors.StoplistError):
+        exc.partial = state.summary(directory)
+        # The checkpoint carries on, not a from_id: the message must not advise one.
+        exc.resume_from = None
+        exc.hint = f"{exc.hint}; {again}" if exc.hint else again
+    else:  # Ctrl-C, a full disk: the traceback says it
+        errors.add_note(exc, again)
+
+
+@dataclass(frozen=True)
+class _Page:
+    """A page written since the last commit: what its commit records."""
+
+    profiles: int
+    cursor: str  # the one it was asked with ("": the first page)
+    next_from_id: str
+    schema: dict[str, Any]  # the stream's schema after it
+    ending: bool  # it has no cursor of its own: nothing follows it
+    nbytes: int  # as an Arrow table
+
+
+class _Writer:
+    """The pages of a pull into part files, the part being written committed as it goes.
+
+    Each page goes into the part's file, under a hidden name until the part
+    closes, and into a segment file, which a commit closes and records: a
+    pull carried on after an interruption copies the part's segments into
+    its file first, so that a part is the same file however its pull went.
+    Segments are not compressed: they are read only by such a pull.
+    """
+
+    def __init__(
+        self,
+        directory: pathlib.Path,
+        state: Checkpoint,
+        declared: Mapping[str, Any],
+        window: Window,
+    ) -> None:
+        self.directory = directory
+        self.state = state
+        self.declared = declared
+        self.window = window
+        self.part: File | None = None
+        self.segment: File | None = None
+        self.pages: list[_Page] = []  # those in the segment
+        self.opened = 0.0  # when the segment's first page came
+        self.read = 0  # profiles of this call: the tables count from where it started
+        self.failed = False
+        # The part whose segments a resumed pull goes on with has their file schema.
+        self.file_schema: pa.Schema | None = (
+            _file_schema(state.open[-1].schema, declared) if state.open else None
+        )
+
+    def add(self, table: pa.Table, schema: dict[str, Any]) -> None:
+        """Write a page, ``schema`` the stream's after it; after a failed page, nothing."""
+        if self.failed:
+            return
+        try:
+            self._add(table, schema)
+        except BaseException:
+            self.failed = True
+            raise
+
+    def _add(self, table: pa.Table, schema: dict[str, Any]) -> None:
+        if self.file_schema is not None and not table.schema.equals(
+            self.file_schema, check_metadata=False
+        ):
+            self.close_part(ended=False)  # a column joined: a file has one schema
+        if self.file_schema is None:
+            self.file_schema = parquet_schema(table, StreamSchema.from_dict(schema), self.declared)
+        if self.part is None:
+            self.part = self._open_part()
+        if self.segment is None:
+            self.segment = self._open_segment()
+            self.opened = time.monotonic()
+        # The part first: a part cut by a failed write goes, the segment stays whole.
+        self.part.write(table)
+        self.segment.write(table)
+        meta = table.schema.metadata
+        count = int(meta[META_PROFILES])
+        page = _Page(
+            profiles=count - self.read,
+            cursor=meta[META_FROM].decode(),
+            next_from_id=meta[META_NEXT].decode(),
+            schema=schema,
+            ending=meta[META_NEXT] == meta[META_FROM],
+            nbytes=table.nbytes,
+        )
+        self.read = count
+        self.pages.append(page)
+        window = self.window
+        if sum(e.profiles for e in self.state.open) + _profiles(self.pages) >= window.per_part:
+            self.close_part(ended=page.ending)
+        elif not page.ending and (
+            sum(p.nbytes for p in self.pages) >= window.bytes
+            or time.monotonic() - self.opened >= window.seconds
+        ):
+            self.commit()
+
+    def finish(self, schema: StreamSchema) -> None:
+        """The stream ended: close the part being written, or say that it ended."""
+        if self.file_schema is not None:
+            self.close_part(ended=True)
+        elif not self.state.parts:
+            # No profile at all: one empty part still says which columns there are.
+            empty = cast_columns(schema.arrow_schema.empty_table(), self.declared)
+            self.file_schema = parquet_schema(empty, schema, self.declared)
+            self.part = self._open_part()
+            self.part.write(empty)
+            self.pages.append(_Page(0, "", "", schema.to_dict(), ending=True, nbytes=0))
+            self.close_part(ended=True)
+        else:
+            self.state = replace(self.state, ended=True).save(self.directory)
+
+    def commit(self) -> None:
+        """Commit the pages since the last commit: their segment takes its name."""
+        state, segment, pages = self.state, self.segment, self.pages
+        assert segment is not None
+        self.segment, self.pages = None, []
+        name = segment.temp.name.removesuffix(".tmp")
+        try:
+            segment.close()
+            entry = _entry(name, segment, pages, ())
+            os.replace(segment.temp, self.directory / name)
+        finally:
+            segment.temp.unlink(missing_ok=True)  # gone once renamed; else its pages come again
+        self.state = replace(
+            state, open=(*state.open, entry), cursors=(*state.cursors, *_cursors(pages))
+        ).save(self.directory)
+
+    def close_part(self, *, ended: bool) -> None:
+        """Close the part: its file, written page by page, takes its name."""
+        state, pages = self.state, self.pages
+        if self.part is None:  # a resumed part to which no page came
+            self.part = self._open_part()
+        part, self.part = self.part, None
+        segment, self.segment, self.pages = self.segment, None, []
+        if segment is not None:
+            segment.discard()  # its pages are in the part
+        name = f"part-{len(state.parts):05d}.parquet"
+        try:
+            part.close()
+            entry = _entry(name, part, pages, state.open)
+            os.replace(part.temp, self.directory / name)
+        finally:
+            part.temp.unlink(missing_ok=True)  # gone once renamed; else the part comes again
+        self.file_schema = None
+        self.state = replace(
+            state,
+            parts=(*state.parts, entry),
+            open=(),
+            cursors=(*state.cursors, *_cursors(pages)),
+            ended=ended,
+        ).save(self.directory)
+        for committed in state.open:
+            (self.directory / committed.name).unlink(missing_ok=True)  # in the part now
+
+    def save_what_is_whole(self) -> None:
+        """On the way out of an error: commit the pages since the last commit if they are whole."""
+        part, self.part = self.part, None
+        if part is not None:
+            part.discard()  # a pull that carries on writes it again from the segments
+        segment = self.segment
+        if segment is None:
+            return
+        if segment.torn or not self.pages or self.pages[-1].ending:
+            # Half a page; or a last page, which a pull carried on from its cursor would read again.
+            self.segment, self.pages = None, []
+            segment.discard()
+            return
+        # When they cannot be saved (a full disk), their pages come again.
+        with contextlib.suppress(Exception):
+            self.commit()
+
+    def _open_part(self) -> File:
+        """The part's file, with the segments a resumed pull goes on from copied in."""
+        assert self.file_schema is not None
+        temp = self.directory / f".part-{len(self.state.parts):05d}.parquet.tmp"
+        part = File(temp, self.file_schema, COMPRESSION)
+        try:
+            for segment in self.state.open:
+                with pq.ParquetFile(self.directory / segment.name) as source:
+                    for i in range(source.num_row_groups):
+                        # Read back, a list's item is named "element": the cast names it as written.
+                        part.write(source.read_row_group(i).cast(self.file_schema))
+        except BaseException:
+            part.discard()
+            raise
+        return part
+
+    def _open_segment(self) -> File:
+        assert self.file_schema is not None
+        state = self.state
+        name = f".part-{len(state.parts):05d}.parquet.seg-{len(state.open):05d}.tmp"
+        return File(self.directory / name, self.file_schema, _SEGMENT_COMPRESSION)
+
+
+#: Segments are read back only by a pull carried on after an interruption.
+_SEGMENT_COMPRESSION = "none"
+
+
+def _profiles(pages: Sequence[_Page]) -> int:
+    return sum(p.profiles for p in pages)
+
+
+def _cursors(pages: Sequence[_Page]) -> list[str]:
+    return [p.cursor for p in pages if p.cursor]
+
+
+def _entry(name: str, file: File, pages: Sequence[_Page], before: Sequence[Entry]) -> Entry:
+    """The record of ``file``: the committed segments ``before`` it, then ``pages``."""
+    last = pages[-1] if pages else before[-1]
+    return Entry(
+        name,
+        profiles=sum(e.profiles for e in before) + _profiles(pages),
+        rows=file.rows,
+        bytes=file.temp.stat().st_size,
+        sha256=sha256(file.temp),
+        next_from_id=last.next_from_id,
+        cursors=sum(e.cursors for e in before) + len(_cursors(pages)),
+        schema=last.schema,
+    )
+
+
+def _file_schema(schema: Mapping[str, Any], declared: Mapping[str, Any]) -> pa.Schema:
+    """The file schema of the pages of a stream whose schema is ``schema``."""
+    stream = StreamSchema.from_dict(schema)
+    empty = cast_columns(stream.arrow_schema.empty_table(), declared)
+    return parquet_schema(empty, stream, declared)

@@ -1,0 +1,555 @@
+"""The query builder's document, and its check into a MongoDB filter.
+
+Pure: no widget library is imported here. The front end of
+:class:`~stoplist_nb.widgets.QueryBuilder` edits a *document* (a JSON tree of
+groups and rules, each rule holding what was typed); :func:`check` reads it
+into a MongoDB filter through the query model (:mod:`stoplist_nb.query`) and
+reports every error and warning per item. The format::
+
+    {"rev": 3,
+     "root": {"id": "g1", "type": "group", "join": "and", "not": False, "each": None,
+              "items": [{"id": "r2", "type": "rule", "field": "City (_city)",
+                         "operator": "in", "value": ["Kazan"], "ignore_case": False}]},
+     "fields": ["_fname"], "preview_rows": "10"}
+
+A rule's value follows its operator's arity
+(:data:`~stoplist_nb.widgets.operators.OPERATORS`): a string for 1, two
+strings for 2, a list of strings for ``"list"``, ``None`` for 0. A group whose
+``each`` is ``"subscriptions"`` matches within one subscription
+(``$elemMatch``); its rules name subscription fields (``"channel"``).
+
+Dates are RFC 3339 strings compared as text. A date typed as a bare day
+(``2024-03-01``) stands for the whole day: ``equal`` is ``$gte`` that day and
+``$lt`` the next, ``less or equal`` is ``$lt`` the next day, ``greater`` is
+``$gte`` the next day. That also holds for fields that store days only.
+
+>>> from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo
+>>> catalog = FieldCatalog([FieldInfo("_city", "City", "string")])
+>>> doc = {"root": {"id": "g1", "type": "group", "join": "and", "items": [
+...     {"id": "r2", "type": "rule", "field": "City (_city)", "operator": "in",
+...      "value": ["Kazan", "Moscow"]}]}}
+>>> check(doc, catalog)["query"]
+{'_city': {'$in': ['Kazan', 'Moscow']}}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from stoplist_nb.errors import InvalidQuery
+from stoplist_nb.query import Condition, F, parse_query, validate_query
+from stoplist_nb.widgets.catalog import FieldCatalog
+from stoplist_nb.widgets.operators import (
+    KIND_OPERATORS,
+    OPERATORS,
+    TEXT_OPERATORS,
+    WHOLE_DAY_OPERATORS,
+    iso_day,
+    next_day,
+    parse_number,
+    parse_value,
+)
+
+__all__ = [
+    "DEFAULT_PREVIEW_ROWS",
+    "EACH",
+    "MAX_PREVIEW_ROWS",
+    "RuleProblem",
+    "canonical_json",
+    "check",
+    "empty_document",
+    "join_parts",
+    "new_group",
+    "new_rule",
+    "pretty_json",
+    "rule_filter",
+    "rule_query",
+    "rule_value",
+]
+
+#: The most rows a Preview reads.
+MAX_PREVIEW_ROWS = 1000
+DEFAULT_PREVIEW_ROWS = 10
+#: The array a same-element group (``$elemMatch``) works on.
+EACH = "subscriptions"
+
+
+def new_rule(id_: str, field: str = "", operator: str = "equal", value: Any = "") -> dict[str, Any]:
+    """A rule of a document; the default is a fresh one, where nothing is asked yet."""
+    return {
+        "id": id_,
+        "type": "rule",
+        "field": field,
+        "operator": operator,
+        "value": value,
+        "ignore_case": False,
+    }
+
+
+def new_group(id_: str, *, each: str | None = None) -> dict[str, Any]:
+    """An empty AND group of a document (``each``: see :data:`EACH`)."""
+    return {"id": id_, "type": "group", "join": "and", "not": False, "each": each, "items": []}
+
+
+def empty_document() -> dict[str, Any]:
+    """A document of one empty rule: the query ``{}``.
+
+    >>> check(empty_document())["query"]
+    {}
+    """
+    root = new_group("g1")
+    root["items"].append(new_rule("r2"))
+    return {"rev": 0, "root": root, "fields": [], "preview_rows": str(DEFAULT_PREVIEW_ROWS)}
+
+
+def canonical_json(query: Any) -> str:
+    """The one text of a query (sorted keys, compact), to tell two queries apart.
+
+    >>> canonical_json({"b": 1, "a": [True]})
+    '{"a":[true],"b":1}'
+    """
+    return json.dumps(query, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def pretty_json(query: Any) -> str:
+    """The query as shown: indented, keys in their order."""
+    return json.dumps(query, indent=2, ensure_ascii=False)
+
+
+class RuleProblem(Exception):
+    """A refusal of one part of a rule: ``part`` is ``"field"``, ``"operator"`` or ``"value"``."""
+
+    def __init__(self, part: str, message: str) -> None:
+        super().__init__(message)
+        self.part = part
+
+
+class _Checker:
+    """One walk of a document: the query of each group, the messages of each item."""
+
+    def __init__(self, catalog: FieldCatalog) -> None:
+        self.catalog = catalog
+        self.items: dict[str, dict[str, Any]] = {}
+        self.summary: list[str] = []
+        self.rules = 0
+
+    def entry(self, id_: str, **extra: Any) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "errors": [],
+            "warnings": [],
+            "number": None,
+            "field": None,
+            "kind": None,
+        }
+        item.update(extra)
+        self.items[id_] = item
+        return item
+
+    def group(self, node: Any, *, within: str | None, depth: int) -> dict[str, Any] | None:
+        """The group's filter, ``None`` when it holds no condition."""
+        if not isinstance(node, Mapping):
+            self.summary.append(f"Query: a group must be an object, not {type(node).__name__}")
+            return None
+        id_ = str(node.get("id", ""))
+        item = self.entry(id_) if id_ else None
+        each = node.get("each")
+        problems: list[str] = []
+        if each not in (None, EACH):
+            problems.append(f"same-element groups work on {EACH!r} only, not {each!r}")
+            each = None
+        if each and within:
+            problems.append("a same-subscription group cannot sit in another one")
+            each = None
+        if depth > 20:
+            problems.append("groups nest too deep")
+        join = node.get("join", "and")
+        if join not in ("and", "or"):
+            problems.append(f"join must be 'and' or 'or', not {join!r}")
+        items = node.get("items", [])
+        if not isinstance(items, list):
+            problems.append("its items must be a list")
+            items = []
+        parts = []
+        for child in items:
+            kind = child.get("type") if isinstance(child, Mapping) else None
+            if kind == "group":
+                part = self.group(child, within=within or each, depth=depth + 1)
+            else:
+                part = self.rule(child, within=within or each)
+            if part is not None:
+                parts.append(part)
+        if item is not None:
+            item["errors"].extend({"part": "group", "message": p} for p in problems)
+        self.summary.extend(f"Group: {p}" for p in problems)
+        negate = bool(node.get("not"))
+        # NOT of a same-subscription group negates the whole $elemMatch, not its parts.
+        body = join_parts(parts, join, negate=negate and not each)
+        if body is not None and each:
+            body = {EACH: {"$elemMatch": body}}
+            if negate:
+                body = {"$nor": [body]}
+        if item is not None and not item["errors"] and not item["warnings"]:
+            del self.items[id_]
+        return body
+
+    def rule(self, node: Any, *, within: str | None) -> dict[str, Any] | None:
+        """The rule's filter, ``None`` when it is empty or wrong (then its errors are noted)."""
+        self.rules += 1
+        number = self.rules
+        if not isinstance(node, Mapping):
+            self.summary.append(f"Row {number}: a rule must be an object")
+            return None
+        id_ = str(node.get("id", f"row{number}"))
+        item = self.entry(id_, number=number)
+        try:
+            return self._rule(node, item, within)
+        except RuleProblem as exc:
+            item["errors"].append({"part": exc.part, "message": str(exc)})
+            self.summary.append(f"Row {number}: {exc}")
+            return None
+
+    def _rule(
+        self, node: Mapping[str, Any], item: dict[str, Any], within: str | None
+    ) -> dict[str, Any] | None:
+        text = node.get("field") or ""
+        if not isinstance(text, str):
+            raise RuleProblem("field", "the field must be text")
+        op = node.get("operator") or "equal"
+        if op not in OPERATORS:
+            raise RuleProblem("operator", f"unknown operator {op!r}")
+        raw = node.get("value")
+        if not text.strip():
+            if _blank(raw):
+                return None  # a fresh rule: nothing asked yet
+            raise RuleProblem("field", "pick a field for this value")
+        catalog = self.catalog.subscriptions() if within else self.catalog
+        name = catalog.resolve(text)
+        if within and name.startswith(f"{EACH}.") and name not in catalog.infos:
+            name = name[len(EACH) + 1 :]
+        try:
+            F(name)
+        except InvalidQuery as exc:
+            raise RuleProblem("field", str(exc)) from None
+        kind = catalog.kind(name)
+        item["field"], item["kind"] = name, kind
+        if name not in catalog.infos or name in catalog.guessed:
+            where = "the subscription fields" if within else "the field list"
+            item["warnings"].append(
+                {"part": "field", "message": f"unknown field {name!r}: it is not in {where}"}
+            )
+        value = rule_value(op, raw, kind, name)
+        if op in ("between", "not_between") and _comparable(*value) and value[0] > value[1]:
+            item["warnings"].append(
+                {"part": "value", "message": f"{name}: the first value is above the second"}
+            )
+        return rule_query(name, op, value, kind, node)
+
+
+def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
+    """What was typed for operator ``op`` on the field ``name``, parsed as the query holds it.
+
+    Raises:
+        RuleProblem: ``op`` does not apply to a field of ``kind`` (part
+            ``"operator"``), or a value is missing or not of the kind (``"value"``).
+
+    >>> rule_value("between", ["1", "5"], "int", "age")
+    [1, 5]
+    """
+    if op not in KIND_OPERATORS[kind]:
+        label = OPERATORS[op][0]
+        raise RuleProblem("operator", f"{name}: '{label}' does not apply to a {kind} field")
+    arity = OPERATORS[op][1]
+    scalar_kind = "string" if kind == "array" else kind
+    try:
+        if arity == 0:
+            return None
+        if arity == 1:
+            return parse_value(scalar_kind, _text(raw))
+        if arity == 2:
+            pair = list(raw) if isinstance(raw, list | tuple) else [raw, ""]
+            if len(pair) != 2:
+                raise ValueError("between takes two values")
+            texts = [_text(v) for v in pair]
+            if not texts[0].strip() or not texts[1].strip():
+                raise ValueError("between needs two values: type both")
+            return [parse_value(scalar_kind, t) for t in texts]
+        tags = list(raw) if isinstance(raw, list | tuple) else ([] if _blank(raw) else [raw])
+        if not tags:
+            raise ValueError("no values yet: type one and press Enter")
+        values = []
+        for tag in tags:
+            try:
+                values.append(parse_value(scalar_kind, _text(tag)))
+            except ValueError as exc:
+                raise ValueError(f"{_text(tag)!r}: {exc}") from None
+        return values
+    except ValueError as exc:
+        raise RuleProblem("value", f"{name}: {exc}") from None
+
+
+def rule_query(
+    name: str, op: str, value: Any, kind: str, node: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The filter of a rule whose value :func:`rule_value` parsed, with the rule's ticks.
+
+    ``ignore_case`` counts on the text operators only; ``whole_day`` is on
+    unless it is ``False``.
+
+    Raises:
+        RuleProblem: The query model or the regular expression refuses the value.
+    """
+    ignore_case = bool(node.get("ignore_case")) and op in TEXT_OPERATORS
+    whole_day = node.get("whole_day", True) is not False
+    try:
+        return rule_filter(name, op, value, kind=kind, ignore_case=ignore_case, whole_day=whole_day)
+    except InvalidQuery as exc:
+        raise RuleProblem("value", f"{name}: {exc}") from None
+    except re.error as exc:
+        raise RuleProblem("value", f"{name}: not a valid regular expression: {exc}") from None
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value)
+
+
+def _blank(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, list | tuple):
+        return all(_blank(v) for v in value)
+    return False
+
+
+def _comparable(a: Any, b: Any) -> bool:
+    return type(a) is type(b) or (
+        isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool)
+    )
+
+
+def _pattern(op: str, text: str) -> str:
+    base = op.removeprefix("not_")
+    if base == "begins_with":
+        return "^" + re.escape(text)
+    if base == "ends_with":
+        return re.escape(text) + "$"
+    if base == "contains":
+        return re.escape(text)
+    re.compile(text)  # a typo is named on the row rather than sent
+    return text
+
+
+def _range(path: str, *pairs: tuple[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    for op, value in pairs:
+        body.update(Condition(path, op, value).field_value())
+    return {path: body}
+
+
+def rule_filter(
+    path: str,
+    op: str,
+    value: Any,
+    *,
+    kind: str,
+    ignore_case: bool = False,
+    whole_day: bool = True,
+) -> dict[str, Any]:
+    """The filter of one rule on ``path`` from its parsed value(s).
+
+    On a date field, a bare day stands for the whole day unless ``whole_day``
+    is false; then it is compared as the text it is (``{"$ne": "1985-02-22"}``).
+
+    Raises:
+        InvalidQuery: The query model refuses the condition (e.g. an int beyond 64 bits).
+        re.error: ``matches`` got an invalid regular expression.
+
+    >>> rule_filter("_regdate", "less_or_equal", "2024-03-01", kind="date")
+    {'_regdate': {'$lt': '2024-03-02'}}
+    >>> rule_filter("_city", "not_begins_with", "Ka", kind="string", ignore_case=True)
+    {'_city': {'$not': {'$regex': '^Ka', '$options': 'i'}}}
+    """
+    whole = kind == "date" and whole_day and op in WHOLE_DAY_OPERATORS
+    day = iso_day(value) if whole and isinstance(value, str) else None
+    if op == "equal":
+        if day is not None:
+            return _range(path, ("$gte", value), ("$lt", next_day(day)))
+        return Condition(path, "$eq", value).to_mongo()
+    if op == "not_equal":
+        if day is not None:
+            return {"$nor": [_range(path, ("$gte", value), ("$lt", next_day(day)))]}
+        return Condition(path, "$ne", value).to_mongo()
+    if op in ("in", "not_in"):
+        return Condition(path, "$in" if op == "in" else "$nin", list(value)).to_mongo()
+    if op == "less":
+        return Condition(path, "$lt", value).to_mongo()
+    if op == "less_or_equal":
+        if day is not None:
+            return Condition(path, "$lt", next_day(day)).to_mongo()
+        return Condition(path, "$lte", value).to_mongo()
+    if op == "greater":
+        if day is not None:
+            return Condition(path, "$gte", next_day(day)).to_mongo()
+        return Condition(path, "$gt", value).to_mongo()
+    if op == "greater_or_equal":
+        return Condition(path, "$gte", value).to_mongo()
+    if op in ("between", "not_between"):
+        low, high = value
+        high_day = iso_day(high) if whole and isinstance(high, str) else None
+        upper = ("$lte", high) if high_day is None else ("$lt", next_day(high_day))
+        body = _range(path, ("$gte", low), upper)
+        return body if op == "between" else {"$nor": [body]}
+    if op in TEXT_OPERATORS:
+        cond = Condition(path, "$regex", _pattern(op, value), options="i" if ignore_case else "")
+        return (~cond if op.startswith("not_") else cond).to_mongo()
+    fixed = {
+        "is_empty": ("$eq", ""),
+        "is_not_empty": ("$ne", ""),
+        "is_null": ("$eq", None),
+        "is_not_null": ("$ne", None),
+        "exists": ("$exists", True),
+        "not_exists": ("$exists", False),
+    }
+    mongo_op, argument = fixed[op]
+    return Condition(path, mongo_op, argument).to_mongo()
+
+
+def join_parts(
+    parts: Sequence[dict[str, Any]], join: str, *, negate: bool
+) -> dict[str, Any] | None:
+    """The filter of a group's parts: merged when they are fields apart, else ``$and``/``$or``.
+
+    MongoDB's implicit AND holds conditions on different fields in one dict,
+    as the query model writes them; NOT of a group is ``$nor``.
+
+    >>> join_parts([{"a": 1}, {"b": 2}], "and", negate=False)
+    {'a': 1, 'b': 2}
+    >>> join_parts([{"a": 1}, {"b": 2}], "or", negate=True)
+    {'$nor': [{'a': 1}, {'b': 2}]}
+    """
+    if not parts:
+        return None
+    keys = [next(iter(p)) if len(p) == 1 else None for p in parts]
+    if len(parts) == 1:
+        body = dict(parts[0])
+    elif join == "or":
+        if negate:
+            return {"$nor": list(parts)}
+        body = {"$or": list(parts)}
+    elif all(k is not None and not k.startswith("$") for k in keys) and len(set(keys)) == len(keys):
+        body = {k: v for p in parts for k, v in p.items()}
+    else:
+        body = {"$and": list(parts)}
+    if negate and list(body) == ["$or"]:
+        return {"$nor": body["$or"]}  # NOT (a OR b) is $nor of both, as the model writes it
+    return {"$nor": [body]} if negate else body
+
+
+def _preview_rows(raw: Any) -> tuple[int | None, str | None]:
+    text = _text(raw).strip()
+    try:
+        rows = parse_number(text, whole=True)
+    except ValueError as exc:
+        return None, f"rows to preview: {exc}"
+    if not 1 <= rows <= MAX_PREVIEW_ROWS:
+        return None, f"rows to preview must be from 1 to {MAX_PREVIEW_ROWS}, not {text}"
+    return int(rows), None
+
+
+def _return_fields(raw: Any, catalog: FieldCatalog) -> tuple[list[str], list[dict[str, Any]]]:
+    resolved: list[str] = []
+    problems: list[dict[str, Any]] = []
+    for index, text in enumerate(raw if isinstance(raw, list) else []):
+        if not isinstance(text, str) or not text.strip():
+            problems.append({"index": index, "message": "a field to return is empty"})
+            continue
+        name = catalog.resolve(text)
+        try:
+            F(name)
+        except InvalidQuery as exc:
+            problems.append({"index": index, "message": str(exc)})
+            continue
+        if name in resolved:
+            problems.append({"index": index, "message": f"{name!r} is listed twice"})
+        elif catalog.complete and name not in catalog.returnable:
+            problems.append({"index": index, "message": f"unknown field {name!r}"})
+        else:
+            resolved.append(name)
+    return resolved, problems
+
+
+def check(
+    document: Any, catalog: FieldCatalog | None = None, *, last_valid: Any = None
+) -> dict[str, Any]:
+    """Check a document: its query, params and every error and warning, per item.
+
+    Never raises: whatever is wrong is in the report. Its keys: ``rev`` (the
+    document's), ``ok`` (no error), ``query`` (``None`` while not ok),
+    ``query_json`` (its canonical text), ``json`` (the query indented; while
+    not ok ``last_valid``'s, else ``{}``), ``params`` (``query`` and
+    ``fields`` when any), ``items`` (per rule id: ``errors``, ``warnings``,
+    ``number``, the resolved ``field`` and its ``kind``), ``fields``
+    (``resolved`` and ``problems`` of the fields to return), ``preview_rows``
+    (``value`` and ``error``), ``summary`` (every error, ``"Row 2: ..."``)
+    and ``import_error``.
+
+    Args:
+        document: The document (see the module's text).
+        catalog: The fields known; unknown fields are warned about, not refused.
+        last_valid: The query to show greyed while the document has an error.
+
+    >>> report = check({"root": {"id": "g1", "type": "group", "join": "and", "items": [
+    ...     {"id": "r2", "type": "rule", "field": "age", "operator": "less", "value": "x"}]}})
+    >>> report["ok"], report["summary"]
+    (False, ["Row 1: age: 'less' does not apply to a string field"])
+    """
+    checker = _Checker(FieldCatalog([]) if catalog is None else catalog)
+    doc = document if isinstance(document, Mapping) else {}
+    if not isinstance(document, Mapping):
+        checker.summary.append(
+            f"Query: the document must be an object, not {type(document).__name__}"
+        )
+    root = doc.get("root")
+    query: dict[str, Any] | None = None
+    if root is not None:
+        query = checker.group(root, within=None, depth=0)
+    query = {} if query is None else query
+    try:
+        query = validate_query(query)
+        parse_query(query)
+    except InvalidQuery as exc:
+        checker.summary.append(f"Query: {exc}")
+    resolved, problems = _return_fields(doc.get("fields", []), checker.catalog)
+    for problem in problems:
+        checker.summary.append(f"Return field {problem['index'] + 1}: {problem['message']}")
+    rows, rows_error = _preview_rows(doc.get("preview_rows", str(DEFAULT_PREVIEW_ROWS)))
+    ok = not checker.summary
+    if rows_error is not None:
+        checker.summary.append(rows_error[0].upper() + rows_error[1:])
+    params: dict[str, Any] | None = None
+    if ok:
+        params = {"query": query}
+        if resolved:
+            params["fields"] = resolved
+    shown = query if ok else (last_valid if isinstance(last_valid, Mapping) else {})
+    return {
+        "rev": doc.get("rev"),
+        "ok": ok,
+        "query": query if ok else None,
+        "query_json": canonical_json(query) if ok else None,
+        "json": pretty_json(shown),
+        "params": params,
+        "items": checker.items,
+        "fields": {"resolved": resolved, "problems": problems},
+        "preview_rows": {"value": rows, "error": rows_error},
+        "summary": checker.summary,
+        "import_error": None,
+    }

@@ -1,0 +1,385 @@
+"""A MongoDB filter loaded back into a query builder document: what the builder shows on load.
+
+Pure: no widget library is imported here. :func:`document_of` turns a filter
+into a document (:mod:`~stoplist_nb.widgets.check` holds its format) whose
+check gives the same filter; :func:`guessed_types` types the fields it names
+that the catalog lacks, from their values.
+
+>>> from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo
+>>> catalog = FieldCatalog([FieldInfo("_city", "City", "string")])
+>>> doc = document_of({"_city": {"$in": ["Kazan", "Moscow"]}}, catalog)
+>>> doc["root"]["items"][0]["field"], doc["root"]["items"][0]["value"]
+('City (_city)', ['Kazan', 'Moscow'])
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterator, Mapping
+from datetime import timedelta
+from typing import Any
+
+from stoplist_nb.errors import InvalidQuery
+from stoplist_nb.query import parse_query, validate_query
+from stoplist_nb.widgets.catalog import FieldCatalog
+from stoplist_nb.widgets.check import (
+    DEFAULT_PREVIEW_ROWS,
+    EACH,
+    RuleProblem,
+    canonical_json,
+    check,
+    new_group,
+    new_rule,
+    rule_query,
+    rule_value,
+)
+from stoplist_nb.widgets.operators import TEXT_OPERATORS, guess_type, iso_day
+
+__all__ = ["document_of", "guessed_types"]
+
+
+def _is_operators(value: Any) -> bool:
+    return isinstance(value, Mapping) and bool(value) and all(k.startswith("$") for k in value)
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return value
+    raise InvalidQuery(f"the builder cannot show the value {value!r}")
+
+
+def _day_before(text: Any) -> str | None:
+    day = iso_day(text) if isinstance(text, str) else None
+    return None if day is None else (day - timedelta(days=1)).isoformat()
+
+
+def _candidates(kind: str, body: Any) -> Iterator[tuple[str, Any]]:
+    """Rules (operator, value) that may write ``body``, the condition of one field."""
+    ops: dict[str, Any] = dict(body) if _is_operators(body) else {"$eq": body}
+    keys = set(ops)
+    if keys == {"$eq"} or keys == {"$ne"}:
+        positive = "$eq" in keys
+        value = ops["$eq" if positive else "$ne"]
+        if value is None:
+            yield ("is_null" if positive else "is_not_null"), None
+        elif value == "" and isinstance(value, str):
+            yield ("is_empty" if positive else "is_not_empty"), None
+        elif not isinstance(value, Mapping | list):
+            yield ("equal" if positive else "not_equal"), _value_text(value)
+    elif keys in ({"$in"}, {"$nin"}):
+        values = next(iter(ops.values()))
+        if (
+            isinstance(values, list)
+            and values
+            and all(v is not None and not isinstance(v, Mapping | list) for v in values)
+        ):
+            yield ("in" if "$in" in keys else "not_in"), [_value_text(v) for v in values]
+    elif keys == {"$exists"}:
+        yield ("exists" if ops["$exists"] else "not_exists"), None
+    elif len(keys) == 1 and keys < {"$lt", "$lte", "$gt", "$gte"}:
+        ((op, value),) = ops.items()
+        if not isinstance(value, Mapping | list):
+            text = _value_text(value)
+            named = {"$lt": "less", "$lte": "less_or_equal", "$gt": "greater"}
+            yield named.get(op, "greater_or_equal"), text
+            before = _day_before(value) if kind == "date" else None
+            if before is not None and op == "$lt":
+                yield "less_or_equal", before
+            if before is not None and op == "$gte":
+                yield "greater", before
+    elif keys in ({"$gte", "$lte"}, {"$gte", "$lt"}):
+        low, high = ops["$gte"], ops.get("$lte", ops.get("$lt"))
+        if not isinstance(low, Mapping | list) and not isinstance(high, Mapping | list):
+            if "$lte" in keys:
+                yield "between", [_value_text(low), _value_text(high)]
+            elif kind == "date" and (before := _day_before(high)) is not None:
+                if before == low:
+                    yield "equal", low
+                yield "between", [_value_text(low), before]
+    elif keys in ({"$regex"}, {"$regex", "$options"}):
+        options = ops.get("$options", "")
+        pattern = ops["$regex"]
+        if isinstance(pattern, str) and options in ("", "i"):
+            yield from _readings(pattern)
+    elif keys == {"$not"} and isinstance(ops["$not"], Mapping):
+        inner = ops["$not"]
+        if set(inner) in ({"$regex"}, {"$regex", "$options"}) and isinstance(inner["$regex"], str):
+            for op, text in _readings(inner["$regex"]):
+                if op != "matches":
+                    yield f"not_{op}", text
+
+
+def _readings(pattern: str) -> Iterator[tuple[str, str]]:
+    """What a pattern may have been typed as: the literal text of begins/ends with, contains."""
+    if pattern.startswith("^") and _literal(pattern[1:]) is not None:
+        yield "begins_with", _literal(pattern[1:]) or ""
+    if pattern.endswith("$") and _literal(pattern[:-1]) is not None:
+        yield "ends_with", _literal(pattern[:-1]) or ""
+    if _literal(pattern) is not None:
+        yield "contains", _literal(pattern) or ""
+    yield "matches", pattern
+
+
+def _literal(pattern: str) -> str | None:
+    text = re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
+    return text if text and re.escape(text) == pattern else None
+
+
+class _Loader:
+    """One reading of a filter into groups and rules, numbering their ids in reading order."""
+
+    def __init__(self, catalog: FieldCatalog) -> None:
+        self.catalog = catalog
+        self.count = itertools.count(1)
+
+    def id(self, prefix: str) -> str:
+        return f"{prefix}{next(self.count)}"
+
+    def group(self, query: Mapping[str, Any], where: str, within: str | None) -> dict[str, Any]:
+        """A group that writes ``query`` (or the same filter in other words)."""
+        group = new_group(self.id("g"))
+        if len(query) == 1:
+            ((key, value),) = query.items()
+            if key in ("$or", "$and"):
+                group["join"] = key[1:]
+                group["items"] = [
+                    self.item(p, f"{where}[{key!r}][{i}]", within) for i, p in enumerate(value)
+                ]
+                return group
+            if key == "$nor":
+                if len(value) == 1 and _one_field(value[0]):
+                    ((path, body),) = value[0].items()
+                    rule = self.rule(path, body, f"{where}['$nor'][0]", within, negate=True)
+                    if rule is not None:
+                        group["items"] = [rule]
+                        return group
+                group["not"] = True
+                if len(value) > 1:
+                    group["join"] = "or"
+                    group["items"] = [
+                        self.item(p, f"{where}['$nor'][{i}]", within) for i, p in enumerate(value)
+                    ]
+                    return group
+                inner = value[0]
+                if len(inner) == 1 and next(iter(inner)) in ("$and", "$or"):
+                    shown = self.group(inner, f"{where}['$nor'][0]", within)
+                    shown["id"], shown["not"] = group["id"], True
+                    return shown
+                group["items"] = [self.item(inner, f"{where}['$nor'][0]", within)]
+                return group
+        for key, value in query.items():
+            group["items"].append(self.item({key: value}, where, within))
+        return group
+
+    def item(self, query: Any, where: str, within: str | None) -> dict[str, Any]:
+        """A rule when ``query`` is one rule's filter, else a group."""
+        if not isinstance(query, Mapping):
+            raise InvalidQuery(f"{where}: a part of the query must be an object")
+        if len(query) == 1:
+            ((key, value),) = query.items()
+            if key == "$nor" and len(value) == 1 and _one_field(value[0]):
+                ((path, body),) = value[0].items()
+                rule = self.rule(path, body, where, within, negate=True)
+                if rule is not None:
+                    return rule
+            if not key.startswith("$"):
+                return self.field(key, value, f"{where}[{key!r}]", within)
+            if key not in ("$and", "$or", "$nor"):
+                raise InvalidQuery(f"{where}[{key!r}]: the builder cannot show {key}")
+        return self.group(query, where, within)
+
+    def field(self, path: str, body: Any, where: str, within: str | None) -> dict[str, Any]:
+        if path == EACH and _is_operators(body) and "$elemMatch" in body:
+            if within:
+                raise InvalidQuery(f"{where}: the builder cannot show $elemMatch within $elemMatch")
+            if len(body) > 1:
+                others = sorted(set(body) - {"$elemMatch"})
+                raise InvalidQuery(
+                    f"{where}: the builder cannot show {others[0]} beside $elemMatch"
+                )
+            inner = body["$elemMatch"]
+            if not isinstance(inner, Mapping) or (
+                _is_operators(inner) and not (set(inner) & {"$and", "$or", "$nor"})
+            ):
+                raise InvalidQuery(f"{where}: the builder shows $elemMatch of fields only")
+            group = self.group(inner, f"{where}['$elemMatch']", EACH)
+            if group["not"]:
+                outer = new_group(self.id("g"), each=EACH)
+                outer["items"] = [group]
+                return outer
+            group["each"] = EACH
+            return group
+        rule = self.rule(path, body, where, within, negate=False)
+        if rule is not None:
+            return rule
+        if _is_operators(body) and len(body) > 1:
+            # Several operators on one field: one rule each, in a group of their own.
+            group = new_group(self.id("g"))
+            ops = [k for k in body if k != "$options"]
+            for op in ops:
+                one = {op: body[op]}
+                if op == "$regex" and "$options" in body:
+                    one["$options"] = body["$options"]
+                rule = self.rule(path, one, f"{where}[{op!r}]", within, negate=False)
+                if rule is None:
+                    raise self.refusal(path, one, f"{where}[{op!r}]", within)
+                group["items"].append(rule)
+            return group
+        raise self.refusal(path, body, where, within)
+
+    def refusal(self, path: str, body: Any, where: str, within: str | None) -> InvalidQuery:
+        if _is_operators(body):
+            known = {"$eq", "$ne", "$in", "$nin", "$lt", "$lte", "$gt", "$gte", "$regex"}
+            known |= {"$options", "$not", "$exists"}
+            odd = [op for op in body if op not in known]
+            if odd:
+                return InvalidQuery(f"{where}: the builder cannot show {odd[0]}")
+        kind = (self.catalog.subscriptions() if within else self.catalog).kind(path)
+        return InvalidQuery(
+            f"{where}: the builder cannot show {canonical_json(body)} on a {kind} field exactly"
+        )
+
+    def rule(
+        self, path: str, body: Any, where: str, within: str | None, *, negate: bool
+    ) -> dict[str, Any] | None:
+        """The rule that writes ``{path: body}`` exactly (``$nor`` of it when ``negate``)."""
+        catalog = self.catalog.subscriptions() if within else self.catalog
+        kind = catalog.kind(path)
+        if _is_operators(body) and set(body) == {"$eq"} and not isinstance(body["$eq"], Mapping):
+            body = body["$eq"]  # {"$eq": v} is how {path: v} is written out in full
+        wanted = {path: body}
+        if negate:
+            wanted = {"$nor": [wanted]}
+        try:
+            candidates = list(_candidates(kind, body))
+        except InvalidQuery:
+            return None
+        for op, value in candidates:
+            if negate:
+                op = {"between": "not_between", "equal": "not_equal"}.get(op, "")
+                if not op:
+                    continue
+            for ignore_case, whole_day in ((False, True), (True, True), (False, False)):
+                rule = new_rule("", catalog.label(path), op, value)
+                rule["ignore_case"] = ignore_case
+                if not whole_day:
+                    rule["whole_day"] = False  # a bare day compared as text, as it was written
+                written = _written(rule, kind, path)
+                if written is not None and canonical_json(written) == canonical_json(wanted):
+                    rule["id"] = self.id("r")
+                    return rule
+        return None
+
+
+def _written(rule: dict[str, Any], kind: str, path: str) -> dict[str, Any] | None:
+    """The filter ``rule`` writes on ``path``, ``None`` where the check would refuse it."""
+    op = rule["operator"]
+    if rule["ignore_case"] and op not in TEXT_OPERATORS:
+        return None  # the check drops the tick: the rule without it writes the same
+    try:
+        return rule_query(path, op, rule_value(op, rule["value"], kind, path), kind, rule)
+    except RuleProblem:
+        return None
+
+
+def _one_field(query: Any) -> bool:
+    return isinstance(query, Mapping) and len(query) == 1 and not next(iter(query)).startswith("$")
+
+
+def _loaded(query: Any) -> dict[str, Any]:
+    if isinstance(query, str | bytes):
+        try:
+            query = json.loads(query)
+        except ValueError as exc:
+            raise InvalidQuery(f"the text is not JSON: {exc}") from None
+    if not isinstance(query, Mapping):
+        raise InvalidQuery(f"a query must be a JSON object, not {type(query).__name__}")
+    checked: dict[str, Any] = validate_query(query)
+    parse_query(checked)  # what the model cannot hold ($comment, ...) is refused here
+    return checked
+
+
+def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, Any]:
+    """A document whose :func:`check` gives ``query`` back: what the builder shows on load.
+
+    A query the builder wrote comes back the same; another may come back as
+    the same filter in other words (``{"$and": [{"a": 1}, {"b": 2}]}`` as
+    ``{"a": 1, "b": 2}``). Ids are ``"g1"``, ``"r2"``, ... in reading order;
+    fields are shown by their label. ``{}`` is one empty rule.
+
+    Args:
+        query: A MongoDB filter, as a dict or as JSON text.
+        catalog: The fields known; for a field it lacks, see :func:`guessed_types`.
+
+    Raises:
+        InvalidQuery: The text is not JSON, the query is not valid, or a part
+            of it cannot be shown exactly (``$size``, ``$elemMatch`` but on
+            ``subscriptions``, ``$gt`` of a bare day on a date field, ...).
+
+    >>> document_of('{"_city": null}')["root"]["items"][0]["operator"]
+    'is_null'
+    """
+    known = FieldCatalog([]) if catalog is None else catalog
+    checked = _loaded(query)
+    loader = _Loader(known)
+    root = loader.group(checked, "query", None) if checked else new_group(loader.id("g"))
+    if not root["items"]:
+        root["items"].append(new_rule(loader.id("r")))
+    if root["each"]:  # only a nested group can be a same-subscription one
+        outer = new_group("g0")
+        outer["items"] = [root]
+        root = outer
+    document = {"rev": 0, "root": root, "fields": [], "preview_rows": str(DEFAULT_PREVIEW_ROWS)}
+    got = check(document, known)
+    if not got["ok"]:
+        raise InvalidQuery("the builder cannot show this query: " + "; ".join(got["summary"]))
+    return document
+
+
+def guessed_types(query: Any, catalog: FieldCatalog | None = None) -> dict[str, str]:
+    """Types for the fields of ``query`` that ``catalog`` lacks, from their values.
+
+    Subscription fields inside ``$elemMatch`` come back with their full path.
+
+    >>> guessed_types({"score": {"$gte": 2.5}, "subscriptions": {"$elemMatch": {"prio": 1}}})
+    {'score': 'float', 'subscriptions.prio': 'int'}
+    """
+    known = FieldCatalog([]) if catalog is None else catalog
+    found: dict[str, str] = {}
+    todo: list[tuple[Any, str]] = [(_loaded(query), "")]
+    while todo:
+        node, prefix = todo.pop(0)
+        if isinstance(node, list):
+            todo.extend((part, prefix) for part in node)
+            continue
+        if not isinstance(node, Mapping):
+            continue
+        for key, value in node.items():
+            if key in ("$and", "$or", "$nor"):
+                todo.append((value, prefix))
+            elif not key.startswith("$"):
+                if key == EACH and _is_operators(value) and "$elemMatch" in value:
+                    todo.append((value["$elemMatch"], f"{EACH}."))
+                    continue
+                path = prefix + key
+                if path in known.infos or path in found:
+                    continue
+                found[path] = guess_type(_sample(value))
+    return found
+
+
+def _sample(body: Any) -> Any:
+    if not _is_operators(body):
+        return body
+    for op, value in body.items():
+        if op in ("$regex", "$not"):
+            return ""
+        if op not in ("$exists", "$options"):
+            return value
+    return None
