@@ -21,6 +21,7 @@ import requests
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
+from stoplist_nb._atomic import Output
 from stoplist_nb._http import (
     DEFAULT_DEADLINE,
     DEFAULT_MIN_DOWNLOAD_RATE,
@@ -30,7 +31,6 @@ from stoplist_nb._http import (
 )
 from stoplist_nb._http.deadline import Exchanges, settle
 from stoplist_nb._json import Reply, read_reply
-from stoplist_nb._output import Output
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
 from stoplist_nb._progress import Bar
 from stoplist_nb._redact import redact

@@ -102,7 +102,7 @@ def test_the_demo_refuses_if_any_file_it_would_write_is_there(
 @pytest.fixture
 def appears_meanwhile(monkeypatch: pytest.MonkeyPatch) -> Callable[[pathlib.Path], list[str]]:
     """Another program writes a file just before the command gives its own that name."""
-    from stoplist_nb._output import Output
+    from stoplist_nb._atomic import Output
 
     put = Output.put
 

@@ -32,7 +32,7 @@ from dataset_helpers import (
 )
 
 import stoplist_nb as sn
-from stoplist_nb._output import remove_debris
+from stoplist_nb._atomic import remove_debris
 from stoplist_nb.demo import DemoService
 
 svc, reference = dataset_fixtures()
@@ -40,7 +40,7 @@ svc, reference = dataset_fixtures()
 PACKAGE = pathlib.Path(sn.__file__).parent
 #: The modules that write a dataset, and a single file.
 DATASET = tuple(str(p) for p in sorted((PACKAGE / "profiles" / "dataset").glob("*.py")))
-FILE = (str(PACKAGE / "profiles" / "files.py"), str(PACKAGE / "_output.py"))
+FILE = (str(PACKAGE / "profiles" / "files.py"), str(PACKAGE / "_atomic.py"))
 #: At most this many points of a call, spread evenly (each is a call, and a resume).
 POINTS = 32
 #: Each test's points are dealt into this many shares, one test each, so that

@@ -35,8 +35,8 @@ from children import popen
 from demo_fixtures import served_and_cleared
 
 import stoplist_nb as sn
-import stoplist_nb._output as output_module
-from stoplist_nb._output import Output
+import stoplist_nb._atomic as output_module
+from stoplist_nb._atomic import Output
 from stoplist_nb.cli.output import CliError, write_frame
 from stoplist_nb.demo import DemoService
 from stoplist_nb.suppression.export import download_export
@@ -367,7 +367,7 @@ def test_a_read_only_directory_is_a_clean_error_leaving_the_old_file(
 
 TURNING = r"""
 import os, pathlib, subprocess, sys
-from stoplist_nb._output import Output
+from stoplist_nb._atomic import Output
 
 folder = pathlib.Path(sys.argv[1])
 try:

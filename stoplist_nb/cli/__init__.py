@@ -32,8 +32,7 @@ A signal that stops a run is handled like Ctrl-C: the library's cleanup runs
 go on before it exits with 128 + the signal's number. A second signal does
 not cut that cleanup short.
 
-The parser checks every argument (:mod:`~stoplist_nb.cli.parser`, with the
-types of :mod:`~stoplist_nb.cli.args`); the commands run in
+The parser checks every argument (:mod:`~stoplist_nb.cli.parser`); the commands run in
 :mod:`~stoplist_nb.cli.commands` and :mod:`~stoplist_nb.cli.demo`; what they
 print and write is :mod:`~stoplist_nb.cli.output`.
 """

@@ -33,6 +33,7 @@ from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client
 from stoplist_nb.profiles.dataset import DatasetSummary, dataset_summary
 from stoplist_nb.profiles.files import FileSummary
 from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles
+from stoplist_nb.suppression.contacts import add_counts
 from stoplist_nb.suppression.export import (
     download_export,
     read_suppression_list,
@@ -40,7 +41,6 @@ from stoplist_nb.suppression.export import (
     wait_for_task,
     write_suppression_parquet,
 )
-from stoplist_nb.suppression.kinds import add_counts
 from stoplist_nb.suppression.tasks import resume_said_as
 
 __all__ = ["client_from_env", "command_line", "run_export", "run_profiles"]

@@ -39,9 +39,9 @@ from stoplist_nb.cli.output import (
 from stoplist_nb.client import Client
 from stoplist_nb.profiles import read_profiles
 from stoplist_nb.profiles.normalize import split_channels
+from stoplist_nb.suppression.contacts import KINDS
 from stoplist_nb.suppression.export import read_suppression_list
 from stoplist_nb.suppression.flagging import flag_suppressed
-from stoplist_nb.suppression.kinds import KINDS
 
 __all__ = [
     "CONTACT_COLUMNS",

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stoplist_nb import errors
-from stoplist_nb._output import Output
+from stoplist_nb._atomic import Output
 from stoplist_nb._parquet import to_table
 from stoplist_nb._redact import redact
 from stoplist_nb.profiles.files import as_text, csv_ready
@@ -250,7 +250,7 @@ def write_frame(frame: pd.DataFrame, path: pathlib.Path, *, overwrite: bool = Fa
 
     CSV is UTF-8 with a header and no index; list and object cells are JSON
     (``["promo", "news"]``), missing values empty. The file is the library's
-    :class:`~stoplist_nb._output.Output`: hidden beside ``path`` until
+    :class:`~stoplist_nb._atomic.Output`: hidden beside ``path`` until
     complete, with the umask's mode, never over a file that is there unless
     ``overwrite`` (:func:`refuse_existing` says so before anything is sent).
 

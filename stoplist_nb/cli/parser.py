@@ -1,17 +1,23 @@
 """The command line's parser: every argument is checked here, before anything is sent.
 
-A bad argument, an unreadable or invalid ``--query``, or an ``--out`` with an
-unknown suffix or a missing directory is an argparse error (exit 2).
+Each argument's type checks its value or says what is wrong, raising
+``argparse.ArgumentTypeError``: a bad argument, an unreadable or invalid
+``--query``, or an ``--out`` with an unknown suffix or a missing directory is
+an argparse error (usage, message, exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import pathlib
 import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from stoplist_nb import __version__
-from stoplist_nb.cli import args as arg
+from stoplist_nb import __version__, errors
 from stoplist_nb.cli.commands import run_export, run_profiles
 from stoplist_nb.cli.demo import run_demo
 from stoplist_nb.cli.output import FRAME_SUFFIXES
@@ -20,9 +26,10 @@ from stoplist_nb.profiles.dataset import (
     DEFAULT_COMMIT_SECONDS,
     DEFAULT_PROFILES_PER_PART,
 )
+from stoplist_nb.query import MAX_DEPTH, validate_query
 from stoplist_nb.suppression.export import EXPORT_TYPES
 
-__all__ = ["PROG", "build_parser"]
+__all__ = ["PROG", "Out", "build_parser"]
 
 PROG = "stoplist-nb"
 
@@ -78,13 +85,13 @@ def _connection(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connection (STOPLIST_NB_URL, STOPLIST_NB_TOKEN)")
     group.add_argument(
         "--retries",
-        type=arg.count,
+        type=count,
         metavar="N",
         help="retries of a failed request (default: 5, with exponential backoff)",
     )
     group.add_argument(
         "--timeout",
-        type=arg.seconds,
+        type=seconds,
         metavar="SECONDS",
         help="seconds to wait for each reply (default: 10 to connect, 120 to read)",
     )
@@ -128,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--profiles",
-        type=arg.positive_int,
+        type=positive_int,
         default=2000,
         metavar="N",
         help="size of the demo data set (default: %(default)s)",
@@ -142,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--limit",
-        type=arg.positive_int,
+        type=positive_int,
         default=250,
         metavar="N",
         help="profiles per request (default: %(default)s)",
@@ -182,33 +189,33 @@ def build_parser() -> argparse.ArgumentParser:
     profiles.add_argument("--db-id", type=int, required=True, metavar="N", help="database id")
     profiles.add_argument(
         "--query",
-        type=arg.query,
+        type=query,
         metavar="JSON|@FILE",
         help="MongoDB filter as JSON, or @path to a JSON file; checked before sending",
     )
     profiles.add_argument(
         "--fields",
-        type=arg.fields,
+        type=fields,
         metavar="A,B",
         help="profile fields to return, comma-separated (_id names the id; add "
         "subscriptions for the subscription columns)",
     )
     profiles.add_argument(
         "--limit",
-        type=arg.positive_int,
+        type=positive_int,
         default=1000,
         metavar="N",
         help="profiles per request (default: %(default)s)",
     )
     profiles.add_argument(
-        "--max-profiles", type=arg.positive_int, metavar="N", help="stop after N profiles"
+        "--max-profiles", type=positive_int, metavar="N", help="stop after N profiles"
     )
     profiles.add_argument(
         "--from-id", metavar="CURSOR", help="start after this cursor (a next_from_id)"
     )
     profiles.add_argument(
         "--out",
-        type=arg.out_file_or_dir(*FRAME_SUFFIXES),
+        type=out_file_or_dir(*FRAME_SUFFIXES),
         required=True,
         metavar="FILE|DIR/",
         help="FILE.parquet, FILE.csv, or DIR/ (ending in /, or a directory) for a Parquet "
@@ -233,13 +240,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dataset.add_argument(
         "--profiles-per-part",
-        type=arg.positive_int,
+        type=positive_int,
         metavar="N",
         help=f"profiles per part file (default: {DEFAULT_PROFILES_PER_PART})",
     )
     dataset.add_argument(
         "--commit-seconds",
-        type=arg.seconds_or_zero,
+        type=seconds_or_zero,
         metavar="SECONDS",
         help="commit the part being written once its pages since the last commit span "
         f"this long, 0 for every page (default: {DEFAULT_COMMIT_SECONDS:g}): a killed pull "
@@ -247,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dataset.add_argument(
         "--commit-bytes",
-        type=arg.positive_int,
+        type=positive_int,
         metavar="N",
         help="or once they hold this many bytes, whichever comes first (default: "
         f"{DEFAULT_COMMIT_BYTES}, 16 MiB)",
@@ -282,21 +289,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument(
         "--out",
-        type=arg.out_file(".zip", *FRAME_SUFFIXES),
+        type=out_file(".zip", *FRAME_SUFFIXES),
         required=True,
         metavar="FILE",
         help="FILE.zip, FILE.csv or FILE.parquet",
     )
     export.add_argument(
         "--poll-interval",
-        type=arg.seconds,
+        type=seconds,
         default=1.0,
         metavar="SECONDS",
         help="seconds before the second status poll; it grows by half each time (default: 1)",
     )
     export.add_argument(
         "--task-timeout",
-        type=arg.seconds,
+        type=seconds,
         default=600.0,
         metavar="SECONDS",
         help="seconds to wait for the export task (default: 600)",
@@ -304,3 +311,142 @@ def build_parser() -> argparse.ArgumentParser:
     _connection(export)
     export.set_defaults(run=run_export)
     return parser
+
+
+# --- the argument types ------------------------------------------------------------------
+
+
+def _whole_number(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1 (``--limit``, ``--max-profiles``, ``--profiles``)."""
+    return _whole_number(text, 1)
+
+
+def count(text: str) -> int:
+    """A whole number of at least 0 (``--retries``)."""
+    return _whole_number(text, 0)
+
+
+def seconds(text: str) -> float:
+    """A finite number of seconds above 0 (``--timeout``, ``--poll-interval``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+def seconds_or_zero(text: str) -> float:
+    """A finite number of seconds of at least 0 (``--commit-seconds``: 0 is every page)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    return 0.0 if value == 0 else seconds(text)
+
+
+def query(text: str) -> dict[str, Any]:
+    """``--query``: JSON text, or ``@path`` to a JSON file; checked before anything is sent."""
+    where = "the query"
+    if text.startswith("@"):
+        where = text[1:]
+        try:
+            text = pathlib.Path(where).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise argparse.ArgumentTypeError(f"cannot read {where}: {reason}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"{where} is not valid JSON: {exc}") from None
+    except ValueError:  # an int of more digits than sys.get_int_max_str_digits()
+        raise argparse.ArgumentTypeError(
+            f"{where} has an integer too long for MongoDB, which holds 64 bits"
+        ) from None
+    except RecursionError:  # json.loads recurses, so it gives up near the recursion limit
+        raise argparse.ArgumentTypeError(
+            f"{where} nests deeper than {MAX_DEPTH} levels, the most MongoDB takes"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f'{where} must be a JSON object like {{"_city": "Moscow"}}, '
+            f"not a {type(value).__name__}"
+        )
+    try:
+        return validate_query(value)
+    except errors.InvalidQuery as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def fields(text: str) -> list[str]:
+    """``--fields``: names separated by commas, blanks around them dropped."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one field, e.g. _fname,_city")
+    return names
+
+
+def out_file(*suffixes: str) -> Callable[[str], pathlib.Path]:
+    """``--out``: a file named with one of ``suffixes``, in a directory that exists."""
+
+    def check(text: str) -> pathlib.Path:
+        path = pathlib.Path(text)
+        if path.suffix.lower() not in suffixes:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: the file name must end in {' or '.join(suffixes)}"
+            )
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r} is a directory")
+        if not path.parent.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r}: no directory {str(path.parent)!r}")
+        return path
+
+    return check
+
+
+@dataclass(frozen=True)
+class Out:
+    """Where ``profiles --out`` writes.
+
+    Attributes:
+        path: The file, or the dataset's directory.
+        dataset: Whether it is a directory (a Parquet dataset).
+    """
+
+    path: pathlib.Path
+    dataset: bool
+
+
+def out_file_or_dir(*suffixes: str) -> Callable[[str], Out]:
+    """``profiles --out``: a file as :func:`out_file` takes it, or the directory of a dataset.
+
+    A path that ends in ``/``, or a directory that exists, names a dataset's
+    directory (created if missing).
+    """
+    file = out_file(*suffixes)
+
+    def check(text: str) -> Out:
+        path = pathlib.Path(text)
+        if text.endswith(("/", os.sep)) or path.is_dir():
+            if path.exists() and not path.is_dir():
+                raise argparse.ArgumentTypeError(f"{text!r} is a file, not a directory")
+            return Out(path, dataset=True)
+        if path.suffix.lower() not in suffixes:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: the file name must end in {' or '.join(suffixes)} "
+                "(or end the path in / for a directory of Parquet files)"
+            )
+        return Out(file(text), dataset=False)
+
+    return check

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from stoplist_nb.errors import InvalidInput
-from stoplist_nb.suppression.kinds import KINDS
+from stoplist_nb.suppression.contacts import KINDS
 
 __all__ = [
     "NOT_SUPPRESSED",
@@ -155,7 +155,7 @@ def overlap_counts(
 
     Only rows with a ``suppressed`` of True or False count: a null one had
     nothing to check, so it is neither. The kinds of
-    :data:`~stoplist_nb.suppression.kinds.KINDS` (what ``suppressed_by`` holds) come
+    :data:`~stoplist_nb.suppression.contacts.KINDS` (what ``suppressed_by`` holds) come
     first, in that order (the precedence of ``flag_suppressed``), each checked
     one even with no match; any other value of ``suppressed_by`` (a frame
     flagged otherwise) follows, ranked.

@@ -7,7 +7,7 @@ has one schema). At the end a single segment becomes the Parquet file; several
 are copied into it row group by row group, in the final columns; a CSV file is
 written from them the same way, under a header of every column. A column that
 joined on a later page is empty in the rows before it. The segments and the
-file are hidden temporaries of an :class:`~stoplist_nb._output.Output`, the
+file are hidden temporaries of an :class:`~stoplist_nb._atomic.Output`, the
 one rule of every single-file writer: a file already there is refused unless
 ``overwrite``, the file gets its name when complete, a pull that fails or is
 interrupted leaves no file under the name and no segment, and a later write
@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stoplist_nb import errors
-from stoplist_nb._output import Output
+from stoplist_nb._atomic import Output
 from stoplist_nb._stream import Stream
 from stoplist_nb.profiles.dataset.parts import COMPRESSION, conform_to, parquet_schema
 from stoplist_nb.profiles.schema import StreamSchema

@@ -11,5 +11,5 @@ partition in :mod:`~stoplist_nb.suppression.partitions`, their values hashed in
 :mod:`~stoplist_nb.suppression.hashing` (domains in each spelling in
 :mod:`~stoplist_nb.suppression.domains`) and looked up in
 :mod:`~stoplist_nb.suppression.matching`; the kinds of contact, and the words a
-list uses for them, are :mod:`~stoplist_nb.suppression.kinds`.
+list uses for them, are :mod:`~stoplist_nb.suppression.contacts`.
 """

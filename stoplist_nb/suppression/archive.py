@@ -65,9 +65,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from stoplist_nb.errors import BadArchive, InvalidInput
+from stoplist_nb.suppression.contacts import add_counts, kind_column, kind_counts
 from stoplist_nb.suppression.csvlayout import SAMPLE, Layout, detect
 from stoplist_nb.suppression.hexdigits import hex_bytes, lower_hex
-from stoplist_nb.suppression.kinds import add_counts, kind_column, kind_counts
 from stoplist_nb.suppression.zipmembers import (
     Budget,
     Capped,

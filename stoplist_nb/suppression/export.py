@@ -10,7 +10,7 @@ Waiting on the task (status words, polling, the deadline) is in
 :mod:`stoplist_nb.suppression.tasks`; its names are re-exported here.
 
 Every file written here (a kept ZIP, the Parquet file) follows the one rule
-of :class:`~stoplist_nb._output.Output`: hidden temporaries beside it, its
+of :class:`~stoplist_nb._atomic.Output`: hidden temporaries beside it, its
 name only when complete, never over a file that is there unless
 ``overwrite=True``. The downloads a call does not keep go to a hidden
 directory of that scheme: beside the Parquet file, or in the system's
@@ -34,11 +34,11 @@ from typing import Any
 import pandas as pd
 
 from stoplist_nb import errors
-from stoplist_nb._output import Output, check_target, refuse_existing, scratch_directory
+from stoplist_nb._atomic import Output, check_target, refuse_existing, scratch_directory
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.archive import check_limits, read_hashed_csv
-from stoplist_nb.suppression.kinds import add_counts
+from stoplist_nb.suppression.contacts import add_counts
 from stoplist_nb.suppression.parquet import HashedParquet
 from stoplist_nb.suppression.tasks import (
     DEFAULT_TASK_TIMEOUT,

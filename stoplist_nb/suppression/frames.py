@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stoplist_nb.errors import InvalidInput
+from stoplist_nb.suppression.contacts import KINDS
 from stoplist_nb.suppression.domains import after_at, domain_digests
 from stoplist_nb.suppression.hashing import Canonical, canonical_forms, form_digests, strip_lower
-from stoplist_nb.suppression.kinds import KINDS
 from stoplist_nb.suppression.matching import match_kinds, md5_digests
 from stoplist_nb.suppression.text import arrow_text
 

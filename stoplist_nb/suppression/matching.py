@@ -6,7 +6,7 @@ When the list names the kind of each row, the thinned rows are split by kind
 and each kind of query is looked up only among its own rows and the rows of no
 known kind. A list matched against many frames (the partitions of a Dask
 frame) is decoded once into a :class:`HashedList` and looked up the same way.
-The kinds and their words are those of :mod:`~stoplist_nb.suppression.kinds`.
+The kinds and their words are those of :mod:`~stoplist_nb.suppression.contacts`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stoplist_nb.errors import InvalidInput
+from stoplist_nb.suppression.contacts import ANY_KIND, kind_codes, kind_column
 from stoplist_nb.suppression.hexdigits import hex_bytes
-from stoplist_nb.suppression.kinds import ANY_KIND, kind_codes, kind_column
 from stoplist_nb.suppression.text import arrow_text
 
 
@@ -59,8 +59,8 @@ class HashedList:
 
     Attributes:
         digests: The list's MD5 values as ``(n, 2)`` uint64, the valid ones only.
-        codes: Their kinds (an index in :data:`~stoplist_nb.suppression.kinds.KINDS`,
-            or :data:`~stoplist_nb.suppression.kinds.ANY_KIND`), or ``None`` when
+        codes: Their kinds (an index in :data:`~stoplist_nb.suppression.contacts.KINDS`,
+            or :data:`~stoplist_nb.suppression.contacts.ANY_KIND`), or ``None`` when
             the list has no kind column.
         invalid: How many of the list's values were not MD5 (never matched).
     """

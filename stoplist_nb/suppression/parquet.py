@@ -9,7 +9,7 @@ held does not grow with the list. The file carries pandas' metadata, so
 ``pd.read_parquet`` gives back the frame ``read_hashed_csv`` would have built
 (``string[pyarrow]`` columns, a RangeIndex, ``attrs``).
 
-It is written as an :class:`~stoplist_nb._output.Output`, the rule of every
+It is written as an :class:`~stoplist_nb._atomic.Output`, the rule of every
 single-file writer: under a hidden temporary name beside its destination,
 given its name once closed, never over a file that is there unless
 ``overwrite``; an error or an interruption leaves no new file at the
@@ -28,11 +28,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stoplist_nb._output import Output
+from stoplist_nb._atomic import Output
 from stoplist_nb._parquet import pandas_metadata
 from stoplist_nb.errors import BadArchive
 from stoplist_nb.suppression.archive import HashedBatches, Source
-from stoplist_nb.suppression.kinds import add_counts
+from stoplist_nb.suppression.contacts import add_counts
 
 __all__ = ["BLOCK_SIZE", "HashedParquet"]
 
@@ -79,7 +79,7 @@ class HashedParquet:
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.path = pathlib.Path(path)
-        #: The file's :class:`~stoplist_nb._output.Output`: its temporaries go beside it.
+        #: The file's :class:`~stoplist_nb._atomic.Output`: its temporaries go beside it.
         self.output = Output(self.path, overwrite=overwrite)
         #: Rows written so far.
         self.rows = 0
