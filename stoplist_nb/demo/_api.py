@@ -1,10 +1,10 @@
-"""Endpoint handlers of the demo service.
+"""The demo service's backend and its profile handlers.
 
-Each API method is one function in the ``ENDPOINTS`` table (method name such as
-``"profiles/list"`` -> HTTP verb and handler), so a new endpoint is one function and one
-table row. Handlers return a :class:`Reply` or raise :class:`ApiError`; they know nothing
-about sockets, faults or the request log. The export flow's handlers live in ``_export``
-and its state in the backend's ``exports`` store (``_tasks``).
+Each API method is one function in the ``ENDPOINTS`` table of ``_routes`` (method
+name such as ``"profiles/list"`` -> HTTP verb and handler), so a new endpoint is one
+function and one table row. Handlers return a :class:`Reply` or raise :class:`ApiError`;
+they know nothing about sockets, faults or the request log. The export flow's handlers
+live in ``_export`` and its state in the backend's ``exports`` store (``_tasks``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ import json
 import re
 import secrets
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 try:
@@ -23,7 +21,6 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("the demo service needs mongomock: pip install 'stoplist_nb[demo]'") from exc
 
 from stoplist_nb.demo._data import FIELDS
-from stoplist_nb.demo._export import download, suppresses_export, tasks_status
 from stoplist_nb.demo._reply import (
     API_PREFIX,
     DOWNLOAD_PREFIX,
@@ -36,7 +33,7 @@ from stoplist_nb.demo._reply import (
 )
 from stoplist_nb.demo._tasks import ExportStore
 
-__all__ = ["ENDPOINTS", "ApiError", "Backend", "Call", "Reply", "error_reply", "method_name"]
+__all__ = ["ApiError", "Backend", "Call", "Reply", "error_reply", "method_name"]
 
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 10_000
@@ -218,35 +215,3 @@ def databases_fields_get(backend: Backend, call: Call) -> Reply:
         for name, title, kind, category in FIELDS
     ]
     return success(data=data)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """An API method: the HTTP verb it answers and its handler."""
-
-    verb: str
-    handler: Callable[[Backend, Call], Reply]
-    auth: bool = True
-
-
-ENDPOINTS: dict[str, Endpoint] = {
-    "profiles/list": Endpoint("POST", profiles_list),
-    "databases/fields_get": Endpoint("POST", databases_fields_get),
-    "suppresses/export": Endpoint("POST", suppresses_export),
-    "tasks/status": Endpoint("POST", tasks_status),
-    # Answers 403/404 itself: a file download is not a JSON API call.
-    "download": Endpoint("GET", download, auth=False),
-}
-
-
-def dispatch(backend: Backend, name: str, call: Call) -> Reply:
-    """Run the endpoint for ``name``; every failure becomes the error envelope."""
-    endpoint = ENDPOINTS.get(name)
-    try:
-        if endpoint is None or endpoint.verb != call.verb:
-            raise ApiError(404, "unknown method")
-        if endpoint.auth:
-            backend.authorize(call)
-        return endpoint.handler(backend, call)
-    except ApiError as exc:
-        return error_reply(exc.code, exc.text, http_errors=backend.http_errors)

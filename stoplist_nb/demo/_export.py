@@ -6,14 +6,11 @@ They check the parameters and leave the state to the backend's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from stoplist_nb.demo._api import Backend
 from stoplist_nb.demo._reply import DOWNLOAD_PREFIX, ApiError, Call, Reply, is_int, success
 from stoplist_nb.demo._suppress import EXPORT_TYPES
-
-if TYPE_CHECKING:  # _api imports this module to build its endpoint table
-    from stoplist_nb.demo._api import Backend
 
 __all__ = ["download", "suppresses_export", "tasks_status"]
 

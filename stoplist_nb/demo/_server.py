@@ -29,13 +29,13 @@ from stoplist_nb.demo._api import (
     Backend,
     Call,
     Reply,
-    dispatch,
     error_reply,
     method_name,
     parse_json_object,
 )
 from stoplist_nb.demo._faults import Fault, FaultQueue
 from stoplist_nb.demo._reply import JSON_TYPE, is_int
+from stoplist_nb.demo._routes import dispatch
 
 __all__ = ["DemoHTTPServer", "RequestRecord"]
 
