@@ -6,13 +6,10 @@ A mixin, so the service module stays about the server's life cycle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from stoplist_nb.demo._api import Backend
 from stoplist_nb.demo._archive import ArchiveKind, CsvLayout
 from stoplist_nb.demo._tasks import ExportPlan
-
-if TYPE_CHECKING:
-    from stoplist_nb.demo._api import Backend
 
 __all__ = ["ExportControls"]
 
