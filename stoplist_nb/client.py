@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import pathlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 from urllib.parse import unquote
@@ -38,99 +37,7 @@ from stoplist_nb._progress import Bar
 from stoplist_nb._redact import redact
 from stoplist_nb._stream import Owner, Stream
 
-__all__ = [
-    "ENV_TOKEN",
-    "ENV_URL",
-    "Client",
-    "EnvSettings",
-    "Page",
-    "settings_from_env",
-]
-
-ENV_URL = "STOPLIST_NB_URL"
-ENV_TOKEN = "STOPLIST_NB_TOKEN"
-
-
-@dataclass(frozen=True)
-class EnvSettings:
-    """The service named by the environment (the token is left out of ``repr``)."""
-
-    url: str
-    token: str = field(repr=False)
-
-
-def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings | None:
-    """Read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``: the one rule for every entry point.
-
-    Both set: that service. Neither set: ``None`` (``connect()`` then starts
-    the embedded demo service only when asked, by ``demo=True`` or
-    ``STOPLIST_NB_DEMO=1``; ``Client.from_env`` and the command line refuse).
-    Only one set: ``InvalidInput`` naming the missing one, since the API takes
-    no call without a token. Blank values count as unset; both are stripped.
-
-    Args:
-        ask: Called with the URL when only the URL is set, to supply the token
-            (``connect(ask_token=True)`` passes :func:`getpass.getpass`); an
-            empty answer is refused like a missing variable.
-
-    Raises:
-        InvalidInput: Only one of the two is set (the message names the
-            variables, never their values), or ``STOPLIST_NB_URL`` is no
-            ``http://`` or ``https://`` address (the message names it, and
-            the hint gives it with a scheme) or holds a user name, a
-            password or a query (the hint says the token goes in
-            ``STOPLIST_NB_TOKEN``).
-    """
-    url = os.environ.get(ENV_URL, "").strip()
-    token = os.environ.get(ENV_TOKEN, "").strip()
-    if url:
-        _check_env_url(url)
-    if url and not token and ask is not None:
-        token = ask(url).strip()
-    if url and token:
-        return EnvSettings(url, token)
-    if url:
-        missing, other = ENV_TOKEN, ENV_URL
-        hint = (
-            f"export {ENV_TOKEN} too (it is never printed); in a notebook, "
-            "sn.connect(ask_token=True) asks for it instead"
-        )
-    elif token:
-        missing, other = ENV_URL, ENV_TOKEN
-        hint = (
-            f"export {ENV_URL} too (e.g. https://your-platform.example); for the "
-            f"embedded demo service, unset {ENV_TOKEN} and call sn.connect(demo=True)"
-        )
-    else:
-        return None
-    exc = errors.InvalidInput(f"{other} is set but {missing} is not")
-    exc.hint = hint
-    raise exc
-
-
-_LOOPBACK = ("localhost", "127.", "::1", "[::1]")
-
-
-def _check_env_url(url: str) -> None:
-    """Refuse a ``STOPLIST_NB_URL`` that ``Client`` would refuse, naming the variable.
-
-    Raises:
-        InvalidInput: Not ``http://`` or ``https://`` and a host; the hint
-            gives the same address with a scheme (``http://`` for this
-            machine, ``https://`` elsewhere). Or it holds a user name, a
-            password or a query; the hint says the token goes in ``STOPLIST_NB_TOKEN``.
-    """
-    fault = address_fault(url)
-    if fault is None:
-        return
-    if fault == "secret":
-        raise secret_in_address(ENV_URL, f"the token goes in {ENV_TOKEN}")
-    shown = url.split("?", 1)[0].rsplit("@", 1)[-1]  # never a query or a user's password
-    exc = errors.InvalidInput(f"{ENV_URL} must be an http:// or https:// address, not {shown!r}")
-    bare = shown.split("://", 1)[-1].lstrip("/")
-    scheme = "http" if bare.startswith(_LOOPBACK) else "https"
-    exc.hint = f"e.g. export {ENV_URL}={scheme}://{bare}"
-    raise exc
+__all__ = ["Client", "Page"]
 
 
 class Client:
@@ -200,27 +107,6 @@ class Client:
             retry=retry,
             session=session,
         )
-
-    @classmethod
-    def from_env(cls, **kwargs: Any) -> Client:
-        """Build a client from ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``.
-
-        Keeping the token in the environment keeps it out of the notebook.
-        Both must be set (see :func:`settings_from_env`).
-
-        Raises:
-            InvalidInput: Either variable is not set.
-
-        >>> client = Client.from_env()  # doctest: +SKIP
-        """
-        settings = settings_from_env()
-        if settings is None:
-            exc = errors.InvalidInput(f"{ENV_URL} and {ENV_TOKEN} are not set")
-            exc.hint = (
-                f"export {ENV_URL}=https://your-platform.example and {ENV_TOKEN}=<your token>"
-            )
-            raise exc
-        return cls(settings.url, settings.token, **kwargs)
 
     @property
     def base_url(self) -> str:
