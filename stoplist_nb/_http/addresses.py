@@ -2,8 +2,9 @@
 
 A base URL is checked once, where it comes in (:class:`~stoplist_nb.Client`,
 and ``STOPLIST_NB_URL`` by the same rule); everything after that is given a
-checked one. A download path comes from the service, so it is checked each
-time: the token travels with it.
+checked one. A download path or a redirect's target comes from the service, so
+it is checked each time: the token travels with it. A URL in a message is
+:func:`shown` without what may hold a secret.
 """
 
 from __future__ import annotations
@@ -13,8 +14,17 @@ from typing import Literal
 from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 from stoplist_nb import errors
+from stoplist_nb._redact import redact
 
-__all__ = ["address_fault", "origin", "safe_download_path", "secret_in_address"]
+__all__ = [
+    "address",
+    "address_fault",
+    "origin",
+    "safe_download_path",
+    "same_origin",
+    "secret_in_address",
+    "shown",
+]
 
 _DOWNLOADS = "/api/download/"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -61,6 +71,17 @@ def _port(parts: SplitResult) -> int | None:
     return parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme)
 
 
+def address(base_url: str) -> str:
+    """The host and port a checked base URL reaches, the port always said.
+
+    >>> address("https://API.example.com/platform/"), address("http://[::1]:8000")
+    ('api.example.com:443', '[::1]:8000')
+    """
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    return f"[{host}]:{_port(parts)}" if ":" in host else f"{host}:{_port(parts)}"
+
+
 def origin(base_url: str) -> str:
     """The service at a checked base URL: its scheme, host, port and base path.
 
@@ -71,9 +92,28 @@ def origin(base_url: str) -> str:
     'https://api.example.com:443/platform'
     """
     parts = urlsplit(base_url)
-    host = parts.hostname or ""
-    shown = f"[{host}]" if ":" in host else host
-    return f"{parts.scheme}://{shown}:{_port(parts)}{parts.path.rstrip('/')}"
+    return f"{parts.scheme}://{address(base_url)}{parts.path.rstrip('/')}"
+
+
+def same_origin(url: str, base_url: str) -> bool:
+    """Whether ``url`` (any, from the service) has the scheme, host and port of ``base_url``."""
+
+    def key(of: str) -> tuple[str, str, int | None]:
+        parts = urlsplit(of)
+        try:
+            return (parts.scheme, parts.hostname or "", _port(parts))
+        except ValueError:  # a port that is not a number: an origin of its own
+            return (parts.scheme, parts.netloc.lower(), -1)
+
+    return key(url) == key(base_url)
+
+
+def shown(url: str) -> str:
+    """``url`` fit for a message: no user info, query or fragment (they may hold secrets)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    path = parts.path if len(parts.path) <= 200 else parts.path[:200] + "..."
+    return redact(f"{parts.scheme}://{host}{path}")
 
 
 def _under_downloads(path: str, base_url: str) -> str:
@@ -89,15 +129,11 @@ def _under_downloads(path: str, base_url: str) -> str:
         path = f"{base.scheme}:{path}"
     parts = urlsplit(path)
     if parts.scheme or parts.netloc:
-        try:
-            port = _port(parts)
-        except ValueError:
-            port = -1  # not a port number: no origin matches
         if parts.scheme != base.scheme:
             why = "it is a URL of another scheme"
         elif "@" in parts.netloc:  # user@host: the user name may well be a host
             why = "it is a URL with a user name"
-        elif (parts.hostname, port) != (base.hostname, _port(base)):
+        elif not same_origin(path, base_url):
             why = "it is a URL on another host or port"
         else:
             why = None
