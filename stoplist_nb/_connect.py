@@ -7,6 +7,9 @@ service only when asked to, by ``sn.connect(demo=True)`` or by
 ``STOPLIST_NB_DEMO=1`` in an environment with no account (Binder sets it, and
 so does the notebooks' test run), and then says so in one line. With neither
 an account nor the demo asked for, it raises ``InvalidInput``.
+
+:func:`settings_from_env` is the one rule that reads the two variables, for
+``connect()`` and the command line alike.
 """
 
 from __future__ import annotations
@@ -15,15 +18,105 @@ import atexit
 import getpass
 import os
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stoplist_nb import errors
-from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client, settings_from_env
+from stoplist_nb._http import address_fault, secret_in_address
+from stoplist_nb.client import Client
 
 if TYPE_CHECKING:
     from stoplist_nb.demo import DemoService
 
-__all__ = ["connect"]
+__all__ = ["ENV_TOKEN", "ENV_URL", "EnvSettings", "connect", "settings_from_env"]
+
+#: The account's address and API token, kept in the environment, out of the notebook.
+ENV_URL = "STOPLIST_NB_URL"
+ENV_TOKEN = "STOPLIST_NB_TOKEN"
+
+
+@dataclass(frozen=True)
+class EnvSettings:
+    """The service named by the environment (the token is left out of ``repr``)."""
+
+    url: str
+    token: str = field(repr=False)
+
+
+def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings | None:
+    """Read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``: the one rule for every entry point.
+
+    Both set: that service. Neither set: ``None`` (``connect()`` then starts
+    the embedded demo service only when asked, by ``demo=True`` or
+    ``STOPLIST_NB_DEMO=1``; ``connect(demo=False)`` and the command line refuse).
+    Only one set: ``InvalidInput`` naming the missing one, since the API takes
+    no call without a token. Blank values count as unset; both are stripped.
+
+    Args:
+        ask: Called with the URL when only the URL is set, to supply the token
+            (``connect(ask_token=True)`` passes :func:`getpass.getpass`); an
+            empty answer is refused like a missing variable.
+
+    Raises:
+        InvalidInput: Only one of the two is set (the message names the
+            variables, never their values), or ``STOPLIST_NB_URL`` is no
+            ``http://`` or ``https://`` address (the message names it, and
+            the hint gives it with a scheme) or holds a user name, a
+            password or a query (the hint says the token goes in
+            ``STOPLIST_NB_TOKEN``).
+    """
+    url = os.environ.get(ENV_URL, "").strip()
+    token = os.environ.get(ENV_TOKEN, "").strip()
+    if url:
+        _check_env_url(url)
+    if url and not token and ask is not None:
+        token = ask(url).strip()
+    if url and token:
+        return EnvSettings(url, token)
+    if url:
+        missing, other = ENV_TOKEN, ENV_URL
+        hint = (
+            f"export {ENV_TOKEN} too (it is never printed); in a notebook, "
+            "sn.connect(ask_token=True) asks for it instead"
+        )
+    elif token:
+        missing, other = ENV_URL, ENV_TOKEN
+        hint = (
+            f"export {ENV_URL} too (e.g. https://your-platform.example); for the "
+            f"embedded demo service, unset {ENV_TOKEN} and call sn.connect(demo=True)"
+        )
+    else:
+        return None
+    exc = errors.InvalidInput(f"{other} is set but {missing} is not")
+    exc.hint = hint
+    raise exc
+
+
+_LOOPBACK = ("localhost", "127.", "::1", "[::1]")
+
+
+def _check_env_url(url: str) -> None:
+    """Refuse a ``STOPLIST_NB_URL`` that ``Client`` would refuse, naming the variable.
+
+    Raises:
+        InvalidInput: Not ``http://`` or ``https://`` and a host; the hint
+            gives the same address with a scheme (``http://`` for this
+            machine, ``https://`` elsewhere). Or it holds a user name, a
+            password or a query; the hint says the token goes in ``STOPLIST_NB_TOKEN``.
+    """
+    fault = address_fault(url)
+    if fault is None:
+        return
+    if fault == "secret":
+        raise secret_in_address(ENV_URL, f"the token goes in {ENV_TOKEN}")
+    shown = url.split("?", 1)[0].rsplit("@", 1)[-1]  # never a query or a user's password
+    exc = errors.InvalidInput(f"{ENV_URL} must be an http:// or https:// address, not {shown!r}")
+    bare = shown.split("://", 1)[-1].lstrip("/")
+    scheme = "http" if bare.startswith(_LOOPBACK) else "https"
+    exc.hint = f"e.g. export {ENV_URL}={scheme}://{bare}"
+    raise exc
+
 
 #: With no account in the environment, ``connect()`` reads the demo service when
 #: this is ``1`` (also ``true``, ``yes``, ``on``); ``0`` or unset: it refuses.
@@ -48,10 +141,9 @@ def connect(
 ) -> Client:
     """Return a client for your account, or for the embedded demo service when asked.
 
-    The account comes from the environment, read by
-    :func:`~stoplist_nb.client.settings_from_env` as everywhere: with
-    ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` set, this is
-    :meth:`Client.from_env`. The demo service runs only when asked for:
+    The account comes from the environment, ``STOPLIST_NB_URL`` and
+    ``STOPLIST_NB_TOKEN``, read by :func:`settings_from_env` as everywhere.
+    The demo service runs only when asked for:
 
     - ``demo=True``: the demo service, whatever the environment says.
     - ``demo=None`` (the default): your account when the environment names

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import os
 import pathlib
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
-from urllib.parse import SplitResult, quote, unquote, urlsplit
+from urllib.parse import unquote
 
 import requests
 from urllib3.util.retry import Retry
@@ -27,7 +25,10 @@ from stoplist_nb._http import (
     DEFAULT_MIN_DOWNLOAD_RATE,
     DEFAULT_TIMEOUT,
     Transport,
+    address_fault,
     check_envelope,
+    safe_download_path,
+    secret_in_address,
 )
 from stoplist_nb._http.deadline import Exchanges, settle
 from stoplist_nb._json import Reply, read_reply
@@ -36,131 +37,7 @@ from stoplist_nb._progress import Bar
 from stoplist_nb._redact import redact
 from stoplist_nb._stream import Owner, Stream
 
-__all__ = [
-    "ENV_TOKEN",
-    "ENV_URL",
-    "Client",
-    "EnvSettings",
-    "Page",
-    "safe_download_path",
-    "settings_from_env",
-]
-
-ENV_URL = "STOPLIST_NB_URL"
-ENV_TOKEN = "STOPLIST_NB_TOKEN"
-
-
-@dataclass(frozen=True)
-class EnvSettings:
-    """The service named by the environment (the token is left out of ``repr``)."""
-
-    url: str
-    token: str = field(repr=False)
-
-
-def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings | None:
-    """Read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``: the one rule for every entry point.
-
-    Both set: that service. Neither set: ``None`` (``connect()`` then starts
-    the embedded demo service only when asked, by ``demo=True`` or
-    ``STOPLIST_NB_DEMO=1``; ``Client.from_env`` and the command line refuse).
-    Only one set: ``InvalidInput`` naming the missing one, since the API takes
-    no call without a token. Blank values count as unset; both are stripped.
-
-    Args:
-        ask: Called with the URL when only the URL is set, to supply the token
-            (``connect(ask_token=True)`` passes :func:`getpass.getpass`); an
-            empty answer is refused like a missing variable.
-
-    Raises:
-        InvalidInput: Only one of the two is set (the message names the
-            variables, never their values), or ``STOPLIST_NB_URL`` is no
-            ``http://`` or ``https://`` address (the message names it, and
-            the hint gives it with a scheme) or holds a user name, a
-            password or a query (the hint says the token goes in
-            ``STOPLIST_NB_TOKEN``).
-    """
-    url = os.environ.get(ENV_URL, "").strip()
-    token = os.environ.get(ENV_TOKEN, "").strip()
-    if url:
-        _check_env_url(url)
-    if url and not token and ask is not None:
-        token = ask(url).strip()
-    if url and token:
-        return EnvSettings(url, token)
-    if url:
-        missing, other = ENV_TOKEN, ENV_URL
-        hint = (
-            f"export {ENV_TOKEN} too (it is never printed); in a notebook, "
-            "sn.connect(ask_token=True) asks for it instead"
-        )
-    elif token:
-        missing, other = ENV_URL, ENV_TOKEN
-        hint = (
-            f"export {ENV_URL} too (e.g. https://your-platform.example); for the "
-            f"embedded demo service, unset {ENV_TOKEN} and call sn.connect(demo=True)"
-        )
-    else:
-        return None
-    exc = errors.InvalidInput(f"{other} is set but {missing} is not")
-    exc.hint = hint
-    raise exc
-
-
-_LOOPBACK = ("localhost", "127.", "::1", "[::1]")
-
-
-_SECRET = "secret"
-
-
-def _address_fault(url: object) -> str | None:
-    """What is wrong with ``url`` as a service's address: ``None``, ``"scheme"`` or ``_SECRET``.
-
-    An address is ``http://`` or ``https://``, a host and perhaps a port and a
-    path. A user name, a password, a query or a fragment (``_SECRET``) is
-    refused: the address is shown in reprs and messages, so no secret may ride in it.
-    """
-    if not isinstance(url, str):
-        return "scheme"
-    try:
-        parts = urlsplit(url)
-        good = url.startswith(("http://", "https://")) and bool(parts.hostname)
-        parts.port  # noqa: B018 - raises ValueError for a port that is no number
-    except ValueError:
-        good = False
-    if not good:
-        return "scheme"
-    if "@" in parts.netloc or "?" in url or "#" in url:
-        return _SECRET
-    return None
-
-
-def _secret_in_address(name: str, where: str) -> errors.InvalidInput:
-    exc = errors.InvalidInput(f"{name} must not hold a user name, a password or a query")
-    exc.hint = f"{where}, and only the address in {name}: it is shown in reprs and messages"
-    return exc
-
-
-def _check_env_url(url: str) -> None:
-    """Refuse a ``STOPLIST_NB_URL`` that ``Client`` would refuse, naming the variable.
-
-    Raises:
-        InvalidInput: Not ``http://`` or ``https://`` and a host; the hint
-            gives the same address with a scheme (``http://`` for this
-            machine, ``https://`` elsewhere). Or it holds a user name, a
-            password or a query; the hint says the token goes in ``STOPLIST_NB_TOKEN``.
-    """
-    fault = _address_fault(url)
-    if fault is None:
-        return
-    if fault == _SECRET:
-        raise _secret_in_address(ENV_URL, f"the token goes in {ENV_TOKEN}")
-    shown = url.split("?", 1)[0].rsplit("@", 1)[-1]  # never a query or a user's password
-    exc = errors.InvalidInput(f"{ENV_URL} must be an http:// or https:// address, not {shown!r}")
-    bare = shown.split("://", 1)[-1].lstrip("/")
-    scheme = "http" if bare.startswith(_LOOPBACK) else "https"
-    exc.hint = f"e.g. export {ENV_URL}={scheme}://{bare}"
-    raise exc
+__all__ = ["Client", "Page"]
 
 
 class Client:
@@ -207,9 +84,9 @@ class Client:
         retry: Retry | int | bool = True,
         session: requests.Session | None = None,
     ) -> None:
-        fault = _address_fault(base_url)
-        if fault == _SECRET:
-            raise _secret_in_address("base_url", "the token goes in token=")
+        fault = address_fault(base_url)
+        if fault == "secret":
+            raise secret_in_address("base_url", "the token goes in token=")
         if fault is not None:
             raise errors.InvalidInput("base_url must be an http:// or https:// address")
         if token is not None and (not isinstance(token, str) or not token.strip()):
@@ -230,27 +107,6 @@ class Client:
             retry=retry,
             session=session,
         )
-
-    @classmethod
-    def from_env(cls, **kwargs: Any) -> Client:
-        """Build a client from ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``.
-
-        Keeping the token in the environment keeps it out of the notebook.
-        Both must be set (see :func:`settings_from_env`).
-
-        Raises:
-            InvalidInput: Either variable is not set.
-
-        >>> client = Client.from_env()  # doctest: +SKIP
-        """
-        settings = settings_from_env()
-        if settings is None:
-            exc = errors.InvalidInput(f"{ENV_URL} and {ENV_TOKEN} are not set")
-            exc.hint = (
-                f"export {ENV_URL}=https://your-platform.example and {ENV_TOKEN}=<your token>"
-            )
-            raise exc
-        return cls(settings.url, settings.token, **kwargs)
 
     @property
     def base_url(self) -> str:
@@ -416,7 +272,7 @@ class Client:
                 URL-quoted here. The same file named by ``/api/download/...``
                 or by a URL on this client's origin is taken too. Anything
                 that could leave the service's download area is refused (see
-                :func:`safe_download_path`).
+                :func:`~stoplist_nb._http.addresses.safe_download_path`).
             dest: A file, or a directory to put the file in under its own
                 name; default: the current directory.
             progress: Show a byte progress bar.
@@ -515,133 +371,3 @@ def _check_method(method: str, params: Mapping[str, Any]) -> None:
         )
     if "token" in params:
         raise errors.InvalidInput("pass the token to Client(), not as a parameter")
-
-
-_DOWNLOADS = "/api/download/"
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-# Characters no plain path may hold; checked before urlsplit, which drops tabs
-# and newlines from a URL without a word.
-_CONTROL = ("Cc", "Cf", "Cs", "Zl", "Zp")
-
-
-def _port(parts: SplitResult) -> int | None:
-    """The port a URL reaches: the one written, or its scheme's default."""
-    return parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme)
-
-
-def _under_downloads(path: str, base_url: str) -> str:
-    """The path under ``/api/download/`` that a URL or a rooted path names, or ``UnsafePath``.
-
-    Only a URL on the origin of ``base_url`` (scheme and host in any case, the
-    port written or the scheme's default) or a path from the root of that
-    origin counts; the query and the fragment are dropped, and the path is
-    percent-decoded, since a URL carries it encoded.
-    """
-    base = urlsplit(base_url)
-    if path.startswith("//"):  # scheme-relative: the client's scheme, its own host
-        path = f"{base.scheme}:{path}"
-    parts = urlsplit(path)
-    if parts.scheme or parts.netloc:
-        try:
-            port = _port(parts)
-        except ValueError:
-            port = -1  # not a port number: no origin matches
-        if parts.scheme != base.scheme.lower():
-            why = "it is a URL of another scheme"
-        elif "@" in parts.netloc:  # user@host: the user name may well be a host
-            why = "it is a URL with a user name"
-        elif (parts.hostname, port) != (base.hostname, _port(base)):
-            why = "it is a URL on another host or port"
-        else:
-            why = None
-        if why:
-            raise errors.UnsafePath(f"download path refused: {why}")
-    try:
-        plain = unquote(parts.path, errors="strict")
-    except UnicodeDecodeError:
-        raise errors.UnsafePath("download path refused: it is not UTF-8 once decoded") from None
-    rooted = base.path.rstrip("/")
-    # Behind a base path, the service may name its file from its own root or from ours.
-    for prefix in ([rooted + _DOWNLOADS] if rooted else []) + [_DOWNLOADS]:
-        if plain.startswith(prefix):
-            return plain[len(prefix) :]
-    raise errors.UnsafePath(f"download path refused: it is outside {_DOWNLOADS}")
-
-
-def _dot_segment(segment: str) -> bool:
-    """Whether a segment is ``.`` or ``..``, plainly or percent-encoded (once or more)."""
-    for _ in range(4):  # a server or proxy may decode more than once
-        if segment in ("", ".", ".."):
-            return True
-        segment, before = unquote(segment), segment
-        if segment == before:
-            return False
-    return True  # still encoded after four decodings: no plain file is named so
-
-
-def safe_download_path(path: str, *, base_url: str | None = None) -> str:
-    """Check a download path and return it URL-quoted for ``/api/download/``.
-
-    The token travels with every download, so only paths within the service's
-    own download area are allowed: a plain path relative to it, as the contract
-    gives it, or with ``base_url`` the same file named by a path from the root
-    (``/api/download/suppress/...``) or by a URL on the origin of ``base_url``;
-    those two are reduced to the relative path.
-
-    Args:
-        path: The download path, e.g. ``result.hashed_file`` of a task.
-        base_url: The service address the download goes to; without it only
-            a relative path is taken.
-
-    Raises:
-        UnsafePath: ``path`` is empty; a URL on another scheme, host or port,
-            or with a user name; a rooted path or URL outside
-            ``/api/download/``; or has ``.`` or ``..`` (also percent-encoded)
-            or empty segments, backslashes or control characters.
-
-    >>> safe_download_path("suppress/1f0c/Стоп-лист 1.md5.zip")
-    'suppress/1f0c/%D0%A1%D1%82%D0%BE%D0%BF-%D0%BB%D0%B8%D1%81%D1%82%201.md5.zip'
-    >>> safe_download_path("HTTP://Api.Example.com:443/api/download/suppress/1f0c/x.md5.zip?v=2",
-    ...                    base_url="https://api.example.com")
-    Traceback (most recent call last):
-    ...
-    stoplist_nb.errors.UnsafePath: download path refused: it is a URL of another scheme
-    >>> safe_download_path("HTTPS://Api.Example.com:443/api/download/suppress/1f0c/My%20list.md5.zip",
-    ...                    base_url="https://api.example.com")
-    'suppress/1f0c/My%20list.md5.zip'
-    >>> safe_download_path("https://elsewhere.example/x.zip")
-    Traceback (most recent call last):
-    ...
-    stoplist_nb.errors.UnsafePath: download path refused: it is an absolute URL
-    """
-    if not isinstance(path, str) or not path.strip():
-        raise errors.UnsafePath("download path refused: it is empty or not a string")
-    why = None
-    if "\\" in path:  # browsers read it as "/" in an http URL
-        why = "it contains a backslash"
-    elif any(unicodedata.category(c) in _CONTROL for c in path):
-        why = "it contains control characters"
-    elif base_url is not None:
-        try:
-            if path.startswith("/") or urlsplit(path).scheme:
-                path = _under_downloads(path, base_url)
-        except ValueError as exc:  # urlsplit's, e.g. an unclosed "[" of an IPv6 host
-            if isinstance(exc, errors.UnsafePath):
-                raise
-            why = "it is not a valid URL"
-    if why:
-        raise errors.UnsafePath(f"download path refused: {why}")
-    segments = path.split("/")
-    if "://" in path or (":" in segments[0] and not path.startswith("/")):
-        why = "it is an absolute URL"
-    elif path.startswith("/"):
-        why = "it starts with '/'"
-    elif "\\" in path:
-        why = "it contains a backslash"
-    elif any(unicodedata.category(c) in _CONTROL for c in path):
-        why = "it contains control characters"
-    elif any(_dot_segment(seg) for seg in segments):
-        why = "it has empty, '.' or '..' segments"
-    if why:
-        raise errors.UnsafePath(f"download path refused: {why}")
-    return quote(path, safe="/")

@@ -11,8 +11,8 @@ import requests
 from urllib3.util.retry import Retry
 
 import stoplist_nb as sn
+from stoplist_nb._connect import settings_from_env
 from stoplist_nb._http.transport import NON_REPLAYABLE, CappedRetry, default_retry
-from stoplist_nb.client import settings_from_env
 from stoplist_nb.demo import DemoService, serve
 
 
@@ -35,10 +35,12 @@ def test_repr_shows_url_not_token(demo: DemoService) -> None:
     assert demo.token not in str(vars(client))
 
 
-def test_from_env_with_url_and_token(monkeypatch: pytest.MonkeyPatch, demo: DemoService) -> None:
+def test_connect_reads_the_url_and_token_of_the_environment(
+    monkeypatch: pytest.MonkeyPatch, demo: DemoService
+) -> None:
     monkeypatch.setenv("STOPLIST_NB_URL", f" {demo.base_url}\n")
     monkeypatch.setenv("STOPLIST_NB_TOKEN", f"{demo.token}\n")  # as $(cat token.txt) leaves it
-    with sn.Client.from_env() as client:
+    with sn.connect(demo=False) as client:
         assert client.call("databases/fields_get", id=demo.db_id)["data"]
 
 
@@ -48,10 +50,10 @@ def test_from_env_with_url_and_token(monkeypatch: pytest.MonkeyPatch, demo: Demo
         ("http://127.0.0.1:9", None, "STOPLIST_NB_URL is set but STOPLIST_NB_TOKEN is not"),
         ("http://127.0.0.1:9", "  ", "STOPLIST_NB_URL is set but STOPLIST_NB_TOKEN is not"),
         (None, "s3cr3t-token-value", "STOPLIST_NB_TOKEN is set but STOPLIST_NB_URL is not"),
-        (None, None, "STOPLIST_NB_URL and STOPLIST_NB_TOKEN are not set"),
+        (None, None, "no account to read: STOPLIST_NB_URL and STOPLIST_NB_TOKEN are not set"),
     ],
 )
-def test_from_env_refuses_an_incomplete_environment(
+def test_connect_refuses_an_incomplete_environment(
     monkeypatch: pytest.MonkeyPatch, url: str | None, token: str | None, message: str
 ) -> None:
     for name, value in (("STOPLIST_NB_URL", url), ("STOPLIST_NB_TOKEN", token)):
@@ -60,7 +62,7 @@ def test_from_env_refuses_an_incomplete_environment(
         else:
             monkeypatch.setenv(name, value)
     with pytest.raises(sn.InvalidInput) as info:
-        sn.Client.from_env()
+        sn.connect(demo=False)
     assert str(info.value).startswith(message + " (export ")
     assert "s3cr3t" not in str(info.value)
 

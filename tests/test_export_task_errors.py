@@ -21,7 +21,7 @@ import pytest
 import requests
 
 import stoplist_nb as sn
-from stoplist_nb.client import safe_download_path
+from stoplist_nb._http.addresses import safe_download_path
 from stoplist_nb.demo import DemoService
 
 FAST: dict[str, Any] = {"poll_interval": 0.01, "max_interval": 0.02, "progress": False}

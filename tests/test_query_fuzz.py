@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import stoplist_nb as sn
 import stoplist_nb.query.values
-from stoplist_nb.client import safe_download_path
+from stoplist_nb._http.addresses import safe_download_path
 from stoplist_nb.demo import DemoService
 from stoplist_nb.errors import InvalidQuery, StoplistError, UnsafePath
 from stoplist_nb.query import (

@@ -139,7 +139,7 @@ def test_an_address_holding_a_secret_is_refused(
     monkeypatch.setenv("STOPLIST_NB_URL", address)
     monkeypatch.setenv("STOPLIST_NB_TOKEN", SECRET)
     with pytest.raises(sn.InvalidInput) as info:
-        sn.Client.from_env()
+        sn.connect(demo=False)
     assert "STOPLIST_NB_URL must not hold" in str(info.value)
     assert "STOPLIST_NB_TOKEN" in info.value.hint
     assert SECRET not in everything_said(info.value)

@@ -374,7 +374,7 @@ import stoplist_nb as sn
 
 route, path, dest = sys.argv[1:]
 if route == "write":
-    with sn.Client.from_env() as client:
+    with sn.connect(demo=False) as client:
         done = sn.write_suppression_parquet(
             client, 7, path, dest=dest, progress=False, poll_interval=0.01
         )

@@ -4,10 +4,16 @@
 (:mod:`~stoplist_nb._http.retry`), the overall deadline of an exchange
 (:mod:`~stoplist_nb._http.deadline`), which redirects are followed
 (:mod:`~stoplist_nb._http.redirects`) and how a reply or a status becomes an
-exception (:mod:`~stoplist_nb._http.replies`) are its parts. Here is what
-:mod:`stoplist_nb.client` builds on.
+exception (:mod:`~stoplist_nb._http.replies`) are its parts. Every rule about a
+URL is in :mod:`~stoplist_nb._http.addresses`. Here is what the modules above build on.
 """
 
+from stoplist_nb._http.addresses import (
+    address_fault,
+    origin,
+    safe_download_path,
+    secret_in_address,
+)
 from stoplist_nb._http.transport import (
     DEFAULT_DEADLINE,
     DEFAULT_MIN_DOWNLOAD_RATE,
@@ -21,5 +27,9 @@ __all__ = [
     "DEFAULT_MIN_DOWNLOAD_RATE",
     "DEFAULT_TIMEOUT",
     "Transport",
+    "address_fault",
     "check_envelope",
+    "origin",
+    "safe_download_path",
+    "secret_in_address",
 ]

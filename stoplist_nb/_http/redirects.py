@@ -9,33 +9,15 @@ So the transport sends every request with ``allow_redirects=False`` and asks
 
 from __future__ import annotations
 
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from stoplist_nb import errors
-from stoplist_nb._redact import redact
+from stoplist_nb._http.addresses import same_origin, shown
 
-__all__ = ["MAX_REDIRECTS", "next_url", "shown"]
+__all__ = ["MAX_REDIRECTS", "next_url"]
 
 #: Redirects within the base URL's origin followed for one request.
 MAX_REDIRECTS = 3
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port or {"http": 80, "https": 443}.get(scheme)
-    except ValueError:  # a port that is not a number: an origin of its own
-        return (scheme, parts.netloc.lower(), -1)
-    return (scheme, (parts.hostname or "").lower(), port)
-
-
-def shown(url: str) -> str:
-    """``url`` fit for a message: no user info, query or fragment (they may hold secrets)."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    path = parts.path if len(parts.path) <= 200 else parts.path[:200] + "..."
-    return redact(f"{parts.scheme}://{host}{path}")
 
 
 def next_url(
@@ -63,7 +45,7 @@ def next_url(
     if location is None:
         raise errors.InvalidReply(f"{what}: an HTTP {status} reply with no Location")
     target = urljoin(url, location)
-    if _origin(target) != _origin(base_url):
+    if not same_origin(target, base_url):
         raise errors.InvalidReply(
             f"{what}: the service redirects (HTTP {status}) to another origin, "
             f"{shown(target)}; not followed, so the token stays with {shown(base_url)}. "

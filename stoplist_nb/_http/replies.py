@@ -22,6 +22,7 @@ import requests
 import urllib3
 
 from stoplist_nb import errors
+from stoplist_nb._http.addresses import address
 from stoplist_nb._redact import redact
 
 __all__ = ["check_envelope", "error_from_status", "too_large", "translate", "what_to_check"]
@@ -130,14 +131,8 @@ def _row(exc: BaseException) -> _Row:
 
 
 def _where(base_url: str) -> dict[str, str]:
-    parts = urlsplit(base_url)
-    host = parts.hostname or ""
-    try:
-        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
-    except ValueError:
-        port = 0
-    shown = f"[{host}]" if ":" in host else host
-    return {"address": f"{shown}:{port}", "host": host, "url": base_url}
+    host = urlsplit(base_url).hostname or ""
+    return {"address": address(base_url), "host": host, "url": base_url}
 
 
 def translate(method: str, exc: requests.exceptions.RequestException, base_url: str) -> Exception:

@@ -27,8 +27,9 @@ from requests.adapters import BaseAdapter, HTTPAdapter
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
+from stoplist_nb._http.addresses import shown
 from stoplist_nb._http.deadline import Deadline, running, watch_pools
-from stoplist_nb._http.redirects import MAX_REDIRECTS, next_url, shown
+from stoplist_nb._http.redirects import MAX_REDIRECTS, next_url
 from stoplist_nb._http.replies import check_envelope, error_from_status, too_large, translate
 from stoplist_nb._http.retry import (
     NON_REPLAYABLE,

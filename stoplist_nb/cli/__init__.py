@@ -51,6 +51,7 @@ from types import FrameType, TracebackType
 from typing import Any, TextIO
 
 from stoplist_nb import errors
+from stoplist_nb._connect import ENV_TOKEN
 from stoplist_nb._redact import redact
 from stoplist_nb._threads import STOPPING
 from stoplist_nb.cli.output import (
@@ -65,7 +66,6 @@ from stoplist_nb.cli.output import (
     signal_exit_code,
 )
 from stoplist_nb.cli.parser import PROG, build_parser
-from stoplist_nb.client import ENV_TOKEN
 
 __all__ = ["build_parser", "exit_code", "main"]
 

@@ -15,8 +15,10 @@ import pathlib
 import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from stoplist_nb import errors
+from stoplist_nb._connect import ENV_TOKEN, ENV_URL, settings_from_env
 from stoplist_nb._http.replies import what_to_check
 from stoplist_nb.cli.output import (
     EXIT_USAGE,
@@ -29,7 +31,7 @@ from stoplist_nb.cli.output import (
     what_is_kept,
     write_frame,
 )
-from stoplist_nb.client import ENV_TOKEN, ENV_URL, Client
+from stoplist_nb.client import Client
 from stoplist_nb.profiles.dataset import DatasetSummary, dataset_summary
 from stoplist_nb.profiles.files import FileSummary
 from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles
@@ -89,16 +91,18 @@ def client_from_env(args: argparse.Namespace) -> Client:
     Raises:
         InvalidInput: A variable is missing or the URL is no http(s) address
             (exit 2, before anything is sent), by the rule of
-            :func:`~stoplist_nb.client.settings_from_env`; the hint says what
+            :func:`~stoplist_nb._connect.settings_from_env`; the hint says what
             to set for the command line, and how to try it on the demo service.
     """
-    options: dict[str, object] = {}
+    options: dict[str, Any] = {}
     if args.retries is not None:
         options["retry"] = args.retries if args.retries > 0 else False
     if args.timeout is not None:
         options["timeout"] = args.timeout
     try:
-        return Client.from_env(**options)
+        settings = settings_from_env()
+        if settings is None:
+            raise errors.InvalidInput(f"{ENV_URL} and {ENV_TOKEN} are not set")
     except errors.InvalidInput as exc:
         # The library's hint speaks to a notebook (sn.connect(...)); here the
         # command line needs the variables, and the demo service runs apart.
@@ -113,6 +117,7 @@ def client_from_env(args: argparse.Namespace) -> Client:
         elif not token:
             exc.hint = f"export {ENV_TOKEN}=<your token> too (it is never printed)"
         raise
+    return Client(settings.url, settings.token, **options)
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """Run the demo service in the foreground: ``python -m stoplist_nb.demo``.
 
 Prints its URL, token and database id, one a line, then the lines that point
-``stoplist-nb profiles`` and ``export`` (or ``Client.from_env()``) at it, for a
+``stoplist-nb profiles`` and ``export`` (or ``connect()``) at it, for a
 POSIX shell, PowerShell and cmd, and serves until Ctrl-C or SIGTERM. Its data
 set is that of ``stoplist-nb demo`` and ``connect(demo=True)``: 2000 profiles
 of seed 0.

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from stoplist_nb import errors
 from stoplist_nb._atomic import check_target
+from stoplist_nb._http import origin
 from stoplist_nb._json.frozen import thaw
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, default_workers
 from stoplist_nb._stream import Stream
@@ -31,7 +32,6 @@ from stoplist_nb.profiles.dataset import (
     DEFAULT_COMMIT_SECONDS,
     DEFAULT_PROFILES_PER_PART,
     DatasetSummary,
-    service_origin,
     write_dataset,
 )
 from stoplist_nb.profiles.files import FileSummary, write_file
@@ -467,7 +467,7 @@ class ProfilesRequest:
                 "checkpoint (resume=True)"
             )
         pull = {
-            "service": service_origin(self.client.base_url),
+            "service": origin(self.client.base_url),
             "db_id": self.db_id,
             "query": thaw(self.query),
             "fields": None if self.fields is None else list(self.fields),

@@ -18,7 +18,7 @@ the dataset is sealed (``seal``); one writer at a time holds the directory
 from __future__ import annotations
 
 from stoplist_nb.profiles.dataset.checkpoint import CHECKPOINT, DatasetSummary
-from stoplist_nb.profiles.dataset.directory import dataset_summary, service_origin, write_dataset
+from stoplist_nb.profiles.dataset.directory import dataset_summary, write_dataset
 from stoplist_nb.profiles.dataset.lock import LOCK
 from stoplist_nb.profiles.dataset.parts import COMPRESSION, conform_to, parquet_schema
 from stoplist_nb.profiles.dataset.writer import (
@@ -38,6 +38,5 @@ __all__ = [
     "conform_to",
     "dataset_summary",
     "parquet_schema",
-    "service_origin",
     "write_dataset",
 ]

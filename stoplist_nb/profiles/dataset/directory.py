@@ -7,7 +7,6 @@ import os
 import pathlib
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from stoplist_nb import errors
 from stoplist_nb.profiles import request
@@ -21,34 +20,6 @@ from stoplist_nb.profiles.dataset.lock import check_no_writer, writer_lock
 from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT, TEMP
 from stoplist_nb.profiles.dataset.seal import checked_files, damaged_file, repaired, seal
 from stoplist_nb.profiles.dataset.writer import PagesFrom, Window, pull_parts, say_what_is_saved
-
-
-def service_origin(base_url: str) -> str:
-    """The service a dataset belongs to: scheme, host, port and base path of ``base_url``.
-
-    Never its user name, password or query string; the port is always said,
-    so that ``https://api.example.com`` and ``https://api.example.com:443/``
-    are one service.
-
-    Raises:
-        InvalidInput: ``base_url`` is not an http(s) address with a host.
-
-    >>> service_origin("https://user:secret@API.example.com/platform/?x=1")
-    'https://api.example.com:443/platform'
-    """
-    split = urlsplit(base_url)
-    scheme = split.scheme.lower()
-    try:
-        port = split.port
-    except ValueError:
-        port = None
-        scheme = ""
-    if scheme not in ("http", "https") or not split.hostname:
-        raise errors.InvalidInput("base_url must be an http:// or https:// address with a host")
-    host = f"[{split.hostname}]" if ":" in split.hostname else split.hostname
-    if port is None:
-        port = 443 if scheme == "https" else 80
-    return f"{scheme}://{host}:{port}{split.path.rstrip('/')}"
 
 
 def write_dataset(

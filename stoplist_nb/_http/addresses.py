@@ -1,0 +1,230 @@
+"""Every rule about a URL: the service's address, its origin, and the download paths under it.
+
+A base URL is checked once, where it comes in (:class:`~stoplist_nb.Client`,
+and ``STOPLIST_NB_URL`` by the same rule); everything after that is given a
+checked one. A download path or a redirect's target comes from the service, so
+it is checked each time: the token travels with it. A URL in a message is
+:func:`shown` without what may hold a secret.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Literal
+from urllib.parse import SplitResult, quote, unquote, urlsplit
+
+from stoplist_nb import errors
+from stoplist_nb._redact import redact
+
+__all__ = [
+    "address",
+    "address_fault",
+    "origin",
+    "safe_download_path",
+    "same_origin",
+    "secret_in_address",
+    "shown",
+]
+
+_DOWNLOADS = "/api/download/"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# Characters no plain path may hold; checked before urlsplit, which drops tabs
+# and newlines from a URL without a word.
+_CONTROL = ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
+def address_fault(url: object) -> Literal["scheme", "secret"] | None:
+    """What is wrong with ``url`` as a service's address: ``None``, ``"scheme"`` or ``"secret"``.
+
+    An address is ``http://`` or ``https://``, a host and perhaps a port and a
+    path. A user name, a password, a query or a fragment (``"secret"``) is
+    refused: the address is shown in reprs and messages, so no secret may ride in it.
+
+    >>> address_fault("https://api.example.com:8443/altcraft/")
+    >>> address_fault("api.example.com"), address_fault("https://api.example.com/?token=x")
+    ('scheme', 'secret')
+    """
+    if not isinstance(url, str):
+        return "scheme"
+    try:
+        parts = urlsplit(url)
+        good = url.startswith(("http://", "https://")) and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number
+    except ValueError:
+        good = False
+    if not good:
+        return "scheme"
+    if "@" in parts.netloc or "?" in url or "#" in url:
+        return "secret"
+    return None
+
+
+def secret_in_address(name: str, where: str) -> errors.InvalidInput:
+    """Refuse the address in ``name`` that holds a secret; ``where``: where the token goes."""
+    exc = errors.InvalidInput(f"{name} must not hold a user name, a password or a query")
+    exc.hint = f"{where}, and only the address in {name}: it is shown in reprs and messages"
+    return exc
+
+
+def _port(parts: SplitResult) -> int | None:
+    """The port a URL reaches: the one written, or its scheme's default."""
+    return parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme)
+
+
+def address(base_url: str) -> str:
+    """The host and port a checked base URL reaches, the port always said.
+
+    >>> address("https://API.example.com/platform/"), address("http://[::1]:8000")
+    ('api.example.com:443', '[::1]:8000')
+    """
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    return f"[{host}]:{_port(parts)}" if ":" in host else f"{host}:{_port(parts)}"
+
+
+def origin(base_url: str) -> str:
+    """The service at a checked base URL: its scheme, host, port and base path.
+
+    The port is always said, so that ``https://api.example.com`` and
+    ``https://api.example.com:443/`` are one service.
+
+    >>> origin("https://API.example.com/platform/")
+    'https://api.example.com:443/platform'
+    """
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{address(base_url)}{parts.path.rstrip('/')}"
+
+
+def same_origin(url: str, base_url: str) -> bool:
+    """Whether ``url`` (any, from the service) has the scheme, host and port of ``base_url``."""
+
+    def key(of: str) -> tuple[str, str, int | None]:
+        parts = urlsplit(of)
+        try:
+            return (parts.scheme, parts.hostname or "", _port(parts))
+        except ValueError:  # a port that is not a number: an origin of its own
+            return (parts.scheme, parts.netloc.lower(), -1)
+
+    return key(url) == key(base_url)
+
+
+def shown(url: str) -> str:
+    """``url`` fit for a message: no user info, query or fragment (they may hold secrets)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    path = parts.path if len(parts.path) <= 200 else parts.path[:200] + "..."
+    return redact(f"{parts.scheme}://{host}{path}")
+
+
+def _under_downloads(path: str, base_url: str) -> str:
+    """The path under ``/api/download/`` that a URL or a rooted path names, or ``UnsafePath``.
+
+    Only a URL on the origin of ``base_url`` (scheme and host in any case, the
+    port written or the scheme's default) or a path from the root of that
+    origin counts; the query and the fragment are dropped, and the path is
+    percent-decoded, since a URL carries it encoded.
+    """
+    base = urlsplit(base_url)
+    if path.startswith("//"):  # scheme-relative: the client's scheme, its own host
+        path = f"{base.scheme}:{path}"
+    parts = urlsplit(path)
+    if parts.scheme or parts.netloc:
+        if parts.scheme != base.scheme:
+            why = "it is a URL of another scheme"
+        elif "@" in parts.netloc:  # user@host: the user name may well be a host
+            why = "it is a URL with a user name"
+        elif not same_origin(path, base_url):
+            why = "it is a URL on another host or port"
+        else:
+            why = None
+        if why:
+            raise errors.UnsafePath(f"download path refused: {why}")
+    try:
+        plain = unquote(parts.path, errors="strict")
+    except UnicodeDecodeError:
+        raise errors.UnsafePath("download path refused: it is not UTF-8 once decoded") from None
+    rooted = base.path.rstrip("/")
+    # Behind a base path, the service may name its file from its own root or from ours.
+    for prefix in ([rooted + _DOWNLOADS] if rooted else []) + [_DOWNLOADS]:
+        if plain.startswith(prefix):
+            return plain[len(prefix) :]
+    raise errors.UnsafePath(f"download path refused: it is outside {_DOWNLOADS}")
+
+
+def _dot_segment(segment: str) -> bool:
+    """Whether a segment is ``.`` or ``..``, plainly or percent-encoded (once or more)."""
+    for _ in range(4):  # a server or proxy may decode more than once
+        if segment in ("", ".", ".."):
+            return True
+        segment, before = unquote(segment), segment
+        if segment == before:
+            return False
+    return True  # still encoded after four decodings: no plain file is named so
+
+
+def safe_download_path(path: str, *, base_url: str | None = None) -> str:
+    """Check a download path and return it URL-quoted for ``/api/download/``.
+
+    The token travels with every download, so only paths within the service's
+    own download area are allowed: a plain path relative to it, as the contract
+    gives it, or with ``base_url`` the same file named by a path from the root
+    (``/api/download/suppress/...``) or by a URL on the origin of ``base_url``;
+    those two are reduced to the relative path.
+
+    Args:
+        path: The download path, e.g. ``result.hashed_file`` of a task.
+        base_url: The service address the download goes to; without it only
+            a relative path is taken.
+
+    Raises:
+        UnsafePath: ``path`` is empty; a URL on another scheme, host or port,
+            or with a user name; a rooted path or URL outside
+            ``/api/download/``; or has ``.`` or ``..`` (also percent-encoded)
+            or empty segments, backslashes or control characters.
+
+    >>> safe_download_path("suppress/1f0c/Стоп-лист 1.md5.zip")
+    'suppress/1f0c/%D0%A1%D1%82%D0%BE%D0%BF-%D0%BB%D0%B8%D1%81%D1%82%201.md5.zip'
+    >>> safe_download_path("HTTP://Api.Example.com:443/api/download/suppress/1f0c/x.md5.zip?v=2",
+    ...                    base_url="https://api.example.com")
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.UnsafePath: download path refused: it is a URL of another scheme
+    >>> safe_download_path("HTTPS://Api.Example.com:443/api/download/suppress/1f0c/My%20list.md5.zip",
+    ...                    base_url="https://api.example.com")
+    'suppress/1f0c/My%20list.md5.zip'
+    >>> safe_download_path("https://elsewhere.example/x.zip")
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.UnsafePath: download path refused: it is an absolute URL
+    """
+    if not isinstance(path, str) or not path.strip():
+        raise errors.UnsafePath("download path refused: it is empty or not a string")
+    why = None
+    if "\\" in path:  # browsers read it as "/" in an http URL
+        why = "it contains a backslash"
+    elif any(unicodedata.category(c) in _CONTROL for c in path):
+        why = "it contains control characters"
+    elif base_url is not None:
+        try:
+            if path.startswith("/") or urlsplit(path).scheme:
+                path = _under_downloads(path, base_url)
+        except ValueError as exc:  # urlsplit's, e.g. an unclosed "[" of an IPv6 host
+            if isinstance(exc, errors.UnsafePath):
+                raise
+            why = "it is not a valid URL"
+    if why:
+        raise errors.UnsafePath(f"download path refused: {why}")
+    segments = path.split("/")
+    if "://" in path or (":" in segments[0] and not path.startswith("/")):
+        why = "it is an absolute URL"
+    elif path.startswith("/"):
+        why = "it starts with '/'"
+    elif "\\" in path:
+        why = "it contains a backslash"
+    elif any(unicodedata.category(c) in _CONTROL for c in path):
+        why = "it contains control characters"
+    elif any(_dot_segment(seg) for seg in segments):
+        why = "it has empty, '.' or '..' segments"
+    if why:
+        raise errors.UnsafePath(f"download path refused: {why}")
+    return quote(path, safe="/")
