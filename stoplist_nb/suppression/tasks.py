@@ -1,6 +1,6 @@
 """Export tasks: what ``tasks/status`` says of a task, and waiting for one to finish.
 
-Apart from :mod:`stoplist_nb.suppression.export` because a task knows nothing of
+Apart from :mod:`stoplist_nb.suppression.download` because a task knows nothing of
 suppression lists: it has a status word, a progress and, when done, a
 ``result``. Only the words ``completed`` (and ``success`` in an older example)
 are documented as final; other words are read as "still running", unless they
