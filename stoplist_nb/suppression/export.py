@@ -41,7 +41,12 @@ from stoplist_nb.suppression.download import (
     start_suppression_export,
 )
 from stoplist_nb.suppression.parquet import HashedParquet
-from stoplist_nb.suppression.tasks import DEFAULT_TASK_TIMEOUT, TaskStatus, naming_task
+from stoplist_nb.suppression.tasks import (
+    DEFAULT_TASK_TIMEOUT,
+    TaskStatus,
+    check_task_id,
+    naming_task,
+)
 
 __all__ = [
     "SuppressionSummary",
@@ -59,8 +64,8 @@ def _check_request(
         raise errors.InvalidInput(f"{func}: give list_id (a new export) or task_id (a started one)")
     if list_id is not None:
         errors.require_int("list_id", list_id)
-    if task_id is not None and (not isinstance(task_id, str) or not task_id):
-        raise errors.InvalidInput(f"task_id must be a non-empty string, not {task_id!r}")
+    if task_id is not None:
+        check_task_id(task_id)
     check_type(type)
     check_limits(max_size, max_ratio)
 
@@ -98,9 +103,9 @@ def read_suppression_list(
             wait for it and read its file instead of starting an export.
         progress: Show progress bars for the task and the download.
         dest: Where the downloaded ZIP goes and stays (a file or a directory,
-            as in :func:`download_export`; a directory when the export has
-            several files); default: a hidden directory in the system's
-            temporary one, removed afterwards.
+            as in :func:`~stoplist_nb.suppression.download.download_export`;
+            a directory when the export has several files); default: a hidden
+            directory in the system's temporary one, removed afterwards.
         overwrite: Replace a ZIP already in ``dest`` under the name of a
             file of the export (else ``OutputExists``, once the name is known).
         poll_interval: Seconds before the second status poll (it grows after).
@@ -135,6 +140,10 @@ def read_suppression_list(
         StoplistError: Any error once the task exists names it (``exc.task_id``
             and its message); ``exc.hint`` says how to pick it up when the task
             or its file is still there.
+
+    Warns:
+        UserWarning: Rows without a valid MD5 (kept) or with the wrong number
+            of fields (skipped), or a row count other than the service's total.
 
     >>> stop = read_suppression_list(client, 7, type="emails")  # doctest: +SKIP
     >>> stop["md5"].head(2)  # doctest: +SKIP
@@ -236,16 +245,13 @@ def read_export_files(
 ) -> tuple[pd.DataFrame, list[pathlib.Path]]:
     """Download the files of a finished export task into ``dest`` and read them as one frame.
 
-    A ZIP already in ``dest`` under a file's name is replaced only with
-    ``overwrite=True`` (else ``OutputExists``, before that file's download).
-
-    The step after :func:`wait_for_task` in :func:`read_suppression_list`, apart
-    for a task that was started elsewhere (``stoplist-nb export --task-id``).
-    Each download is stopped past ``max_size`` bytes, before it is read.
-
-    Each download is tried once: a file not served yet (404) is waited for
-    only by :func:`read_suppression_list` and :func:`write_suppression_parquet`,
-    which know the task's deadline.
+    The step after :func:`~stoplist_nb.suppression.tasks.wait_for_task` in
+    :func:`read_suppression_list`, apart, for a task that was started
+    elsewhere (``stoplist-nb export --task-id``); ``progress``, ``max_size``,
+    ``max_ratio`` and ``overwrite`` are as there, ``what`` names the export in
+    messages. Each download is tried once: a file not served yet (404) is
+    waited for only by :func:`read_suppression_list` and
+    :func:`write_suppression_parquet`, which know the task's deadline.
 
     Returns:
         The hashes of every file, in order, and the paths they were saved to;
@@ -254,10 +260,14 @@ def read_export_files(
     Raises:
         StoplistError: Each names the task (``exc.task_id`` and its message).
         InvalidReply: The task names no file.
+        OutputExists: A ZIP is in ``dest`` under a file's name and
+            ``overwrite`` is false (before that file's download).
         ArchiveTooLarge: A download or an archive is beyond ``max_size`` or ``max_ratio``.
 
     Warns:
-        UserWarning: The rows differ from the ``total`` the service reported.
+        UserWarning: As in :func:`read_suppression_list`.
+
+    >>> frame, paths = read_export_files(client, status, "exports/")  # doctest: +SKIP
     """
     with naming_task(status.task_id):
         return _read_files(
@@ -350,15 +360,14 @@ def write_suppression_parquet(
 ) -> SuppressionSummary:
     """Export a suppression list into a Parquet file, in bounded memory.
 
-    :func:`read_suppression_list`'s flow (start or pick up the export, wait,
-    download), but the CSV is streamed out of the ZIP into ``path`` one block
-    at a time, never held whole: 1 MiB of CSV (about 27,000 rows of
-    ``md5;type``) at once, a row group each; about 10 MiB of Arrow memory
-    whatever the size of the list. ``pd.read_parquet(path)`` then gives the frame
-    ``read_suppression_list`` would have returned for the same export: the
-    same columns, ``string[pyarrow]`` dtypes, rows, order and ``attrs``.
-    The same limits, checks, errors
-    and warnings apply.
+    Same as :func:`read_suppression_list` (the flow, the arguments, limits,
+    checks, errors and warnings), but the CSV is streamed out of the ZIP into
+    ``path`` one block at a time, never held whole: 1 MiB of CSV (about 27,000
+    rows of ``md5;type``) at once, a row group each; about 10 MiB of Arrow
+    memory whatever the size of the list. ``pd.read_parquet(path)`` then gives
+    the frame ``read_suppression_list`` would have returned for the same
+    export: the same columns, ``string[pyarrow]`` dtypes, rows, order and
+    ``attrs``.
 
     The file is written under a hidden name in the same directory and given
     the name ``path`` once complete: after an error or an interruption there
@@ -371,58 +380,31 @@ def write_suppression_parquet(
     anything is sent.
 
     Args:
-        client: The API client.
-        list_id: The suppression list's id; ``None`` with ``task_id``. The
-            source comes first and the file second, as in
-            :meth:`~stoplist_nb.ProfilesRequest.to_parquet`.
+        list_id: ``None`` with ``task_id``. The source comes first and the
+            file second, as in :meth:`~stoplist_nb.ProfilesRequest.to_parquet`.
         path: The Parquet file to write (``str`` or ``os.PathLike``); its
             directory must exist.
-        type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"``: what a
-            new export holds (``None``: ``"all"``). With ``task_id``, what
-            that export was started with, if known: it is recorded in the
-            file's ``attrs["type"]`` (``None``: not known), nothing is sent
-            for it.
-        task_id: An export task already started (by
-            :func:`start_suppression_export`, ``exc.task_id`` of a
-            :class:`~stoplist_nb.errors.TaskTimeout`, or another program):
-            wait for it and write its file instead of starting an export.
-        progress: Show progress bars for the task and the download.
-        overwrite: Replace a file at ``path``, and a ZIP in ``dest`` under
-            the name of a file of the export.
-        dest: Where the downloaded ZIP goes and stays, as in
-            :func:`read_suppression_list`; default: a hidden directory beside
-            ``path``, removed afterwards.
-        poll_interval: Seconds before the second status poll (it grows after).
-        max_interval: The longest wait between two status polls.
-        task_timeout: Seconds to wait for the task.
-        max_size: The zip-bomb limit on unpacked bytes, as in
-            :func:`~stoplist_nb.suppression.archive.read_hashed_csv`; it also
-            caps the download.
-        max_ratio: The zip-bomb limit on the packing ratio.
+        type: As in :func:`read_suppression_list` (``None``: ``"all"``). With
+            ``task_id``, what that export was started with, if known: it is
+            recorded in the file's ``attrs["type"]`` (``None``: not known),
+            nothing is sent for it.
+        overwrite: Replace a file at ``path`` too.
+        dest: As in :func:`read_suppression_list`; default: a hidden directory
+            beside ``path``, removed afterwards.
 
     Returns:
         A :class:`SuppressionSummary`: ``path``, ``rows``, ``task_id`` and
         ``kinds`` (rows per kind, or ``None`` when the file names no kind).
 
     Raises:
-        InvalidInput: Neither ``list_id`` nor ``task_id``, a bad argument, a
-            ``path`` that is a directory or in none, or a ``dest`` that is a
-            file for an export of several files; all but the last before
+        InvalidInput: Also a ``path`` that is a directory or in none, before
             anything is sent.
         OutputExists: A file is at ``path`` and ``overwrite`` is false
             (nothing was sent), or one appeared there during the export.
         OSError: The file cannot be written (a full disk, a read-only
             directory: then before anything is sent), naming ``path``.
-        TaskFailed, TaskTimeout: As in :func:`read_suppression_list`, a file
-            not served yet included; every error once the task exists names it.
-        ArchiveTooLarge: The download or the archive is beyond ``max_size`` or
-            ``max_ratio``.
-        BadArchive: As in :func:`read_suppression_list`, or an export of
-            several files whose columns differ (one file holds one table).
-
-    Warns:
-        UserWarning: Rows without a valid MD5 (kept) or with the wrong number
-            of fields (skipped), or a row count other than the service's total.
+        BadArchive: Also an export of several files whose columns differ
+            (one file holds one table).
 
     >>> done = write_suppression_parquet(client, 7, "stop.parquet")  # doctest: +SKIP
     >>> done.rows, done.kinds  # doctest: +SKIP
@@ -466,15 +448,15 @@ def _write_task_parquet(
     *,
     list_id: int | None,
     type: str | None,
-    progress: bool = True,
-    overwrite: bool = False,
-    dest: str | os.PathLike[str] | None = None,
-    poll_interval: float = 1.0,
-    max_interval: float = 10.0,
-    task_timeout: float = DEFAULT_TASK_TIMEOUT,
-    max_size: int = 4 * 2**30,
-    max_ratio: float = 200,
-    say: Callable[[str], str] | None = None,
+    progress: bool,
+    overwrite: bool,
+    dest: str | os.PathLike[str] | None,
+    poll_interval: float,
+    max_interval: float,
+    task_timeout: float,
+    max_size: int,
+    max_ratio: float,
+    say: Callable[[str], str],
 ) -> SuppressionSummary:
     """:func:`write_suppression_parquet` once the task is known, into the open ``sink``.
 
