@@ -52,7 +52,8 @@ from typing import Any
 
 from profile_pages import EMPTY, PROFILE_FIELDS, make_pages, replay_client
 
-from stoplist_nb._paging import DEFAULT_LOOKAHEAD, default_workers
+from stoplist_nb._lookahead import default_workers
+from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 
 # --- routes (each runs in a child process) -----------------------------------------
 

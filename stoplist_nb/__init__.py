@@ -49,18 +49,15 @@ from stoplist_nb.profiles.normalize import normalize_profiles, split_channels
 from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles
 from stoplist_nb.query import And, Condition, F, Nor, Or, Query, parse_query, validate_query
 from stoplist_nb.suppression.archive import read_hashed_csv
+from stoplist_nb.suppression.download import download_export, start_suppression_export
 from stoplist_nb.suppression.export import (
     SuppressionSummary,
-    TaskStatus,
-    download_export,
-    get_task,
     read_suppression_list,
-    start_suppression_export,
-    wait_for_task,
     write_suppression_parquet,
 )
 from stoplist_nb.suppression.flagging import flag_suppressed
 from stoplist_nb.suppression.hashing import hash_email, hash_emails, hash_phone, hash_phones
+from stoplist_nb.suppression.tasks import TaskStatus, get_task, wait_for_task
 
 __all__ = [
     "APIError",

@@ -16,7 +16,8 @@ import pytest
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService, serve
 from stoplist_nb.suppression import tasks as tasks_module
-from stoplist_nb.suppression.export import get_task, read_export_files
+from stoplist_nb.suppression.export import read_export_files
+from stoplist_nb.suppression.tasks import get_task
 
 SECRET = "exp0rt-T0KEN-5ec2e7"
 

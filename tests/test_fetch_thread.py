@@ -201,9 +201,9 @@ def test_a_fetch_thread_that_fails_leaves_no_page_unparsed_and_no_caller_waiting
     # A bug in the fetch thread after a reply is in (planning the request after the
     # second page): the pages it received are still parsed and handed over, then the
     # caller gets the failure instead of waiting for ever.
-    from stoplist_nb import _paging
+    from stoplist_nb import _lookahead
 
-    plan, calls = _paging._Ahead._ahead, []
+    plan, calls = _lookahead.Ahead._ahead, []
 
     def broken(self: Any, *args: Any) -> Any:
         calls.append(1)
@@ -211,7 +211,7 @@ def test_a_fetch_thread_that_fails_leaves_no_page_unparsed_and_no_caller_waiting
             raise LookupError("a bug")
         return plan(self, *args)
 
-    monkeypatch.setattr(_paging._Ahead, "_ahead", broken)
+    monkeypatch.setattr(_lookahead.Ahead, "_ahead", broken)
     got: list[Any] = []
 
     def read() -> None:

@@ -39,7 +39,7 @@ import stoplist_nb._atomic as output_module
 from stoplist_nb._atomic import Output
 from stoplist_nb.cli.output import CliError, write_frame
 from stoplist_nb.demo import DemoService
-from stoplist_nb.suppression.export import download_export
+from stoplist_nb.suppression.download import download_export
 from stoplist_nb.suppression.parquet import HashedParquet
 
 #: The writers a child process runs (see CHILD), each with the name of its file.
@@ -60,7 +60,7 @@ job = json.loads(sys.argv[1])
 import pandas as pd
 import stoplist_nb as sn
 from stoplist_nb.cli.output import write_frame
-from stoplist_nb.suppression.export import download_export
+from stoplist_nb.suppression.download import download_export
 
 writer, path, overwrite = job["writer"], job["path"], job.get("overwrite", False)
 

@@ -12,7 +12,7 @@ import pytest
 
 import stoplist_nb as sn
 import stoplist_nb.client as client_module
-from stoplist_nb._paging import peek_cursor
+from stoplist_nb._lookahead import peek_cursor
 from stoplist_nb.demo import DemoService
 
 PARSE_THREAD = "stoplist_nb-parse"

@@ -36,14 +36,9 @@ from stoplist_nb.profiles.dataset import DatasetSummary, dataset_summary
 from stoplist_nb.profiles.files import FileSummary
 from stoplist_nb.profiles.reading import ProfilesRequest, read_profiles
 from stoplist_nb.suppression.contacts import add_counts
-from stoplist_nb.suppression.export import (
-    download_export,
-    read_suppression_list,
-    start_suppression_export,
-    wait_for_task,
-    write_suppression_parquet,
-)
-from stoplist_nb.suppression.tasks import resume_said_as
+from stoplist_nb.suppression.download import download_export, start_suppression_export
+from stoplist_nb.suppression.export import read_suppression_list, write_suppression_parquet
+from stoplist_nb.suppression.tasks import resume_said_as, wait_for_task
 
 __all__ = ["client_from_env", "command_line", "run_export", "run_profiles"]
 

@@ -27,7 +27,7 @@ from stoplist_nb.profiles.dataset import (
     DEFAULT_PROFILES_PER_PART,
 )
 from stoplist_nb.query import MAX_DEPTH, validate_query
-from stoplist_nb.suppression.export import EXPORT_TYPES
+from stoplist_nb.suppression.download import EXPORT_TYPES
 
 __all__ = ["PROG", "Out", "build_parser"]
 

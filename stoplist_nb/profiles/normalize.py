@@ -79,7 +79,7 @@ import pyarrow.compute as pc
 from stoplist_nb._json import kinds
 from stoplist_nb._json.mixed import from_values
 from stoplist_nb._json.records import records_to_arrow
-from stoplist_nb._paging import in_workers
+from stoplist_nb._lookahead import in_workers
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.profiles import rows as fl

@@ -22,7 +22,8 @@ from stoplist_nb import errors
 from stoplist_nb._atomic import check_target
 from stoplist_nb._http import origin
 from stoplist_nb._json.frozen import thaw
-from stoplist_nb._paging import DEFAULT_LOOKAHEAD, default_workers
+from stoplist_nb._lookahead import default_workers
+from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 from stoplist_nb._stream import Stream
 from stoplist_nb.client import Client, Page
 from stoplist_nb.profiles import request

@@ -1,7 +1,8 @@
 """Suppression lists: export them from the service, read the archive, match contacts.
 
-:mod:`~stoplist_nb.suppression.export` runs the export (start, wait on the task
-in :mod:`~stoplist_nb.suppression.tasks`, download, read);
+:mod:`~stoplist_nb.suppression.download` runs the export up to its ZIP (start,
+wait on the task in :mod:`~stoplist_nb.suppression.tasks`, download) and
+:mod:`~stoplist_nb.suppression.export` reads it into a frame or a Parquet file;
 :mod:`~stoplist_nb.suppression.archive` reads the downloaded ZIP of hashed CSV
 (members checked in :mod:`~stoplist_nb.suppression.zipmembers`, their layout
 guessed in :mod:`~stoplist_nb.suppression.csvlayout`);

@@ -1,75 +1,59 @@
-"""Suppression-list export: start -> wait -> download -> read the hashed CSV.
+"""A suppression list's export read: into a DataFrame, or into a Parquet file.
 
-The service exports a suppression list asynchronously (``suppresses/export``
-starts a task, ``tasks/status`` reports on it, ``/api/download/...`` serves the
-ZIP of MD5-hashed contacts). :func:`read_suppression_list` runs the whole flow
-into a DataFrame, :func:`write_suppression_parquet` into a Parquet file in
-bounded memory; the steps are public for when a step must be retried on its own.
+:func:`read_suppression_list` runs the whole flow of
+:mod:`stoplist_nb.suppression.download` (start or pick up the export, wait,
+download) into a DataFrame, :func:`write_suppression_parquet` into a Parquet
+file in bounded memory; :func:`read_export_files` reads the files of a task
+already done.
 
-Waiting on the task (status words, polling, the deadline) is in
-:mod:`stoplist_nb.suppression.tasks`; its names are re-exported here.
-
-Every file written here (a kept ZIP, the Parquet file) follows the one rule
-of :class:`~stoplist_nb._atomic.Output`: hidden temporaries beside it, its
-name only when complete, never over a file that is there unless
-``overwrite=True``. The downloads a call does not keep go to a hidden
-directory of that scheme: beside the Parquet file, or in the system's
-temporary directory for a frame; what a killed run left there is cleared by
-the next one. What the service names (the task id, the file names) is
-scrubbed of the token before it reaches a file, its metadata or ``attrs``.
+The Parquet file follows the one rule of :class:`~stoplist_nb._atomic.Output`:
+hidden temporaries beside it, its name only when complete, never over a file
+that is there unless ``overwrite=True``. The downloads a call does not keep go
+to a hidden directory of that scheme: beside the Parquet file, or in the
+system's temporary directory for a frame; what a killed run left there is
+cleared by the next one. What the service names (the task id, the file names)
+is scrubbed of the token before it reaches a file, its metadata or ``attrs``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import pathlib
-import time
 import warnings
-import zipfile
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
 from stoplist_nb import errors
-from stoplist_nb._atomic import Output, check_target, refuse_existing, scratch_directory
+from stoplist_nb._atomic import check_target
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.archive import check_limits, read_hashed_csv
 from stoplist_nb.suppression.contacts import add_counts
+from stoplist_nb.suppression.download import (
+    FileWait,
+    check_type,
+    done_task,
+    download_target,
+    download_zip,
+    start_suppression_export,
+)
 from stoplist_nb.suppression.parquet import HashedParquet
 from stoplist_nb.suppression.tasks import (
     DEFAULT_TASK_TIMEOUT,
     TaskStatus,
-    check_not_failed,
-    get_task,
-    how_to_resume,
+    check_task_id,
     naming_task,
-    wait_for_task,
 )
 
 __all__ = [
-    "EXPORT_TYPES",
     "SuppressionSummary",
-    "TaskStatus",
-    "download_export",
-    "get_task",
     "read_export_files",
     "read_suppression_list",
-    "start_suppression_export",
-    "wait_for_task",
     "write_suppression_parquet",
 ]
-
-#: What ``type`` may be: the kind of contacts to export.
-EXPORT_TYPES = ("emails", "phones", "domains", "all")
-
-
-def _check_type(type: Any) -> None:
-    if type not in EXPORT_TYPES:
-        raise errors.InvalidInput(f"type must be one of {', '.join(EXPORT_TYPES)}; not {type!r}")
 
 
 def _check_request(
@@ -80,109 +64,10 @@ def _check_request(
         raise errors.InvalidInput(f"{func}: give list_id (a new export) or task_id (a started one)")
     if list_id is not None:
         errors.require_int("list_id", list_id)
-    if task_id is not None and (not isinstance(task_id, str) or not task_id):
-        raise errors.InvalidInput(f"task_id must be a non-empty string, not {task_id!r}")
-    _check_type(type)
+    if task_id is not None:
+        check_task_id(task_id)
+    check_type(type)
     check_limits(max_size, max_ratio)
-
-
-def start_suppression_export(client: Client, list_id: int, *, type: str = "all") -> str:
-    """Start exporting a suppression list; return the task id.
-
-    The request is never replayed (a replay would start a second export).
-
-    Args:
-        client: The API client.
-        list_id: The suppression list's id.
-        type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"``.
-
-    >>> task_id = start_suppression_export(client, 7, type="emails")  # doctest: +SKIP
-    """
-    errors.require_int("list_id", list_id)
-    _check_type(type)
-    data = client.call("suppresses/export", id=list_id, type=type).get("data")
-    task_id = data.get("task_id") if isinstance(data, dict) else None
-    if task_id in (None, ""):
-        raise errors.InvalidReply("suppresses/export: the reply has no data.task_id")
-    return str(task_id)
-
-
-def download_export(
-    client: Client,
-    hashed_file: str | list[str],
-    dest: str | os.PathLike[str] | None = None,
-    *,
-    progress: bool = True,
-    overwrite: bool = False,
-    task_id: str | None = None,
-    task_timeout: float = DEFAULT_TASK_TIMEOUT,
-    poll_interval: float = 2.0,
-    max_interval: float = 30.0,
-) -> pathlib.Path:
-    """Download an export's ZIP of hashed contacts; return where it was saved.
-
-    As :meth:`~stoplist_nb.client.Client.download`: complete or not there,
-    and a file already where it goes (``dest``, or the file's own name in
-    ``dest``) is refused before anything is sent, unless ``overwrite``.
-
-    Args:
-        client: The API client (the file comes only from its service).
-        hashed_file: ``result.hashed_file`` of the task (a path, or a list of one).
-        dest: A file or a directory; default: the current directory.
-        progress: Show a byte progress bar.
-        overwrite: Replace a file already where the download goes.
-        task_id: The task that named the file. Given, every error names it,
-            the download must be a ZIP archive, and a file the service does
-            not serve yet (404) is asked for again, the task asked in
-            between (it may fail after all), with pauses from
-            ``poll_interval`` growing up to ``max_interval`` seconds, for up to
-            ``task_timeout`` seconds. Without it, a 404 is an ``APIError``.
-        task_timeout: Seconds to wait for a file not served yet.
-        poll_interval: The first pause, in seconds.
-        max_interval: The longest pause, in seconds.
-
-    Raises:
-        OutputExists: A file is where the download goes and ``overwrite`` is
-            false; nothing was sent.
-        TaskTimeout: With ``task_id``: the file was still not served after
-            ``task_timeout`` seconds.
-        TaskFailed: With ``task_id``: asked again, the task reported failure.
-        OSError: The file cannot be written (a full disk, a read-only directory).
-
-    >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
-    PosixPath('exports/Stop list.md5.zip')
-    """
-    if isinstance(hashed_file, list):
-        if len(hashed_file) != 1:
-            raise errors.InvalidInput("hashed_file lists more than one file: download each")
-        hashed_file = hashed_file[0]
-    if task_id is None:
-        return client.download(hashed_file, dest, progress=progress, overwrite=overwrite)
-    if not isinstance(task_id, str) or not task_id:
-        raise errors.InvalidInput(f"task_id must be the export's task id, not {task_id!r}")
-    for name, value in (
-        ("task_timeout", task_timeout),
-        ("poll_interval", poll_interval),
-        ("max_interval", max_interval),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise errors.InvalidInput(f"{name} must be a positive number of seconds, not {value!r}")
-    wait = _FileWait(time.monotonic() + task_timeout, task_timeout, poll_interval, max_interval)
-    with naming_task(task_id):
-        refuse_existing(client.download_target(hashed_file, dest), overwrite)
-        status = get_task(client, task_id)
-        check_not_failed(status)
-        return _download_zip(
-            client,
-            hashed_file,
-            dest if dest is not None else ".",
-            progress=progress,
-            max_size=2**63,
-            what=f"export task {redact(task_id)}",
-            overwrite=overwrite,
-            status=status,
-            wait=wait,
-        )
 
 
 def read_suppression_list(
@@ -218,9 +103,9 @@ def read_suppression_list(
             wait for it and read its file instead of starting an export.
         progress: Show progress bars for the task and the download.
         dest: Where the downloaded ZIP goes and stays (a file or a directory,
-            as in :func:`download_export`; a directory when the export has
-            several files); default: a hidden directory in the system's
-            temporary one, removed afterwards.
+            as in :func:`~stoplist_nb.suppression.download.download_export`;
+            a directory when the export has several files); default: a hidden
+            directory in the system's temporary one, removed afterwards.
         overwrite: Replace a ZIP already in ``dest`` under the name of a
             file of the export (else ``OutputExists``, once the name is known).
         poll_interval: Seconds before the second status poll (it grows after).
@@ -256,6 +141,10 @@ def read_suppression_list(
             and its message); ``exc.hint`` says how to pick it up when the task
             or its file is still there.
 
+    Warns:
+        UserWarning: Rows without a valid MD5 (kept) or with the wrong number
+            of fields (skipped), or a row count other than the service's total.
+
     >>> stop = read_suppression_list(client, 7, type="emails")  # doctest: +SKIP
     >>> stop["md5"].head(2)  # doctest: +SKIP
     >>> late = read_suppression_list(client, 7, task_id="exp-42")  # doctest: +SKIP
@@ -268,7 +157,7 @@ def read_suppression_list(
         task_id = start_suppression_export(client, list_id, type=type)
     say = _resume_call(func, *([repr(list_id)] if list_id is not None else []))
     with naming_task(task_id, say):
-        status, wait = _done_task(
+        status, wait = done_task(
             client,
             task_id,
             poll_interval=poll_interval,
@@ -277,7 +166,7 @@ def read_suppression_list(
             progress=progress,
         )
         what = _what(list_id, task_id)
-        with _download_target(status, dest, what) as target:
+        with download_target(status, dest, what) as target:
             frame, paths = _read_files(
                 client,
                 status,
@@ -335,145 +224,6 @@ def _resume_call(func: str, *args: str) -> Callable[[str], str]:
     return say
 
 
-def _done_task(
-    client: Client,
-    task_id: str,
-    *,
-    poll_interval: float,
-    max_interval: float,
-    task_timeout: float,
-    progress: bool,
-) -> tuple[TaskStatus, _FileWait]:
-    """The task once done, and how long its files may then be waited for (the same deadline)."""
-    since = time.monotonic()
-    status = wait_for_task(
-        client,
-        task_id,
-        poll_interval=poll_interval,
-        max_interval=max_interval,
-        task_timeout=task_timeout,
-        progress=progress,
-    )
-    return status, _FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
-
-
-@dataclasses.dataclass(frozen=True)
-class _FileWait:
-    """How long, and how often, a file the service does not serve yet is asked for again.
-
-    Attributes:
-        deadline: ``time.monotonic()`` past which no more is asked: the task's
-            deadline, counted from the start of the wait for the task.
-        task_timeout: The seconds that deadline stands for, for messages.
-        poll_interval: Seconds before the second try; each wait is 1.5 times
-            the one before, up to ``max_interval``, as the task's polls.
-        max_interval: The longest wait between two tries.
-    """
-
-    deadline: float
-    task_timeout: float
-    poll_interval: float
-    max_interval: float
-
-
-def _names_a_directory(dest: str | os.PathLike[str]) -> bool:
-    """Whether :meth:`Client.download` reads ``dest`` as a directory (existing, or ending in /)."""
-    return pathlib.Path(dest).is_dir() or str(dest).endswith(("/", os.sep))
-
-
-@contextlib.contextmanager
-def _download_target(
-    status: TaskStatus,
-    dest: str | os.PathLike[str] | None,
-    what: str,
-    beside: Output | None = None,
-) -> Iterator[pathlib.Path]:
-    """Where the export's files go: ``dest``, or a hidden directory removed afterwards.
-
-    That directory is one of ``beside``'s temporaries (removed with them), or,
-    without it, a scratch directory in the system's temporary directory.
-    """
-    files = status.require_files()
-    if len(files) > 1 and dest is not None and not _names_a_directory(dest):
-        raise errors.InvalidInput(
-            f"{what}: the export has {len(files)} files and dest={str(dest)!r} names "
-            "one file: give a directory"
-        )
-    if dest is not None:
-        yield pathlib.Path(dest)
-    elif beside is not None:
-        yield beside.temporary_directory("zips")
-    else:
-        with scratch_directory("zips") as scratch:
-            yield scratch
-
-
-def _download_zip(
-    client: Client,
-    name: str,
-    dest: str | os.PathLike[str],
-    *,
-    progress: bool,
-    max_size: int,
-    what: str,
-    overwrite: bool,
-    replaceable: Collection[pathlib.Path] = (),
-    status: TaskStatus | None = None,
-    wait: _FileWait | None = None,
-) -> pathlib.Path:
-    """Download one file of an export and check that it is a ZIP archive.
-
-    With ``wait``, a 404 is read as a file the task of ``status`` named before
-    the service serves it: the task is asked again (it may have failed after
-    all) and the file fetched again, with a growing pause, until ``wait.deadline``.
-    ``replaceable``: files of the same export, already read, that a file of
-    the same name may replace whatever ``overwrite`` says.
-
-    Raises:
-        TaskTimeout: The file was still not served at ``wait.deadline``.
-        TaskFailed: Asked again, the task reported failure.
-    """
-    interval = max(wait.poll_interval, 0.01) if wait is not None else 0.0
-    while True:
-        try:
-            # Packed, a CSV is no larger than unpacked (headers aside): past max_size the
-            # download could not be read anyway, so it is stopped there, on the wire.
-            path = client.download(
-                name,
-                dest,
-                progress=progress,
-                max_bytes=max_size,
-                overwrite=overwrite or client.download_target(name, dest) in replaceable,
-            )
-            break
-        except errors.APIError as exc:
-            if wait is None or status is None or exc.http_status != 404:
-                raise
-            left = wait.deadline - time.monotonic()
-            if left <= 0:
-                late = errors.TaskTimeout(
-                    f"export task {redact(status.task_id)!r} is done but its file "
-                    f"{redact(name)!r} is not ready: the service still answers 404 after "
-                    f"{wait.task_timeout:g} s",
-                    task_id=status.task_id,
-                    progress=status.progress,
-                )
-                late.hint = how_to_resume(status.task_id)
-                raise late from exc
-            time.sleep(min(interval, left))
-            interval = min(interval * 1.5, max(wait.max_interval, wait.poll_interval))
-            # Asking lets the service say the task failed after all, or finish it.
-            status = get_task(client, status.task_id)
-            check_not_failed(status)
-    if not zipfile.is_zipfile(path):
-        # An empty body or a proxy's sign-in page would read as a list of no hashes.
-        raise errors.BadArchive(
-            f"{what}: the download {redact(name)!r} is not a ZIP archive "
-            f"({path.stat().st_size:,} bytes), so it is not the hashed list"
-        )
-    return path
-
-
 def _check_total(status: TaskStatus, rows: int, what: str) -> None:
     if status.total is not None and status.total != rows:
         warnings.warn(
@@ -495,16 +245,13 @@ def read_export_files(
 ) -> tuple[pd.DataFrame, list[pathlib.Path]]:
     """Download the files of a finished export task into ``dest`` and read them as one frame.
 
-    A ZIP already in ``dest`` under a file's name is replaced only with
-    ``overwrite=True`` (else ``OutputExists``, before that file's download).
-
-    The step after :func:`wait_for_task` in :func:`read_suppression_list`, apart
-    for a task that was started elsewhere (``stoplist-nb export --task-id``).
-    Each download is stopped past ``max_size`` bytes, before it is read.
-
-    Each download is tried once: a file not served yet (404) is waited for
-    only by :func:`read_suppression_list` and :func:`write_suppression_parquet`,
-    which know the task's deadline.
+    The step after :func:`~stoplist_nb.suppression.tasks.wait_for_task` in
+    :func:`read_suppression_list`, apart, for a task that was started
+    elsewhere (``stoplist-nb export --task-id``); ``progress``, ``max_size``,
+    ``max_ratio`` and ``overwrite`` are as there, ``what`` names the export in
+    messages. Each download is tried once: a file not served yet (404) is
+    waited for only by :func:`read_suppression_list` and
+    :func:`write_suppression_parquet`, which know the task's deadline.
 
     Returns:
         The hashes of every file, in order, and the paths they were saved to;
@@ -513,10 +260,14 @@ def read_export_files(
     Raises:
         StoplistError: Each names the task (``exc.task_id`` and its message).
         InvalidReply: The task names no file.
+        OutputExists: A ZIP is in ``dest`` under a file's name and
+            ``overwrite`` is false (before that file's download).
         ArchiveTooLarge: A download or an archive is beyond ``max_size`` or ``max_ratio``.
 
     Warns:
-        UserWarning: The rows differ from the ``total`` the service reported.
+        UserWarning: As in :func:`read_suppression_list`.
+
+    >>> frame, paths = read_export_files(client, status, "exports/")  # doctest: +SKIP
     """
     with naming_task(status.task_id):
         return _read_files(
@@ -541,14 +292,14 @@ def _read_files(
     max_ratio: float,
     what: str,
     overwrite: bool,
-    wait: _FileWait | None = None,
+    wait: FileWait | None = None,
 ) -> tuple[pd.DataFrame, list[pathlib.Path]]:
     """:func:`read_export_files`; with ``wait``, a file not served yet is waited for."""
     paths: list[pathlib.Path] = []
     frames = []
     for name in status.require_files():
         # Read each file before the next download: two files of one export may share a name.
-        path = _download_zip(
+        path = download_zip(
             client,
             name,
             dest,
@@ -609,15 +360,14 @@ def write_suppression_parquet(
 ) -> SuppressionSummary:
     """Export a suppression list into a Parquet file, in bounded memory.
 
-    :func:`read_suppression_list`'s flow (start or pick up the export, wait,
-    download), but the CSV is streamed out of the ZIP into ``path`` one block
-    at a time, never held whole: 1 MiB of CSV (about 27,000 rows of
-    ``md5;type``) at once, a row group each; about 10 MiB of Arrow memory
-    whatever the size of the list. ``pd.read_parquet(path)`` then gives the frame
-    ``read_suppression_list`` would have returned for the same export: the
-    same columns, ``string[pyarrow]`` dtypes, rows, order and ``attrs``.
-    The same limits, checks, errors
-    and warnings apply.
+    Same as :func:`read_suppression_list` (the flow, the arguments, limits,
+    checks, errors and warnings), but the CSV is streamed out of the ZIP into
+    ``path`` one block at a time, never held whole: 1 MiB of CSV (about 27,000
+    rows of ``md5;type``) at once, a row group each; about 10 MiB of Arrow
+    memory whatever the size of the list. ``pd.read_parquet(path)`` then gives
+    the frame ``read_suppression_list`` would have returned for the same
+    export: the same columns, ``string[pyarrow]`` dtypes, rows, order and
+    ``attrs``.
 
     The file is written under a hidden name in the same directory and given
     the name ``path`` once complete: after an error or an interruption there
@@ -630,58 +380,31 @@ def write_suppression_parquet(
     anything is sent.
 
     Args:
-        client: The API client.
-        list_id: The suppression list's id; ``None`` with ``task_id``. The
-            source comes first and the file second, as in
-            :meth:`~stoplist_nb.ProfilesRequest.to_parquet`.
+        list_id: ``None`` with ``task_id``. The source comes first and the
+            file second, as in :meth:`~stoplist_nb.ProfilesRequest.to_parquet`.
         path: The Parquet file to write (``str`` or ``os.PathLike``); its
             directory must exist.
-        type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"``: what a
-            new export holds (``None``: ``"all"``). With ``task_id``, what
-            that export was started with, if known: it is recorded in the
-            file's ``attrs["type"]`` (``None``: not known), nothing is sent
-            for it.
-        task_id: An export task already started (by
-            :func:`start_suppression_export`, ``exc.task_id`` of a
-            :class:`~stoplist_nb.errors.TaskTimeout`, or another program):
-            wait for it and write its file instead of starting an export.
-        progress: Show progress bars for the task and the download.
-        overwrite: Replace a file at ``path``, and a ZIP in ``dest`` under
-            the name of a file of the export.
-        dest: Where the downloaded ZIP goes and stays, as in
-            :func:`read_suppression_list`; default: a hidden directory beside
-            ``path``, removed afterwards.
-        poll_interval: Seconds before the second status poll (it grows after).
-        max_interval: The longest wait between two status polls.
-        task_timeout: Seconds to wait for the task.
-        max_size: The zip-bomb limit on unpacked bytes, as in
-            :func:`~stoplist_nb.suppression.archive.read_hashed_csv`; it also
-            caps the download.
-        max_ratio: The zip-bomb limit on the packing ratio.
+        type: As in :func:`read_suppression_list` (``None``: ``"all"``). With
+            ``task_id``, what that export was started with, if known: it is
+            recorded in the file's ``attrs["type"]`` (``None``: not known),
+            nothing is sent for it.
+        overwrite: Replace a file at ``path`` too.
+        dest: As in :func:`read_suppression_list`; default: a hidden directory
+            beside ``path``, removed afterwards.
 
     Returns:
         A :class:`SuppressionSummary`: ``path``, ``rows``, ``task_id`` and
         ``kinds`` (rows per kind, or ``None`` when the file names no kind).
 
     Raises:
-        InvalidInput: Neither ``list_id`` nor ``task_id``, a bad argument, a
-            ``path`` that is a directory or in none, or a ``dest`` that is a
-            file for an export of several files; all but the last before
+        InvalidInput: Also a ``path`` that is a directory or in none, before
             anything is sent.
         OutputExists: A file is at ``path`` and ``overwrite`` is false
             (nothing was sent), or one appeared there during the export.
         OSError: The file cannot be written (a full disk, a read-only
             directory: then before anything is sent), naming ``path``.
-        TaskFailed, TaskTimeout: As in :func:`read_suppression_list`, a file
-            not served yet included; every error once the task exists names it.
-        ArchiveTooLarge: The download or the archive is beyond ``max_size`` or
-            ``max_ratio``.
-        BadArchive: As in :func:`read_suppression_list`, or an export of
-            several files whose columns differ (one file holds one table).
-
-    Warns:
-        UserWarning: Rows without a valid MD5 (kept) or with the wrong number
-            of fields (skipped), or a row count other than the service's total.
+        BadArchive: Also an export of several files whose columns differ
+            (one file holds one table).
 
     >>> done = write_suppression_parquet(client, 7, "stop.parquet")  # doctest: +SKIP
     >>> done.rows, done.kinds  # doctest: +SKIP
@@ -725,15 +448,15 @@ def _write_task_parquet(
     *,
     list_id: int | None,
     type: str | None,
-    progress: bool = True,
-    overwrite: bool = False,
-    dest: str | os.PathLike[str] | None = None,
-    poll_interval: float = 1.0,
-    max_interval: float = 10.0,
-    task_timeout: float = DEFAULT_TASK_TIMEOUT,
-    max_size: int = 4 * 2**30,
-    max_ratio: float = 200,
-    say: Callable[[str], str] | None = None,
+    progress: bool,
+    overwrite: bool,
+    dest: str | os.PathLike[str] | None,
+    poll_interval: float,
+    max_interval: float,
+    task_timeout: float,
+    max_size: int,
+    max_ratio: float,
+    say: Callable[[str], str],
 ) -> SuppressionSummary:
     """:func:`write_suppression_parquet` once the task is known, into the open ``sink``.
 
@@ -742,7 +465,7 @@ def _write_task_parquet(
     ``say`` tells how to pick the task up again, as :func:`naming_task` takes it.
     """
     with naming_task(task_id, say):
-        status, wait = _done_task(
+        status, wait = done_task(
             client,
             task_id,
             poll_interval=poll_interval,
@@ -752,11 +475,11 @@ def _write_task_parquet(
         )
         # In this frame, not a helper's: the warnings' stacklevel counts on it.
         what = _what(list_id, task_id)
-        with _download_target(status, dest, what, beside=sink.output) as target:
+        with download_target(status, dest, what, beside=sink.output) as target:
             paths: list[pathlib.Path] = []
             for name in status.require_files():
                 # Each file goes in before the next download: two may share a name.
-                path = _download_zip(
+                path = download_zip(
                     client,
                     name,
                     target,

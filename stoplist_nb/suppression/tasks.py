@@ -1,6 +1,6 @@
 """Export tasks: what ``tasks/status`` says of a task, and waiting for one to finish.
 
-Apart from :mod:`stoplist_nb.suppression.export` because a task knows nothing of
+Apart from :mod:`stoplist_nb.suppression.download` because a task knows nothing of
 suppression lists: it has a status word, a progress and, when done, a
 ``result``. Only the words ``completed`` (and ``success`` in an older example)
 are documented as final; other words are read as "still running", unless they
@@ -146,14 +146,19 @@ class TaskStatus:
         return total if isinstance(total, int) and not isinstance(total, bool) else None
 
 
+def check_task_id(task_id: Any) -> None:
+    """Refuse a ``task_id`` that is not a non-empty string (``InvalidInput``)."""
+    if not isinstance(task_id, str) or not task_id:
+        raise errors.InvalidInput(f"task_id must be a non-empty string, not {task_id!r}")
+
+
 def get_task(client: Client, task_id: str) -> TaskStatus:
     """Ask for a task's status once.
 
     >>> get_task(client, task_id).progress  # doctest: +SKIP
     40
     """
-    if not isinstance(task_id, str) or not task_id:
-        raise errors.InvalidInput(f"task_id must be a non-empty string, not {task_id!r}")
+    check_task_id(task_id)
     data = client.call("tasks/status", task_id=task_id).get("data")
     if not isinstance(data, dict):
         raise errors.InvalidReply("tasks/status: the reply has no data object")

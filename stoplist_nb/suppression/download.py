@@ -1,0 +1,288 @@
+"""An export of a suppression list, up to its ZIP on disk: start the task, wait, download.
+
+The service exports a suppression list asynchronously (``suppresses/export``
+starts a task, ``tasks/status`` reports on it, ``/api/download/...`` serves the
+ZIP of MD5-hashed contacts). Each step is public, for when one must be retried
+on its own; :mod:`stoplist_nb.suppression.export` reads what they download.
+Waiting on the task (status words, polling, the deadline) is in
+:mod:`stoplist_nb.suppression.tasks`.
+
+A ZIP kept follows the one rule of :class:`~stoplist_nb._atomic.Output`:
+hidden temporaries beside it, its name only when complete, never over a file
+that is there unless ``overwrite=True``. What the service names (the task id,
+the file names) is scrubbed of the token before it reaches a message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import pathlib
+import time
+import zipfile
+from collections.abc import Collection, Iterator
+from typing import Any
+
+from stoplist_nb import errors
+from stoplist_nb._atomic import Output, refuse_existing, scratch_directory
+from stoplist_nb._redact import redact
+from stoplist_nb.client import Client
+from stoplist_nb.suppression.tasks import (
+    DEFAULT_TASK_TIMEOUT,
+    TaskStatus,
+    check_not_failed,
+    get_task,
+    how_to_resume,
+    naming_task,
+    wait_for_task,
+)
+
+__all__ = ["EXPORT_TYPES", "download_export", "start_suppression_export"]
+
+#: What ``type`` may be: the kind of contacts to export.
+EXPORT_TYPES = ("emails", "phones", "domains", "all")
+
+
+def check_type(type: Any) -> None:
+    """Refuse a ``type`` that is not one of :data:`EXPORT_TYPES` (``InvalidInput``)."""
+    if type not in EXPORT_TYPES:
+        raise errors.InvalidInput(f"type must be one of {', '.join(EXPORT_TYPES)}; not {type!r}")
+
+
+def start_suppression_export(client: Client, list_id: int, *, type: str = "all") -> str:
+    """Start exporting a suppression list; return the task id.
+
+    The request is never replayed (a replay would start a second export).
+
+    Args:
+        client: The API client.
+        list_id: The suppression list's id.
+        type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"``.
+
+    >>> task_id = start_suppression_export(client, 7, type="emails")  # doctest: +SKIP
+    """
+    errors.require_int("list_id", list_id)
+    check_type(type)
+    data = client.call("suppresses/export", id=list_id, type=type).get("data")
+    task_id = data.get("task_id") if isinstance(data, dict) else None
+    if task_id in (None, ""):
+        raise errors.InvalidReply("suppresses/export: the reply has no data.task_id")
+    return str(task_id)
+
+
+def download_export(
+    client: Client,
+    hashed_file: str | list[str],
+    dest: str | os.PathLike[str] | None = None,
+    *,
+    progress: bool = True,
+    overwrite: bool = False,
+    task_id: str | None = None,
+    task_timeout: float = DEFAULT_TASK_TIMEOUT,
+    poll_interval: float = 2.0,
+    max_interval: float = 30.0,
+) -> pathlib.Path:
+    """Download an export's ZIP of hashed contacts; return where it was saved.
+
+    As :meth:`~stoplist_nb.client.Client.download`: complete or not there,
+    and a file already where it goes (``dest``, or the file's own name in
+    ``dest``) is refused before anything is sent, unless ``overwrite``.
+
+    Args:
+        client: The API client (the file comes only from its service).
+        hashed_file: ``result.hashed_file`` of the task (a path, or a list of one).
+        dest: A file or a directory; default: the current directory.
+        progress: Show a byte progress bar.
+        overwrite: Replace a file already where the download goes.
+        task_id: The task that named the file. Given, every error names it,
+            the download must be a ZIP archive, and a file the service does
+            not serve yet (404) is asked for again, the task asked in
+            between (it may fail after all), with pauses from
+            ``poll_interval`` growing up to ``max_interval`` seconds, for up to
+            ``task_timeout`` seconds. Without it, a 404 is an ``APIError``.
+        task_timeout: Seconds to wait for a file not served yet.
+        poll_interval: The first pause, in seconds.
+        max_interval: The longest pause, in seconds.
+
+    Raises:
+        OutputExists: A file is where the download goes and ``overwrite`` is
+            false; nothing was sent.
+        TaskTimeout: With ``task_id``: the file was still not served after
+            ``task_timeout`` seconds.
+        TaskFailed: With ``task_id``: asked again, the task reported failure.
+        OSError: The file cannot be written (a full disk, a read-only directory).
+
+    >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
+    PosixPath('exports/Stop list.md5.zip')
+    """
+    if isinstance(hashed_file, list):
+        if len(hashed_file) != 1:
+            raise errors.InvalidInput("hashed_file lists more than one file: download each")
+        hashed_file = hashed_file[0]
+    if task_id is None:
+        return client.download(hashed_file, dest, progress=progress, overwrite=overwrite)
+    if not isinstance(task_id, str) or not task_id:
+        raise errors.InvalidInput(f"task_id must be the export's task id, not {task_id!r}")
+    for name, value in (
+        ("task_timeout", task_timeout),
+        ("poll_interval", poll_interval),
+        ("max_interval", max_interval),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise errors.InvalidInput(f"{name} must be a positive number of seconds, not {value!r}")
+    wait = FileWait(time.monotonic() + task_timeout, task_timeout, poll_interval, max_interval)
+    with naming_task(task_id):
+        refuse_existing(client.download_target(hashed_file, dest), overwrite)
+        status = get_task(client, task_id)
+        check_not_failed(status)
+        return download_zip(
+            client,
+            hashed_file,
+            dest if dest is not None else ".",
+            progress=progress,
+            max_size=2**63,
+            what=f"export task {redact(task_id)}",
+            overwrite=overwrite,
+            status=status,
+            wait=wait,
+        )
+
+
+def done_task(
+    client: Client,
+    task_id: str,
+    *,
+    poll_interval: float,
+    max_interval: float,
+    task_timeout: float,
+    progress: bool,
+) -> tuple[TaskStatus, FileWait]:
+    """The task once done, and how long its files may then be waited for (the same deadline)."""
+    since = time.monotonic()
+    status = wait_for_task(
+        client,
+        task_id,
+        poll_interval=poll_interval,
+        max_interval=max_interval,
+        task_timeout=task_timeout,
+        progress=progress,
+    )
+    return status, FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
+
+
+@dataclasses.dataclass(frozen=True)
+class FileWait:
+    """How long, and how often, a file the service does not serve yet is asked for again.
+
+    Attributes:
+        deadline: ``time.monotonic()`` past which no more is asked: the task's
+            deadline, counted from the start of the wait for the task.
+        task_timeout: The seconds that deadline stands for, for messages.
+        poll_interval: Seconds before the second try; each wait is 1.5 times
+            the one before, up to ``max_interval``, as the task's polls.
+        max_interval: The longest wait between two tries.
+    """
+
+    deadline: float
+    task_timeout: float
+    poll_interval: float
+    max_interval: float
+
+
+def _names_a_directory(dest: str | os.PathLike[str]) -> bool:
+    """Whether :meth:`Client.download` reads ``dest`` as a directory (existing, or ending in /)."""
+    return pathlib.Path(dest).is_dir() or str(dest).endswith(("/", os.sep))
+
+
+@contextlib.contextmanager
+def download_target(
+    status: TaskStatus,
+    dest: str | os.PathLike[str] | None,
+    what: str,
+    beside: Output | None = None,
+) -> Iterator[pathlib.Path]:
+    """Where the export's files go: ``dest``, or a hidden directory removed afterwards.
+
+    That directory is one of ``beside``'s temporaries (removed with them), or,
+    without it, a scratch directory in the system's temporary directory.
+    """
+    files = status.require_files()
+    if len(files) > 1 and dest is not None and not _names_a_directory(dest):
+        raise errors.InvalidInput(
+            f"{what}: the export has {len(files)} files and dest={str(dest)!r} names "
+            "one file: give a directory"
+        )
+    if dest is not None:
+        yield pathlib.Path(dest)
+    elif beside is not None:
+        yield beside.temporary_directory("zips")
+    else:
+        with scratch_directory("zips") as scratch:
+            yield scratch
+
+
+def download_zip(
+    client: Client,
+    name: str,
+    dest: str | os.PathLike[str],
+    *,
+    progress: bool,
+    max_size: int,
+    what: str,
+    overwrite: bool,
+    replaceable: Collection[pathlib.Path] = (),
+    status: TaskStatus | None = None,
+    wait: FileWait | None = None,
+) -> pathlib.Path:
+    """Download one file of an export and check that it is a ZIP archive.
+
+    With ``wait``, a 404 is read as a file the task of ``status`` named before
+    the service serves it: the task is asked again (it may have failed after
+    all) and the file fetched again, with a growing pause, until ``wait.deadline``.
+    ``replaceable``: files of the same export, already read, that a file of
+    the same name may replace whatever ``overwrite`` says.
+
+    Raises:
+        TaskTimeout: The file was still not served at ``wait.deadline``.
+        TaskFailed: Asked again, the task reported failure.
+    """
+    interval = max(wait.poll_interval, 0.01) if wait is not None else 0.0
+    while True:
+        try:
+            # Packed, a CSV is no larger than unpacked (headers aside): past max_size the
+            # download could not be read anyway, so it is stopped there, on the wire.
+            path = client.download(
+                name,
+                dest,
+                progress=progress,
+                max_bytes=max_size,
+                overwrite=overwrite or client.download_target(name, dest) in replaceable,
+            )
+            break
+        except errors.APIError as exc:
+            if wait is None or status is None or exc.http_status != 404:
+                raise
+            left = wait.deadline - time.monotonic()
+            if left <= 0:
+                late = errors.TaskTimeout(
+                    f"export task {redact(status.task_id)!r} is done but its file "
+                    f"{redact(name)!r} is not ready: the service still answers 404 after "
+                    f"{wait.task_timeout:g} s",
+                    task_id=status.task_id,
+                    progress=status.progress,
+                )
+                late.hint = how_to_resume(status.task_id)
+                raise late from exc
+            time.sleep(min(interval, left))
+            interval = min(interval * 1.5, max(wait.max_interval, wait.poll_interval))
+            # Asking lets the service say the task failed after all, or finish it.
+            status = get_task(client, status.task_id)
+            check_not_failed(status)
+    if not zipfile.is_zipfile(path):
+        # An empty body or a proxy's sign-in page would read as a list of no hashes.
+        raise errors.BadArchive(
+            f"{what}: the download {redact(name)!r} is not a ZIP archive "
+            f"({path.stat().st_size:,} bytes), so it is not the hashed list"
+        )
+    return path
