@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stoplist_nb import errors
+from stoplist_nb._checks import check_int
 from stoplist_nb._http import address_fault, secret_in_address
 from stoplist_nb.client import Client
 
@@ -245,8 +246,8 @@ def _ask_token(url: str) -> str:
 
 
 def _demo_service(profiles: int, seed: int) -> DemoService:
-    errors.require_int("profiles", profiles, minimum=0)
-    errors.require_int("seed", seed)
+    check_int("profiles", profiles, minimum=0)
+    check_int("seed", seed)
     try:
         from stoplist_nb.demo import DemoService
     except ModuleNotFoundError as exc:

@@ -47,10 +47,19 @@ from typing import Any
 
 import pyarrow as pa
 
+from stoplist_nb._checks import check_int
 from stoplist_nb._json import Reply
 from stoplist_nb._threads import join, leave_signals_to_main
 
-__all__ = ["MAX_WORKERS", "Ahead", "as_cursor", "default_workers", "in_workers", "peek_cursor"]
+__all__ = [
+    "MAX_WORKERS",
+    "Ahead",
+    "as_cursor",
+    "check_threads",
+    "default_workers",
+    "in_workers",
+    "peek_cursor",
+]
 
 _KEY = b'"next_from_id"'
 _WS = rb"[ \t\r\n]*"
@@ -75,6 +84,13 @@ _WAKE = 0.25
 
 MAX_WORKERS = 8
 """The most worker threads :func:`default_workers` gives, whatever the cores."""
+
+
+def check_threads(lookahead: Any, workers: Any) -> None:
+    """Refuse a ``lookahead`` below 0 or ``workers`` below 1 (``None``: :func:`default_workers`)."""
+    check_int("lookahead", lookahead, minimum=0)
+    if workers is not None:
+        check_int("workers", workers, minimum=1)
 
 
 def default_workers() -> int:

@@ -20,6 +20,7 @@ from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
 from stoplist_nb._atomic import Output
+from stoplist_nb._checks import check_int, check_number
 from stoplist_nb._http import (
     DEFAULT_DEADLINE,
     DEFAULT_MIN_DOWNLOAD_RATE,
@@ -32,6 +33,7 @@ from stoplist_nb._http import (
 )
 from stoplist_nb._http.deadline import Exchanges, settle
 from stoplist_nb._json import Reply, read_reply
+from stoplist_nb._lookahead import check_threads
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
 from stoplist_nb._progress import Bar
 from stoplist_nb._redact import redact
@@ -91,13 +93,8 @@ class Client:
             raise errors.InvalidInput("base_url must be an http:// or https:// address")
         if token is not None and (not isinstance(token, str) or not token.strip()):
             raise errors.InvalidInput("token must be a non-empty string (or None)")
-        for name, value in (("deadline", deadline), ("min_download_rate", min_download_rate)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
-            ):
-                raise errors.InvalidInput(
-                    f"{name} must be a positive number or None, not {value!r}"
-                )
+        check_number("deadline", deadline, none=True)
+        check_number("min_download_rate", min_download_rate, none=True)
         self._transport = Transport(
             base_url,
             token,
@@ -219,9 +216,7 @@ class Client:
         2000
         """
         _check_method(method, params)
-        errors.require_int("lookahead", lookahead, minimum=0)
-        if workers is not None:
-            errors.require_int("workers", workers, minimum=1)
+        check_threads(lookahead, workers)
         exchanges = Exchanges()
 
         def post(body: dict[str, Any], sent: Callable[[], None] | None = None) -> bytes:
@@ -298,7 +293,7 @@ class Client:
         """
         quoted = safe_download_path(path, base_url=self.base_url)
         if max_bytes is not None:
-            errors.require_int("max_bytes", max_bytes, minimum=0)
+            check_int("max_bytes", max_bytes, minimum=0)
         target = self.download_target(path, dest)
         target.parent.mkdir(parents=True, exist_ok=True)
         with Output(target, overwrite=overwrite) as output:

@@ -313,22 +313,6 @@ def api_error_class(code: int) -> type[APIError]:
     return APIError
 
 
-def require_int(name: str, value: Any, *, minimum: int | None = None) -> int:
-    """Return ``value`` if it is an int (not a bool) of at least ``minimum``; else raise.
-
-    Raises:
-        InvalidInput: Naming the argument, e.g. "limit must be an int of at least 1, not 0".
-    """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or (minimum is not None and value < minimum)
-    ):
-        floor = f" of at least {minimum}" if minimum is not None else ""
-        raise InvalidInput(f"{name} must be an int{floor}, not {value!r}")
-    return value
-
-
 def add_note(exc: BaseException, note: str) -> None:
     """Add ``note`` to ``exc`` (PEP 678), also on Python 3.10, which lacks ``add_note``.
 

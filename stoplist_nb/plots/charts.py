@@ -21,7 +21,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "stoplist_nb.plots needs matplotlib: pip install 'stoplist_nb[plots]'"
     ) from exc
 
-from stoplist_nb.errors import InvalidInput, require_int
+from stoplist_nb._checks import check_int
+from stoplist_nb.errors import InvalidInput
 from stoplist_nb.plots import counts as ct
 
 
@@ -194,7 +195,7 @@ def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -
     ([2], 'Top 1 of 2 e-mail domains')
     """
     df = ct.check_frame(df, ["email", "email_domain"], "plot_top_domains")
-    require_int("n", n, minimum=1)
+    check_int("n", n, minimum=1)
     counts = ct.domain_counts(df)
     shown = counts[:n]
     ax = _axes_for(ax)

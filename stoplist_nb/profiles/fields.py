@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from stoplist_nb import errors
+from stoplist_nb._checks import check_int
 from stoplist_nb._json.kinds import BOOLEAN, INT, STRING, common_kind, json_kind
 from stoplist_nb.client import Client
 from stoplist_nb.profiles.columns import KIND_DTYPES
@@ -62,7 +63,7 @@ def database_fields(
     >>> fields = database_fields(client, 1)  # doctest: +SKIP
     >>> fields.loc[fields["category"] == "custom", ["name", "type"]]  # doctest: +SKIP
     """
-    errors.require_int("db_id", db_id)
+    check_int("db_id", db_id)
     try:
         data = client.call("databases/fields_get", id=db_id).get("data")
         if not isinstance(data, list):

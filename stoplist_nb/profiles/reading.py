@@ -20,9 +20,10 @@ import pyarrow as pa
 
 from stoplist_nb import errors
 from stoplist_nb._atomic import check_target
+from stoplist_nb._checks import check_flag, check_int, check_number
 from stoplist_nb._http import origin
 from stoplist_nb._json.frozen import thaw
-from stoplist_nb._lookahead import default_workers
+from stoplist_nb._lookahead import check_threads, default_workers
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD
 from stoplist_nb._stream import Stream
 from stoplist_nb.client import Client, Page
@@ -117,15 +118,13 @@ class ProfilesRequest:
             raise errors.InvalidInput(
                 f"client must be a stoplist_nb.Client, not {type(self.client)!r}"
             )
-        errors.require_int("db_id", self.db_id)
-        errors.require_int("limit", self.limit, minimum=1)
+        check_int("db_id", self.db_id)
+        check_int("limit", self.limit, minimum=1)
         if self.max_profiles is not None:
-            errors.require_int("max_profiles", self.max_profiles, minimum=1)
+            check_int("max_profiles", self.max_profiles, minimum=1)
         request.check_from_id(self.from_id)
-        errors.require_int("lookahead", self.lookahead, minimum=0)
-        if self.workers is not None:
-            errors.require_int("workers", self.workers, minimum=1)
-        request.check_flag("progress", self.progress)
+        check_threads(self.lookahead, self.workers)
+        check_flag("progress", self.progress)
         object.__setattr__(self, "query", request.check_query(self.query))
         object.__setattr__(self, "fields", request.check_fields(self.fields))
 
@@ -449,19 +448,12 @@ class ProfilesRequest:
         >>> pd.read_parquet("profiles/").groupby("channel").size()  # doctest: +SKIP
         """
         declared = request.check_dtypes(dtypes, None)
-        errors.require_int("profiles_per_part", profiles_per_part, minimum=1)
-        request.check_flag("resume", resume)
-        request.check_flag("overwrite", overwrite)
-        request.check_flag("repair", repair)
-        if (
-            isinstance(commit_seconds, bool)
-            or not isinstance(commit_seconds, int | float)
-            or not commit_seconds >= 0  # NaN too
-        ):
-            raise errors.InvalidInput(
-                f"commit_seconds must be a number of seconds of at least 0, not {commit_seconds!r}"
-            )
-        errors.require_int("commit_bytes", commit_bytes, minimum=1)
+        check_int("profiles_per_part", profiles_per_part, minimum=1)
+        check_flag("resume", resume)
+        check_flag("overwrite", overwrite)
+        check_flag("repair", repair)
+        check_number("commit_seconds", commit_seconds, unit="seconds", zero=True)
+        check_int("commit_bytes", commit_bytes, minimum=1)
         if self.from_id is not None or self.max_profiles is not None:
             raise errors.InvalidInput(
                 "from_id and max_profiles go with a file; a dataset carries on from its "
@@ -510,7 +502,7 @@ class ProfilesRequest:
         self, path: str | os.PathLike[str], fmt: str, dtypes: Any, overwrite: bool
     ) -> FileSummary:
         declared = request.check_dtypes(dtypes, None)
-        request.check_flag("overwrite", overwrite)
+        check_flag("overwrite", overwrite)
         out = check_target(path)
         schema = StreamSchema.from_dtypes(declared)
         pages = pagestream.tables(schema, declared, self._flat_pages())

@@ -22,7 +22,6 @@ __all__ = [
     "METHOD",
     "check_dtypes",
     "check_fields",
-    "check_flag",
     "check_from_id",
     "check_query",
     "dtype_kind",
@@ -75,17 +74,6 @@ def check_from_id(from_id: object) -> str | None:
     if from_id is not None and not isinstance(from_id, str):
         raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
     return from_id
-
-
-def check_flag(name: str, value: object) -> bool:
-    """``value`` if it is ``True`` or ``False``.
-
-    Raises:
-        InvalidInput: Anything else, naming the argument.
-    """
-    if not isinstance(value, bool):
-        raise errors.InvalidInput(f"{name} must be True or False, not {value!r}")
-    return value
 
 
 def check_dtypes(dtypes: Any, dtype_backend: Any) -> dict[str, Any]:

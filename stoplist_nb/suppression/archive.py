@@ -64,6 +64,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
+from stoplist_nb._checks import check_int, check_number
 from stoplist_nb.errors import BadArchive, InvalidInput
 from stoplist_nb.suppression.contacts import add_counts, kind_column, kind_counts
 from stoplist_nb.suppression.csvlayout import SAMPLE, Layout, detect
@@ -91,10 +92,8 @@ BLOCK_SIZE = 4 << 20
 
 def check_limits(max_size: Any, max_ratio: Any) -> None:
     """Refuse zip-bomb limits that are not positive numbers (``InvalidInput``)."""
-    if isinstance(max_size, bool) or not (isinstance(max_size, int) and max_size > 0):
-        raise InvalidInput(f"max_size must be a positive number of bytes, not {max_size!r}")
-    if isinstance(max_ratio, bool) or not (isinstance(max_ratio, (int, float)) and max_ratio > 0):
-        raise InvalidInput(f"max_ratio must be a positive number, not {max_ratio!r}")
+    check_int("max_size", max_size, minimum=1)
+    check_number("max_ratio", max_ratio)
 
 
 def _member_batches(

@@ -26,6 +26,7 @@ from typing import Any
 
 from stoplist_nb import errors
 from stoplist_nb._atomic import Output, refuse_existing, scratch_directory
+from stoplist_nb._checks import check_int, check_number
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.tasks import (
@@ -62,7 +63,7 @@ def start_suppression_export(client: Client, list_id: int, *, type: str = "all")
 
     >>> task_id = start_suppression_export(client, 7, type="emails")  # doctest: +SKIP
     """
-    errors.require_int("list_id", list_id)
+    check_int("list_id", list_id)
     check_type(type)
     data = client.call("suppresses/export", id=list_id, type=type).get("data")
     task_id = data.get("task_id") if isinstance(data, dict) else None
@@ -124,13 +125,9 @@ def download_export(
         return client.download(hashed_file, dest, progress=progress, overwrite=overwrite)
     if not isinstance(task_id, str) or not task_id:
         raise errors.InvalidInput(f"task_id must be the export's task id, not {task_id!r}")
-    for name, value in (
-        ("task_timeout", task_timeout),
-        ("poll_interval", poll_interval),
-        ("max_interval", max_interval),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise errors.InvalidInput(f"{name} must be a positive number of seconds, not {value!r}")
+    check_number("task_timeout", task_timeout, unit="seconds")
+    check_number("poll_interval", poll_interval, unit="seconds")
+    check_number("max_interval", max_interval, unit="seconds")
     wait = FileWait(time.monotonic() + task_timeout, task_timeout, poll_interval, max_interval)
     with naming_task(task_id):
         refuse_existing(client.download_target(hashed_file, dest), overwrite)

@@ -28,6 +28,7 @@ import pandas as pd
 
 from stoplist_nb import errors
 from stoplist_nb._atomic import check_target
+from stoplist_nb._checks import check_int
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.archive import check_limits, read_hashed_csv
@@ -63,7 +64,7 @@ def _check_request(
     if list_id is None and task_id is None:
         raise errors.InvalidInput(f"{func}: give list_id (a new export) or task_id (a started one)")
     if list_id is not None:
-        errors.require_int("list_id", list_id)
+        check_int("list_id", list_id)
     if task_id is not None:
         check_task_id(task_id)
     check_type(type)

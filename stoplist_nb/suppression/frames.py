@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from stoplist_nb._checks import check_flag
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.suppression.contacts import KINDS
 from stoplist_nb.suppression.domains import after_at, domain_digests
@@ -39,8 +40,7 @@ def check_args(
             "name a column to check: e-mails (email=...), phones (phone=...) "
             "or domains (domain=...)"
         )
-    if not isinstance(domains, bool):
-        raise InvalidInput(f"domains must be True or False, not {domains!r}")
+    check_flag("domains", domains)
     for role, name in columns.items():
         try:
             unique = name is None or isinstance(contacts.columns.get_loc(name), int)

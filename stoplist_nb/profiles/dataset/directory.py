@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stoplist_nb import errors
-from stoplist_nb.profiles import request
+from stoplist_nb._checks import check_flag
 from stoplist_nb.profiles.dataset.checkpoint import (
     CHECKPOINT,
     Checkpoint,
@@ -99,7 +99,7 @@ def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> 
     DatasetSummary(path=PosixPath('profiles'), parts=2, profiles=230000, rows=415000, ...)
     """
     directory = pathlib.Path(os.fspath(path))
-    request.check_flag("checksums", checksums)
+    check_flag("checksums", checksums)
     if not (directory / CHECKPOINT).is_file():
         what = "not a directory" if not directory.is_dir() else f"holds no {CHECKPOINT}"
         raise errors.InvalidInput(f"{directory} is {what}: there is no dataset to sum up")

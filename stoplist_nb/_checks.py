@@ -1,0 +1,64 @@
+"""The rules for a caller's plain arguments, each written once: a whole number, a flag, a number.
+
+Each check returns the value or raises :class:`~stoplist_nb.errors.InvalidInput`
+naming the argument and what it was given, before anything is sent or written.
+A ``bool`` is never taken for a number, though Python counts it as one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stoplist_nb.errors import InvalidInput
+
+__all__ = ["check_flag", "check_int", "check_number"]
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None) -> int:
+    """``value`` if it is an int of at least ``minimum``.
+
+    >>> check_int("limit", 0, minimum=1)
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.InvalidInput: limit must be an int of at least 1, not 0
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or (minimum is not None and value < minimum)
+    ):
+        floor = f" of at least {minimum}" if minimum is not None else ""
+        raise InvalidInput(f"{name} must be an int{floor}, not {value!r}")
+    return value
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False``."""
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{name} must be True or False, not {value!r}")
+    return value
+
+
+def check_number(
+    name: str, value: Any, *, unit: str = "", zero: bool = False, none: bool = False
+) -> Any:
+    """``value`` if it is a number above 0 (``zero``: of at least 0), or ``None`` with ``none``.
+
+    ``unit`` names what it counts in the message (``"seconds"``); NaN is refused.
+
+    >>> check_number("deadline", -1, none=True)
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.InvalidInput: deadline must be a positive number or None, not -1
+    """
+    if value is None and none:
+        return value
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (value >= 0 if zero else value > 0)  # NaN fails both
+    ):
+        of = f" of {unit}" if unit else ""
+        what = f"a number{of} of at least 0" if zero else f"a positive number{of}"
+        raise InvalidInput(f"{name} must be {what}{' or None' if none else ''}, not {value!r}")
+    return value
