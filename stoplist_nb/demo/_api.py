@@ -1,10 +1,8 @@
-"""The demo service's backend and its profile handlers.
+"""The demo service's endpoints: one handler per API method, and the envelope they speak.
 
-Each API method is one function in the ``ENDPOINTS`` table of ``_routes`` (method
-name such as ``"profiles/list"`` -> HTTP verb and handler), so a new endpoint is one
-function and one table row. Handlers return a :class:`Reply` or raise :class:`ApiError`;
-they know nothing about sockets, faults or the request log. The export flow's handlers
-live in ``_export`` and its state in the backend's ``exports`` store (``_tasks``).
+A handler takes the :class:`Backend` and the parsed :class:`Call` and returns a
+:class:`Reply` or raises :class:`ApiError`; it knows nothing about sockets, faults or
+the request log. The export flow keeps its state in the backend's ``exports``.
 """
 
 from __future__ import annotations
@@ -13,7 +11,11 @@ import json
 import re
 import secrets
 import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 try:
     import mongomock
@@ -21,20 +23,14 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("the demo service needs mongomock: pip install 'stoplist_nb[demo]'") from exc
 
 from stoplist_nb.demo._data import FIELDS
-from stoplist_nb.demo._reply import (
-    API_PREFIX,
-    DOWNLOAD_PREFIX,
-    ApiError,
-    Call,
-    Reply,
-    error_reply,
-    is_int,
-    success,
-)
+from stoplist_nb.demo._suppress import EXPORT_TYPES
 from stoplist_nb.demo._tasks import ExportStore
 
-__all__ = ["ApiError", "Backend", "Call", "Reply", "error_reply", "method_name"]
+__all__ = ["ApiError", "Backend", "Call", "Reply", "dispatch", "error_reply", "method_name"]
 
+API_PREFIX = "/api/v1.1/"
+DOWNLOAD_PREFIX = "/api/download/"
+JSON_TYPE = "application/json; charset=utf-8"
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 10_000
 
@@ -52,14 +48,64 @@ _QUERY_ERRORS = (
 )
 
 
+class ApiError(Exception):
+    """An API-level failure: becomes the ``error``/``error_text`` envelope."""
+
+    def __init__(self, code: int, text: str) -> None:
+        super().__init__(code, text)
+        self.code = code
+        self.text = text
+
+
+@dataclass
+class Reply:
+    """One HTTP reply: a JSON envelope (``payload``) or a raw ``body``."""
+
+    status: int = 200
+    payload: dict[str, Any] | None = None
+    body: bytes = b""
+    content_type: str = JSON_TYPE
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        """The bytes of the body: the JSON envelope, or ``body`` when there is none."""
+        if self.payload is None:
+            return self.body
+        return json.dumps(self.payload, ensure_ascii=False).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One parsed request as a handler sees it."""
+
+    verb: str
+    path: str
+    params: dict[str, Any]
+    bearer: str | None = None
+
+
+def success(**payload: Any) -> Reply:
+    return Reply(payload={"error": 0, "error_text": "Successful operation", **payload})
+
+
+def error_reply(code: int, text: str, *, http_errors: bool) -> Reply:
+    """The error envelope; its HTTP status is ``code`` (400 if not an error status) only
+    when ``http_errors``."""
+    status = (code if 400 <= code <= 599 else 400) if http_errors else 200
+    return Reply(status=status, payload={"error": code, "error_text": text})
+
+
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is a JSON integer (``bool`` is not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def method_name(path: str) -> str:
     """The API method a URL path names: ``/api/v1.1/profiles/list`` -> ``profiles/list``."""
     if path.startswith(API_PREFIX):
         return path[len(API_PREFIX) :]
-    if path.startswith(DOWNLOAD_PREFIX):
-        return "download"
-    # Keeps its leading slash, so it never matches a key of ENDPOINTS.
-    return path
+    # Any other path keeps its leading slash, so it never names an endpoint.
+    return "download" if path.startswith(DOWNLOAD_PREFIX) else path
 
 
 def parse_json_object(body: bytes) -> dict[str, Any]:
@@ -73,22 +119,30 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     return value
 
 
+def _check_id(value: Any, name: str, expected: int, what: str) -> None:
+    if value is None:
+        raise ApiError(400, f"{name} is required")
+    if not is_int(value):
+        raise ApiError(400, f"{name} must be an integer")
+    if value != expected:
+        raise ApiError(400, f"{what} not found")
+
+
 class Backend:
-    """The data set, the credentials, the in-memory MongoDB collection and the exports."""
+    """The credentials, the in-memory MongoDB collection of the profiles and the exports."""
 
     def __init__(
         self,
         profiles: list[dict[str, Any]],
-        *,
         token: str,
         db_id: int,
         http_errors: bool,
-        exports: ExportStore | None = None,
+        exports: ExportStore,
     ) -> None:
         self.token = token
         self.db_id = db_id
         self.http_errors = http_errors
-        self.exports = exports if exports is not None else ExportStore.for_profiles(profiles)
+        self.exports = exports
         # mongomock is not thread-safe; the HTTP server runs one thread per connection.
         self._lock = threading.Lock()
         self._collection = mongomock.MongoClient().demo.profiles
@@ -108,24 +162,14 @@ class Backend:
         ):
             raise ApiError(403, "Access denied")
 
-    def check_db(self, value: Any, name: str) -> None:
-        """Require parameter ``name`` to be this database's id (an int)."""
-        if value is None:
-            raise ApiError(400, f"{name} is required")
-        if not is_int(value):
-            raise ApiError(400, f"{name} must be an integer")
-        if value != self.db_id:
-            raise ApiError(400, "database not found")
-
     def find(
         self, query: dict[str, Any], fields: list[str] | None, from_id: str, limit: int
     ) -> list[dict[str, Any]]:
         """One page of profiles, ``_id`` renamed to ``id`` and put first."""
         query = _exists_false_as_nor(query)
         if from_id:
-            query = (
-                {"$and": [query, {"_id": {"$gt": from_id}}]} if query else {"_id": {"$gt": from_id}}
-            )
+            after = {"_id": {"$gt": from_id}}
+            query = {"$and": [query, after]} if query else after
         projection = None
         if fields:
             # The service names the id `_id` in `fields`; accept its reply name `id` too.
@@ -145,9 +189,9 @@ def _exists_false_as_nor(query: Any) -> Any:
 
     MongoDB defines ``$exists: false`` as the negation of ``$exists: true``, so
     ``{"a.b": {"$exists": false}}`` rules out ``{"a": [{"b": 1}, {}]}``; mongomock
-    matches it because one element lacks ``b``. The rewritten form means the
-    same in MongoDB and is evaluated right by mongomock. Anything malformed is
-    passed through untouched, for mongomock to refuse.
+    matches it because one element lacks ``b``. The rewritten form means the same in
+    MongoDB and mongomock gets it right. Anything malformed passes untouched, for
+    mongomock to refuse.
 
     >>> _exists_false_as_nor({"a.b": {"$exists": False, "$ne": 1}})
     {'$and': [{'$nor': [{'a.b': {'$exists': True}}]}, {'a.b': {'$ne': 1}}]}
@@ -177,7 +221,7 @@ def _exists_false_as_nor(query: Any) -> Any:
 def profiles_list(backend: Backend, call: Call) -> Reply:
     """``POST /api/v1.1/profiles/list``: one page of profiles."""
     params = call.params
-    backend.check_db(params.get("db_id"), "db_id")
+    _check_id(params.get("db_id"), "db_id", backend.db_id, "database")
     fmt = params.get("format")
     if fmt is not None and fmt != "json":
         raise ApiError(400, f"unsupported format: {fmt!r}")
@@ -209,9 +253,80 @@ def profiles_list(backend: Backend, call: Call) -> Reply:
 
 def databases_fields_get(backend: Backend, call: Call) -> Reply:
     """``POST /api/v1.1/databases/fields_get``: the profile fields of the database."""
-    backend.check_db(call.params.get("id"), "id")
-    data = [
-        {"name": name, "title": title, "type": kind, "category": category, "required": False}
-        for name, title, kind, category in FIELDS
-    ]
+    _check_id(call.params.get("id"), "id", backend.db_id, "database")
+    keys = ("name", "title", "type", "category")
+    data = [{**dict(zip(keys, row, strict=True)), "required": False} for row in FIELDS]
     return success(data=data)
+
+
+def suppresses_export(backend: Backend, call: Call) -> Reply:
+    """``POST /api/v1.1/suppresses/export``: start exporting the list; ``data.task_id``."""
+    _check_id(call.params.get("id"), "id", backend.exports.suppress_id, "suppression list")
+    type_ = call.params.get("type")
+    if type_ is None:
+        type_ = "all"
+    if type_ not in EXPORT_TYPES:
+        raise ApiError(400, f"type must be one of {', '.join(EXPORT_TYPES)}")
+    return success(data={"task_id": backend.exports.start(type_)})
+
+
+def tasks_status(backend: Backend, call: Call) -> Reply:
+    """``POST /api/v1.1/tasks/status``: advance the task one step and report it."""
+    task_id = call.params.get("task_id")
+    if task_id is None or task_id == "":
+        raise ApiError(400, "task_id is required")
+    if not isinstance(task_id, str):
+        raise ApiError(400, "task_id must be a string")
+    data = backend.exports.poll(task_id)
+    if data is None:
+        raise ApiError(400, "task not found")
+    return success(data=data)
+
+
+def download(backend: Backend, call: Call) -> Reply:
+    """``GET /api/download/<path>``: the archive of a completed export.
+
+    The token comes in the query parameter ``token`` or as ``Authorization: Bearer``.
+    Answers are real HTTP statuses whatever ``http_errors`` says: this is a file
+    server, not the JSON API (403 without a valid token, 404 for an unknown path or
+    a file its plan holds back).
+    """
+    try:
+        backend.authorize(call)
+    except ApiError:
+        # Missing or wrong, the file server says the same: no access.
+        return Reply(403, {"error": 403, "error_text": "Access denied"})
+    data = backend.exports.file(call.path[len(DOWNLOAD_PREFIX) :])
+    if data is None:
+        return Reply(404, {"error": 404, "error_text": "file not found"})
+    filename = quote(call.path.rsplit("/", 1)[-1], safe="")
+    disposition = f"attachment; filename*=UTF-8''{filename}"
+    return Reply(
+        200, body=data, content_type="application/zip", headers={"Content-Disposition": disposition}
+    )
+
+
+# Each API method: the HTTP verb it answers and its handler.
+ENDPOINTS: dict[str, tuple[str, Callable[[Backend, Call], Reply]]] = {
+    "profiles/list": ("POST", profiles_list),
+    "databases/fields_get": ("POST", databases_fields_get),
+    "suppresses/export": ("POST", suppresses_export),
+    "tasks/status": ("POST", tasks_status),
+    "download": ("GET", download),
+}
+
+
+def dispatch(backend: Backend, name: str, call: Call) -> Reply:
+    """Run the endpoint for ``name``; every failure becomes the error envelope."""
+    try:
+        endpoint = ENDPOINTS.get(name)
+        if endpoint is None or endpoint[0] != call.verb:
+            raise ApiError(404, "unknown method")
+        if name != "download":  # which answers 403/404 itself: a file is not an API call
+            backend.authorize(call)
+        return endpoint[1](backend, call)
+    except ApiError as exc:
+        return error_reply(exc.code, exc.text, http_errors=backend.http_errors)
+    except Exception:  # a bug in a handler: answer 500 and show it, do not hang
+        traceback.print_exc()
+        return error_reply(500, "internal error", http_errors=backend.http_errors)

@@ -1,8 +1,7 @@
 """Scriptable faults: misbehaviour the demo service shows on demand, for tests.
 
 A fault is queued for one API method (or ``"*"`` for any) and fires for the next
-``times`` requests of that method; faults of one method fire in the order they were
-added.
+``times`` requests of that method, in the order the faults were added.
 """
 
 from __future__ import annotations
@@ -32,55 +31,50 @@ FaultKind = Literal[
     "cycle",
 ]
 FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
-ANY_METHOD = "*"
-#: Kinds that change the answer of ``profiles/list`` and make no sense elsewhere.
+# Kinds that change the answer of ``profiles/list`` and make no sense elsewhere.
 _PAGING_KINDS = frozenset({"stall", "decoy", "ignore_limit", "no_cursor", "opaque_cursor", "cycle"})
 
 
 @dataclass
 class Fault:
-    """One scripted misbehaviour.
+    """One scripted misbehaviour; queue it with ``DemoService.add_fault``.
 
     Attributes:
         method: API method it applies to, e.g. ``"profiles/list"``, ``"download"``
-            for ``GET /api/download/...``, or ``"*"``.
-        kind: What happens: ``"status"`` (an HTTP error status with the JSON envelope),
-            ``"html"`` (an HTML error page), ``"malformed"`` (HTTP 200 with broken JSON),
-            ``"api_error"`` (HTTP 200 with a non-zero ``error``), ``"raw"`` (exactly
-            ``status`` (default 200), ``headers`` and the body ``text``, as UTF-8, or
-            ``body``, as bytes), ``"slow"`` (the normal reply after ``delay`` seconds),
-            ``"trickle"`` (the normal reply, one byte every ``delay`` seconds, default
-            0.2), ``"stall"`` (``profiles/list`` answers but
-            ``next_from_id`` repeats the request's ``from_id``), ``"decoy"``
-            (``profiles/list`` answers with ``next_from_id`` before ``data``, and every
-            row has a field of that name holding the first row's id), ``"reset"`` (the
-            connection is reset without a reply) or ``"truncate"`` (the normal reply's
-            headers with its full ``Content-Length``, half its body, then the
-            connection closes). Quirks of ``profiles/list`` paging, each on the normal
-            reply: ``"ignore_limit"`` (pages of ``size`` profiles, default twice the
-            asked ``limit``, whatever ``limit`` says), ``"no_cursor"`` (no
-            ``next_from_id`` key at all, whatever the page holds), ``"opaque_cursor"``
-            (``next_from_id`` is the last profile's id with ``"~"`` after it: a cursor
-            that works as ``from_id`` but is not a profile id) and ``"cycle"``
-            (``next_from_id`` is ``cursor``, a ``from_id`` the pull has been at, on a
-            page with rows).
-        times: Number of requests it fires for; ``None`` for every request.
-        after: Requests of the method it lets through untouched before it fires.
-        status: HTTP status for ``"status"`` (default 503) and ``"html"`` (default 502).
-        retry_after: Value of a ``Retry-After`` header (seconds, or any raw string) for
+            for ``GET /api/download/...``, or ``"*"`` for any.
+        kind: What happens instead of the normal reply: ``"status"`` (an HTTP error
+            status with the JSON envelope), ``"html"`` (an nginx error page),
+            ``"malformed"`` (HTTP 200 with cut JSON), ``"api_error"`` (HTTP 200 with a
+            non-zero ``error``), ``"raw"`` (exactly ``status`` (200), ``headers`` and the
+            body ``body``, or ``text`` as UTF-8), ``"reset"`` (the connection is reset
+            without a reply). What happens to the normal reply: ``"slow"`` (sent after
+            ``delay`` seconds), ``"trickle"`` (sent one byte every ``delay`` seconds),
+            ``"truncate"`` (its full ``Content-Length``, half its body, then the
+            connection closes). Quirks of ``profiles/list`` paging: ``"stall"``
+            (``next_from_id`` repeats the request's ``from_id``), ``"decoy"``
+            (``next_from_id`` before ``data``, and every row has a field of that name
+            holding the first row's id), ``"ignore_limit"`` (pages of ``size``
+            profiles, default twice the asked ``limit``), ``"no_cursor"`` (no
+            ``next_from_id`` key at all), ``"opaque_cursor"`` (``next_from_id`` is the
+            last id with ``"~"`` after it: it works as ``from_id`` but is no id) and
+            ``"cycle"`` (``next_from_id`` is ``cursor`` on a page with rows).
+        times: Requests it fires for; ``None`` for every request.
+        status: HTTP status of ``"status"`` (default 503) and ``"html"`` (502).
+        retry_after: ``Retry-After`` header (seconds, or any raw string) of
             ``"status"`` and ``"html"``.
         delay: Seconds ``"slow"`` waits (default 2.0), or ``"trickle"`` waits between
-            two bytes (default 0.2).
-        code: The envelope's ``error`` for ``"status"`` (default: the status) and
-            ``"api_error"`` (default 500).
-        text: The envelope's ``error_text``; for ``"html"`` the page's message; for
-            ``"malformed"`` and ``"raw"`` the raw body to send instead of truncated JSON.
+            two bytes (0.2).
+        code: The envelope's ``error`` of ``"status"`` (default: the status) and
+            ``"api_error"`` (500).
+        text: The envelope's ``error_text``; the message of ``"html"``; the raw body of
+            ``"malformed"`` and ``"raw"``.
+        after: Requests of the method let through untouched before it fires.
         body: The raw body of ``"raw"`` as bytes (wins over ``text``).
-        headers: Extra reply headers for ``"raw"`` (e.g. ``{"Location": ...}``).
-        size: Profiles per page of ``"ignore_limit"`` (default: twice the ``limit`` asked),
-            or of ``"no_cursor"``, ``"opaque_cursor"`` and ``"cycle"`` (default: as asked),
-            which so ignore ``limit`` too.
-        cursor: The ``next_from_id`` a ``"cycle"`` answers with (required for it).
+        headers: Extra reply headers of ``"raw"`` (e.g. ``{"Location": ...}``).
+        size: Profiles per page of ``"ignore_limit"``, ``"no_cursor"``,
+            ``"opaque_cursor"`` and ``"cycle"`` (which then ignore ``limit`` too).
+        cursor: The ``next_from_id`` of ``"cycle"`` (required for it): a ``from_id``
+            the pull has been at.
         fired: How many requests it has fired for so far.
     """
 
@@ -103,6 +97,7 @@ class Fault:
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {self.kind!r}; use one of {sorted(FAULT_KINDS)}")
+        self.headers = dict(self.headers) if self.headers else None  # the caller's, copied
         if not isinstance(self.method, str) or not self.method:
             raise ValueError("method must be an API method name such as 'profiles/list' or '*'")
         if self.kind in _PAGING_KINDS and self.method != "profiles/list":
@@ -150,7 +145,7 @@ class FaultQueue:
         """The fault the next request of ``method`` gets, counted as fired."""
         with self._lock:
             # A fault for the method itself wins over a catch-all one.
-            for key in (method, ANY_METHOD):
+            for key in (method, "*"):
                 queue = self._queues.get(key)
                 if queue:
                     fault = queue[0]

@@ -13,7 +13,6 @@ import socket
 import struct
 import sys
 import threading
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -24,18 +23,19 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from stoplist_nb.demo._api import (
     DEFAULT_LIMIT,
+    JSON_TYPE,
     MAX_LIMIT,
     ApiError,
     Backend,
     Call,
     Reply,
+    dispatch,
     error_reply,
+    is_int,
     method_name,
     parse_json_object,
 )
 from stoplist_nb.demo._faults import Fault, FaultQueue
-from stoplist_nb.demo._reply import JSON_TYPE, is_int
-from stoplist_nb.demo._routes import dispatch
 
 __all__ = ["DemoHTTPServer", "RequestRecord"]
 
@@ -63,72 +63,66 @@ class RequestRecord:
 def fault_reply(fault: Fault) -> Reply:
     """The reply of a fault that replaces the endpoint's answer."""
     headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
+    text = fault.text
     if fault.kind == "status":
         status = fault.status or 503
-        text = fault.text if fault.text is not None else _phrase(status)
-        code = fault.code if fault.code is not None else status
-        return Reply(status, {"error": code, "error_text": text}, headers=headers)
+        error = {"error": status if fault.code is None else fault.code}
+        text = _phrase(status) if text is None else text
+        return Reply(status, {**error, "error_text": text}, headers=headers)
     if fault.kind == "html":
         status = fault.status or 502
         title = f"{status} {_phrase(status)}"
-        message = fault.text if fault.text is not None else title
         page = (
             f"<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n"
-            f"<center><h1>{message}</h1></center>\r\n<hr><center>nginx</center>\r\n"
-            "</body>\r\n</html>\r\n"
+            f"<center><h1>{title if text is None else text}</h1></center>\r\n"
+            "<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
         )
         return Reply(status, body=page.encode(), content_type="text/html", headers=headers)
     if fault.kind == "malformed":
-        if fault.text is not None:
-            body = fault.text.encode("utf-8")
-        else:
-            body = b'{"data": [{"id": "65a1f0c2e4b0a1b2c3d4e5f6", "_fname": "Ann'
-        return Reply(200, body=body)
+        cut = '{"data": [{"id": "65a1f0c2e4b0a1b2c3d4e5f6", "_fname": "Ann'
+        return Reply(200, body=(cut if text is None else text).encode("utf-8"))
     if fault.kind == "raw":
-        body = fault.body if fault.body is not None else (fault.text or "").encode("utf-8")
+        raw = fault.body is not None
         return Reply(
             fault.status or 200,
-            body=body,
-            content_type="application/octet-stream" if fault.body is not None else JSON_TYPE,
+            body=fault.body if fault.body is not None else (text or "").encode("utf-8"),
+            content_type="application/octet-stream" if raw else JSON_TYPE,
             headers={**headers, **(fault.headers or {})},
         )
     # "api_error"
-    code = fault.code if fault.code is not None else 500
-    text = fault.text if fault.text is not None else "Internal server error"
+    code = 500 if fault.code is None else fault.code
+    text = "Internal server error" if text is None else text
     return Reply(200, {"error": code, "error_text": text})
 
 
-def _decoy(payload: dict[str, Any]) -> dict[str, Any]:
-    """The same reply, written so that a text search for the cursor finds a wrong one."""
-    rows = payload["data"]
-    wrong = rows[0].get("id", "")
-    head = {key: value for key, value in payload.items() if key != "data"}
-    return {**head, "data": [{**row, "next_from_id": wrong} for row in rows]}
+def _bend(payload: dict[str, Any], fault: Fault, from_id: Any) -> None:
+    """The paging quirk of ``fault`` on a reply's ``payload``, in place."""
+    rows, kind = payload.get("data"), fault.kind
+    if kind == "no_cursor":
+        payload.pop("next_from_id", None)
+    elif kind == "stall" and "next_from_id" in payload:
+        payload["next_from_id"] = from_id if isinstance(from_id, str) else ""
+    elif not rows:
+        return  # an empty page ends the list: nothing to lead anywhere
+    elif kind == "opaque_cursor" and payload.get("next_from_id"):
+        # After the last id and before any later one: it works as from_id, yet is no id.
+        payload["next_from_id"] = f"{payload['next_from_id']}~"
+    elif kind == "cycle":
+        payload["next_from_id"] = fault.cursor
+    elif kind == "decoy":
+        # A text search for the cursor finds a wrong one first.
+        del payload["data"]
+        payload["data"] = [{**row, "next_from_id": rows[0].get("id", "")} for row in rows]
 
 
-def _ignore_limit(params: dict[str, Any], fault: Fault) -> dict[str, Any]:
-    """The request as an ``"ignore_limit"`` fault answers it: with its page size."""
+def _page_size(params: dict[str, Any], fault: Fault) -> dict[str, Any]:
+    """The request as a fault with a page size answers it: ``size``, or twice ``limit``."""
     limit = params.get("limit")
     if limit is None:
         limit = DEFAULT_LIMIT
     if not is_int(limit) or not 1 <= limit <= MAX_LIMIT:
         return params  # refused as it stands
     return {**params, "limit": fault.size if fault.size is not None else min(2 * limit, MAX_LIMIT)}
-
-
-def _recursor(payload: dict[str, Any], fault: Fault) -> None:
-    """The cursor of a ``"no_cursor"``, ``"opaque_cursor"`` or ``"cycle"`` fault, in place."""
-    if fault.kind not in ("no_cursor", "opaque_cursor", "cycle"):
-        return
-    if fault.kind == "no_cursor":
-        payload.pop("next_from_id", None)
-    elif not payload.get("data"):
-        return  # an empty page ends the list: nothing to lead anywhere
-    elif fault.kind == "opaque_cursor" and payload.get("next_from_id"):
-        # After the last id and before any later one: it works as from_id, yet is no id.
-        payload["next_from_id"] = f"{payload['next_from_id']}~"
-    elif fault.kind == "cycle":
-        payload["next_from_id"] = fault.cursor
 
 
 def _phrase(status: int) -> str:
@@ -217,21 +211,6 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request access log on stderr."""
 
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_PUT(self) -> None:
-        self._handle()
-
-    def do_DELETE(self) -> None:
-        self._handle()
-
-    def do_PATCH(self) -> None:
-        self._handle()
-
     def _handle(self) -> None:
         srv = self.server
         split = urlsplit(self.path)
@@ -251,7 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
         logged = {k: copy.deepcopy(v) for k, v in params.items() if k != "token"}
         fault = srv.faults.take(name)
         kind = fault.kind if fault is not None else None
-        if fault is not None and kind == "reset":
+        if kind == "reset":
             srv.log(RequestRecord(name, path, logged, 0))
             self._reset()
             return
@@ -259,33 +238,21 @@ class _Handler(BaseHTTPRequestHandler):
             reply = fault_reply(fault)
         elif reply is None:
             if fault is not None and (kind == "ignore_limit" or fault.size is not None):
-                params = _ignore_limit(params, fault)  # the log keeps what was asked
-            reply = self._dispatch(name, path, params)
+                params = _page_size(params, fault)  # the log keeps what was asked
+            auth = self.headers.get("Authorization", "")
+            bearer = auth[7:].strip() if auth[:7].lower() == "bearer " else None
+            reply = dispatch(srv.backend, name, Call(self.command, path, params, bearer))
             if fault is not None and reply.payload is not None:
-                _recursor(reply.payload, fault)
-            if kind == "stall" and reply.payload is not None and "next_from_id" in reply.payload:
-                from_id = params.get("from_id")
-                reply.payload["next_from_id"] = from_id if isinstance(from_id, str) else ""
-            if kind == "decoy" and reply.payload is not None and reply.payload.get("data"):
-                reply.payload = _decoy(reply.payload)
+                _bend(reply.payload, fault, params.get("from_id"))
         # Logged before the reply goes out: a client that has its answer sees the record.
         srv.log(RequestRecord(name, path, logged, reply.status))
-        if fault is not None and kind == "slow":
-            srv.stopping.wait(2.0 if fault.delay is None else fault.delay)
-        trickle = None
-        if fault is not None and kind == "trickle":
-            trickle = 0.2 if fault.delay is None else fault.delay
+        delay = None if fault is None else fault.delay
+        if kind == "slow":
+            srv.stopping.wait(2.0 if delay is None else delay)
+        trickle = (0.2 if delay is None else delay) if kind == "trickle" else None
         self._send(reply, truncate=kind == "truncate", trickle=trickle)
 
-    def _dispatch(self, name: str, path: str, params: dict[str, Any]) -> Reply:
-        auth = self.headers.get("Authorization", "")
-        bearer = auth[7:].strip() if auth[:7].lower() == "bearer " else None
-        call = Call(self.command, path, params, bearer)
-        try:
-            return dispatch(self.server.backend, name, call)
-        except Exception:  # a bug in a handler: answer 500 and show it, do not hang
-            traceback.print_exc()
-            return error_reply(500, "internal error", http_errors=self.server.backend.http_errors)
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -303,7 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(413 if length > MAX_BODY else 400, "bad Content-Length")
         return self.rfile.read(length)
 
-    def _send(self, reply: Reply, *, truncate: bool = False, trickle: float | None = None) -> None:
+    def _send(self, reply: Reply, *, truncate: bool, trickle: float | None) -> None:
         body = reply.encode()
         if truncate:
             # The full Content-Length, half the body, then the end of the connection:

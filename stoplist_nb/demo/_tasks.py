@@ -2,8 +2,7 @@
 
 A task advances one step per ``tasks/status`` poll, never with the clock, so a test
 knows exactly what the n-th poll answers. The archive is built once, on the poll that
-first names its file, and kept in memory under its download path; a plan may have
-that path answer 404 for a while (a file named before it is served).
+first names its file, and kept in memory under its download path.
 """
 
 from __future__ import annotations
@@ -23,51 +22,53 @@ from stoplist_nb.demo._archive import (
     CsvLayout,
     build_archive,
 )
-from stoplist_nb.demo._suppress import (
-    DEFAULT_SUPPRESS_ID,
-    DEFAULT_SUPPRESS_NAME,
-    build_suppressed,
-    canonicalize,
-    hashed_rows,
-)
+from stoplist_nb.demo._suppress import canonicalize, hashed_rows
 
-__all__ = ["FAIL_TEXT", "ExportPlan", "ExportStore", "ExportTask"]
-
-FAILED = "failed"
-FAIL_TEXT = "export failed: list is locked"
-# Where a never-ending task's progress sticks, unless its last step got further.
-NEVER_PROGRESS = 60
-
-
-def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool)
+__all__ = ["ExportPlan", "ExportStore"]
 
 
 @dataclass(frozen=True)
 class ExportPlan:
     """How the next export task behaves; see ``DemoService.plan_next_export``.
 
+    With the defaults, polls 1-3 answer ``queued`` 0, ``processing`` 40, ``processing``
+    80 with ``result`` ``{}``, and poll 4 onward ``completed`` 100 with the filled
+    ``result``.
+
     Attributes:
-        steps: Polls answered before the task ends. Poll ``i`` (1-based, ``i <=
-            steps``) reports ``words[min(i - 1, len(words) - 1)]`` with progress
-            ``(i - 1) * 200 // (2 * steps - 1)`` (0, 40, 80 for 3 steps) and ``result``
-            ``{}``.
-        words: Status words of the running task; any word is allowed.
-        final: Status word of the completed task (progress 100, ``result`` filled).
-        fail: End as ``"failed"`` instead, progress stuck at the last step's, with
-            ``result`` ``{"error": "export failed: list is locked"}``.
-        never: Never end: after the steps report ``words[-1]`` forever, progress
-            stuck at 60 (or at the last step's, if higher).
-        hashed_file_as_list: Report ``result.hashed_file`` as ``[path]``.
-        hashed_file: Report this string as the path instead of the real one (which
-            still serves the archive).
-        csv_layout: Layout of the CSV inside the archive.
-        archive: Shape of the archive.
-        done_before_file: Polls, after the steps, that report ``words[-1]`` with
-            progress 100 and ``result`` filled, while the file answers 404; it is
-            served from the poll that reports ``final``.
-        not_ready_downloads: Downloads of the file, once served, that answer 404
-            first.
+        steps: Running polls before the end (0: the first poll ends it). Poll ``i``
+            reports ``words[min(i - 1, len(words) - 1)]`` with progress ``(i - 1) * 200
+            // (2 * steps - 1)`` and ``result`` ``{}``.
+        words: Status words while running; words the API never documented are allowed
+            (``("queued", "exporting", "packing")``).
+        final: Status word of completion (progress 100, ``result`` filled), e.g.
+            ``"success"``.
+        fail: After the steps report ``"failed"`` with the progress stuck and ``result``
+            ``{"error": "export failed: list is locked"}``; the envelope's ``error``
+            stays 0.
+        never: Never end: after the steps report ``words[-1]`` forever, progress stuck
+            at 60 (or at the last step's, if higher).
+        hashed_file_as_list: Report ``result.hashed_file`` as ``[path]``, the array the
+            documentation promises.
+        hashed_file: Report this exact string instead of the real path (which keeps
+            serving the archive), e.g. ``"https://evil.example/x.zip"``.
+        csv_layout: Layout of the CSV inside the archive; see ``render_csv``.
+        archive: Shape of the archive: ``"normal"``; ``"junk"`` (plus
+            ``__MACOSX/._<name>.md5.csv``, ``readme.txt`` and a directory ``extra/``);
+            ``"bomb"`` (the CSV member inflates to 200 MiB of one repeated line, well
+            under 1 MB packed); ``"corrupt"`` (a ZIP start, then garbage and a truncated
+            end record); ``"two_csv"`` (the hashes split over ``part1.csv`` and
+            ``part2.csv``, with the junk members).
+        done_before_file: Polls, after the steps, that already report progress 100 and
+            the filled ``result`` under ``words[-1]`` while the download of the file
+            answers 404 ``file not found``; the file is served from the poll that
+            reports ``final``.
+        not_ready_downloads: Downloads of the file that answer 404 ``file not found``
+            after it is served, before the next one gets it.
+
+    Raises:
+        ValueError: On a value out of range, ``fail`` with ``never``, or
+            ``done_before_file`` or ``not_ready_downloads`` with either.
     """
 
     steps: int = 3
@@ -83,27 +84,27 @@ class ExportPlan:
     not_ready_downloads: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.steps, int) or _is_bool(self.steps) or self.steps < 0:
-            raise ValueError(f"steps must be an int >= 0, got {self.steps!r}")
         words: Any = self.words
-        if isinstance(words, str) or not isinstance(words, Sequence):
-            raise ValueError(f"words must be a sequence of status words, got {words!r}")
-        words = tuple(words)
-        if not words or not all(isinstance(w, str) and w for w in words):
-            raise ValueError(f"words must be non-empty strings, got {words!r}")
-        object.__setattr__(self, "words", words)  # a list given by the caller, frozen
+        if (
+            isinstance(words, str)
+            or not isinstance(words, Sequence)
+            or not words
+            or not all(isinstance(w, str) and w for w in words)
+        ):
+            raise ValueError(f"words must be a sequence of non-empty status words, got {words!r}")
+        object.__setattr__(self, "words", tuple(words))  # a list given by the caller, frozen
         if not isinstance(self.final, str) or not self.final:
             raise ValueError(f"final must be a non-empty string, got {self.final!r}")
         for name in ("fail", "never", "hashed_file_as_list"):
-            if not _is_bool(getattr(self, name)):
+            if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.fail and self.never:
             raise ValueError("a task cannot both fail and never end")
-        for name in ("done_before_file", "not_ready_downloads"):
+        for name in ("steps", "done_before_file", "not_ready_downloads"):
             value = getattr(self, name)
-            if not isinstance(value, int) or _is_bool(value) or value < 0:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-            if value and (self.fail or self.never):
+            if value and name != "steps" and (self.fail or self.never):
                 raise ValueError(f"{name} needs a task that completes (not fail or never)")
         if self.hashed_file is not None and not isinstance(self.hashed_file, str):
             raise ValueError(f"hashed_file must be a string or None, got {self.hashed_file!r}")
@@ -112,46 +113,25 @@ class ExportPlan:
         if self.archive not in ARCHIVE_KINDS:
             raise ValueError(f"archive must be one of {sorted(ARCHIVE_KINDS)}")
 
-    def step(self, poll: int) -> tuple[str, int]:
-        """Status word and progress of running poll ``poll`` (1-based, at most ``steps``)."""
-        word = self.words[min(poll - 1, len(self.words) - 1)]
-        return word, (poll - 1) * 200 // (2 * self.steps - 1)
-
-    def last_progress(self) -> int:
-        """Progress of the last running poll (0 without steps)."""
-        return self.step(self.steps)[1] if self.steps else 0
-
 
 @dataclass
-class ExportTask:
-    """One export started through ``suppresses/export``."""
-
-    task_id: str
-    suppress_id: int
+class _Task:
     type: str
     plan: ExportPlan
     polls: int = 0
     result: dict[str, Any] | None = None
-    #: Whether the file is served: the task has reported its final word.
-    served: bool = False
-    #: Downloads of the served file answered 404 so far (see ``not_ready_downloads``).
-    refused: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    served: bool = False  # the task has reported its final word
+    refused: int = 0  # downloads of the served file answered 404 so far
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class ExportStore:
-    """The suppression list, the export tasks and the archives they produced.
-
-    Args:
-        suppress_id: Id of the one suppression list.
-        suppress_name: Its name; the archive is ``<name>.md5.zip``.
-        suppressed: Its contacts, canonical values per kind.
-    """
+    """The suppression list, the export tasks and the archives they produced."""
 
     def __init__(
         self, suppress_id: int, suppress_name: str, suppressed: Mapping[str, Iterable[str]]
     ) -> None:
-        if not isinstance(suppress_id, int) or _is_bool(suppress_id):
+        if not isinstance(suppress_id, int) or isinstance(suppress_id, bool):
             raise ValueError(f"suppress_id must be an int, got {suppress_id!r}")
         if (
             not isinstance(suppress_name, str)
@@ -165,26 +145,10 @@ class ExportStore:
         self.suppress_id = suppress_id
         self.suppress_name = suppress_name
         self.suppressed = canonicalize(suppressed)
-        self._lock = threading.Lock()
         self._plan = ExportPlan()
-        self._tasks: dict[str, ExportTask] = {}
-        self._files: dict[str, bytes] = {}
-        self._owners: dict[str, ExportTask] = {}
-
-    @classmethod
-    def for_profiles(
-        cls,
-        profiles: Sequence[Mapping[str, Any]],
-        seed: int = 0,
-        *,
-        suppress_id: int = DEFAULT_SUPPRESS_ID,
-        suppress_name: str = DEFAULT_SUPPRESS_NAME,
-        suppressed: Mapping[str, Iterable[str]] | None = None,
-    ) -> ExportStore:
-        """A store whose list is ``suppressed``, or else drawn from ``profiles``."""
-        if suppressed is None:
-            suppressed = build_suppressed(profiles, seed)
-        return cls(suppress_id, suppress_name, suppressed)
+        self._lock = threading.Lock()
+        self._tasks: dict[str, _Task] = {}
+        self._files: dict[str, tuple[bytes, _Task]] = {}
 
     def plan_next(self, plan: ExportPlan) -> None:
         """Use ``plan`` for the next export started (replacing a pending one)."""
@@ -198,7 +162,7 @@ class ExportStore:
             task_id = f"exp-{secrets.token_hex(6)}"
             while task_id in self._tasks:
                 task_id = f"exp-{secrets.token_hex(6)}"
-            self._tasks[task_id] = ExportTask(task_id, self.suppress_id, type_, plan)
+            self._tasks[task_id] = _Task(type_, plan)
         return task_id
 
     def poll(self, task_id: str) -> dict[str, Any] | None:
@@ -211,50 +175,48 @@ class ExportStore:
         with task.lock:
             task.polls += 1
             plan = task.plan
-            if task.polls <= plan.steps:
-                word, progress = plan.step(task.polls)
+            steps = plan.steps
+            last = (steps - 1) * 200 // (2 * steps - 1) if steps else 0  # the last step's
+            if task.polls <= steps:
+                word = plan.words[min(task.polls - 1, len(plan.words) - 1)]
+                progress = (task.polls - 1) * 200 // (2 * steps - 1)
                 return {"status": word, "progress": progress, "result": {}}
             if plan.never:
-                progress = max(NEVER_PROGRESS, plan.last_progress())
-                return {"status": plan.words[-1], "progress": progress, "result": {}}
+                return {"status": plan.words[-1], "progress": max(60, last), "result": {}}
             if plan.fail:
-                result = {"error": FAIL_TEXT}
-                return {"status": FAILED, "progress": plan.last_progress(), "result": result}
+                result = {"error": "export failed: list is locked"}
+                return {"status": "failed", "progress": last, "result": result}
             if task.result is None:
                 task.result = self._complete(task)
             result = copy.deepcopy(task.result)
-            if task.polls <= plan.steps + plan.done_before_file:
+            if task.polls <= steps + plan.done_before_file:
                 return {"status": plan.words[-1], "progress": 100, "result": result}
             task.served = True
             return {"status": plan.final, "progress": 100, "result": result}
 
-    def _complete(self, task: ExportTask) -> dict[str, Any]:
+    def _complete(self, task: _Task) -> dict[str, Any]:
         rows = hashed_rows(self.suppressed, task.type)
         plan = task.plan
         data = build_archive(self.suppress_name, rows, layout=plan.csv_layout, kind=plan.archive)
         path = f"suppress/{uuid.uuid4()}/{self.suppress_name}.md5.zip"
         with self._lock:
-            self._files[path] = data
-            self._owners[path] = task
+            self._files[path] = (data, task)
         reported = path if plan.hashed_file is None else plan.hashed_file
         return {
             "hashed_file": [reported] if plan.hashed_file_as_list else reported,
             "regular_file": "",
             "is_api": True,
-            "suppress_id": task.suppress_id,
+            "suppress_id": self.suppress_id,
             "total": len(rows),
         }
 
     def file(self, path: str) -> bytes | None:
-        """The archive served at ``/api/download/<path>``, or ``None`` (a 404).
-
-        A file its task's plan holds back (``done_before_file``,
-        ``not_ready_downloads``) is ``None`` until it is served.
-        """
+        """The archive served at ``/api/download/<path>``, or ``None`` (a 404), also
+        while its plan holds it back."""
         with self._lock:
-            data, task = self._files.get(path), self._owners.get(path)
-        if data is None or task is None:
-            return data
+            data, task = self._files.get(path, (None, None))
+        if task is None:
+            return None
         with task.lock:
             if not task.served:
                 return None
