@@ -14,16 +14,7 @@ import zipfile
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-__all__ = [
-    "ARCHIVE_KINDS",
-    "BAD_ROWS",
-    "BOMB_SIZE",
-    "CSV_LAYOUTS",
-    "ArchiveKind",
-    "CsvLayout",
-    "build_archive",
-    "render_csv",
-]
+__all__ = ["ARCHIVE_KINDS", "BOMB_SIZE", "CSV_LAYOUTS", "ArchiveKind", "CsvLayout", "build_archive"]
 
 CsvLayout = Literal["plain", "header", "semicolon", "two_columns", "crlf", "upper", "bad_rows"]
 ArchiveKind = Literal["normal", "junk", "bomb", "corrupt", "two_csv"]
@@ -32,8 +23,6 @@ ARCHIVE_KINDS: frozenset[str] = frozenset(get_args(ArchiveKind))
 
 # Exactly 200 MiB once inflated, so a test can compare the declared size.
 BOMB_SIZE = 200 * 1024 * 1024
-# Lines of the "bad_rows" layout that are not MD5 hashes, in the order they appear.
-BAD_ROWS: tuple[str, ...] = ("not-a-hash", "", "12345")
 
 # A fixed timestamp makes the same export give the same archive bytes.
 _STAMP = (2024, 1, 1, 0, 0, 0)
@@ -49,17 +38,12 @@ Row = tuple[str, str]  # (row type such as "email", lower-case md5 hex)
 
 
 def render_csv(rows: Sequence[Row], layout: CsvLayout) -> bytes:
-    """The CSV bytes of ``rows`` in ``layout`` (UTF-8, every line terminated).
+    """The CSV bytes of ``rows``, ``(row type, md5)`` pairs, in ``layout``.
 
-    Args:
-        rows: ``(row type, md5)`` pairs.
-        layout: ``"plain"`` (one column, no header), ``"header"`` (``md5`` first),
-            ``"semicolon"`` (``md5;type``), ``"two_columns"`` (``type,md5``: the hash
-            is not first), ``"crlf"`` (plain with CRLF), ``"upper"`` (plain, upper-case
-            hex) or ``"bad_rows"`` (plain plus the lines of :data:`BAD_ROWS`).
-
-    Returns:
-        The file's bytes.
+    Layouts: ``"plain"`` (one column, no header), ``"header"`` (first line ``md5``),
+    ``"semicolon"`` (``md5;type``), ``"two_columns"`` (``type,md5``: the hash is not
+    first), ``"crlf"`` (plain with CRLF), ``"upper"`` (plain, upper-case hex) or
+    ``"bad_rows"`` (plus the lines ``not-a-hash``, an empty one and ``12345``).
 
     >>> render_csv([("email", "ab" * 16)], "semicolon").decode()
     'md5;type\\nabababababababababababababababab;email\\n'
@@ -74,9 +58,9 @@ def render_csv(rows: Sequence[Row], layout: CsvLayout) -> bytes:
             lines.insert(0, "md5")
         elif layout == "bad_rows":
             # Near the start, in the middle and at the end, where readers slip.
-            lines.insert(min(1, len(lines)), BAD_ROWS[0])
-            lines.insert(len(lines) // 2, BAD_ROWS[1])
-            lines.append(BAD_ROWS[2])
+            lines.insert(min(1, len(lines)), "not-a-hash")
+            lines.insert(len(lines) // 2, "")
+            lines.append("12345")
     end = "\r\n" if layout == "crlf" else "\n"
     return "".join(line + end for line in lines).encode("utf-8")
 
@@ -119,21 +103,9 @@ def build_archive(
     layout: CsvLayout = "plain",
     kind: ArchiveKind = "normal",
 ) -> bytes:
-    """The ``.md5.zip`` of an export of the list ``name``.
+    """The ``.md5.zip`` of an export of the list ``name``, in the shape ``kind``.
 
-    Args:
-        name: Name of the suppression list; the CSV member is ``<name>.md5.csv``.
-        rows: ``(row type, md5)`` pairs to write.
-        layout: CSV layout, see :func:`render_csv`; the bomb ignores it.
-        kind: ``"normal"`` (the CSV member only), ``"junk"`` (plus
-            ``__MACOSX/._<name>.md5.csv``, a directory ``extra/`` and ``readme.txt``),
-            ``"bomb"`` (the member inflates to :data:`BOMB_SIZE` bytes of one repeated
-            line), ``"corrupt"`` (a ZIP start followed by garbage and a truncated end
-            record) or ``"two_csv"`` (the rows split over ``part1.csv`` and
-            ``part2.csv``, with the junk members).
-
-    Returns:
-        The archive's bytes.
+    The CSV member is ``<name>.md5.csv``; see ``ExportPlan.archive`` for the shapes.
     """
     if kind == "corrupt":
         return _corrupt(build_archive(name, rows, layout=layout))
