@@ -33,27 +33,15 @@ def _parser() -> argparse.ArgumentParser:
         "stoplist-nb profiles and stoplist-nb export then read it.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument(
-        "--host", default="127.0.0.1", metavar="ADDRESS", help="address to listen on"
-    )
-    parser.add_argument(
-        "--port", type=int, default=8000, metavar="N", help="port to listen on, 0 for any free one"
-    )
-    parser.add_argument(
-        "--profiles", type=int, default=DEFAULT_PROFILES, metavar="N", help="number of profiles"
-    )
-    parser.add_argument(
-        "--seed", type=int, default=0, metavar="N", help="seed of the generated data"
-    )
-    parser.add_argument(
-        "--token",
-        default=argparse.SUPPRESS,  # no "(default: None)": a random one is drawn
-        help="API token to accept (default: a random one)",
-    )
-    parser.add_argument("--db-id", type=int, default=1, metavar="N", help="database id")
-    parser.add_argument(
-        "--suppress-id", type=int, default=7, metavar="N", help="suppression list id"
-    )
+    add = parser.add_argument
+    add("--host", default="127.0.0.1", metavar="ADDRESS", help="address to listen on")
+    add("--port", type=int, default=8000, metavar="N", help="port to listen on, 0 for any free one")
+    add("--profiles", type=int, default=DEFAULT_PROFILES, metavar="N", help="number of profiles")
+    add("--seed", type=int, default=0, metavar="N", help="seed of the generated data")
+    # SUPPRESS: no "(default: None)", a random one is drawn.
+    add("--token", default=argparse.SUPPRESS, help="API token to accept (default: a random one)")
+    add("--db-id", type=int, default=1, metavar="N", help="database id")
+    add("--suppress-id", type=int, default=7, metavar="N", help="suppression list id")
     return parser
 
 
@@ -83,17 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.profiles < 0:
         print("--profiles must not be negative", file=sys.stderr)
         return 2
+    options = vars(args)
+    options["token"] = options.get("token")
     try:
-        service = DemoService(
-            args.profiles,
-            args.seed,
-            token=getattr(args, "token", None),
-            host=args.host,
-            port=args.port,
-            db_id=args.db_id,
-            suppress_id=args.suppress_id,
-        )
-        service.start()
+        service = DemoService(options.pop("profiles"), options.pop("seed"), **options).start()
     except (OSError, ValueError) as exc:
         print(f"cannot start the demo service: {exc}", file=sys.stderr)
         return 1
@@ -102,9 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _interrupt)
     try:
         sh, powershell, cmd = paste_lines(service.base_url, service.token)
-        print(f"base_url: {service.base_url}")
-        print(f"token:    {service.token}")
-        print(f"db_id:    {service.db_id}")
+        print(f"base_url: {service.base_url}\ntoken:    {service.token}\ndb_id:    {service.db_id}")
         # The list's name is not printed: it is not ASCII, and stdout may not be UTF-8.
         print(
             f"Serving {len(service.profiles)} profiles and suppression list "

@@ -7,18 +7,13 @@ import copy
 import secrets
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from stoplist_nb.demo._api import Backend
 from stoplist_nb.demo._data import generate_profiles
 from stoplist_nb.demo._faults import Fault, FaultKind, FaultQueue
 from stoplist_nb.demo._server import DemoHTTPServer, RequestRecord
-from stoplist_nb.demo._suppress import (
-    DEFAULT_SUPPRESS_ID,
-    DEFAULT_SUPPRESS_NAME,
-    build_suppressed,
-)
+from stoplist_nb.demo._suppress import DEFAULT_SUPPRESS_ID, DEFAULT_SUPPRESS_NAME, build_suppressed
 from stoplist_nb.demo._tasks import ExportPlan, ExportStore
 
 if TYPE_CHECKING:  # only for the annotation: the demo must not import the client at run time
@@ -166,12 +161,7 @@ class DemoService(Backend):
             self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:

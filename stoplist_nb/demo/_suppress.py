@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from stoplist_nb.demo._words import WORDS
+from stoplist_nb.demo._data import WORDS
 
 __all__ = [
     "DEFAULT_SUPPRESS_ID",
