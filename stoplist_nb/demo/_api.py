@@ -108,15 +108,10 @@ def method_name(path: str) -> str:
     return "download" if path.startswith(DOWNLOAD_PREFIX) else path
 
 
-def parse_json_object(body: bytes) -> dict[str, Any]:
-    """The request body as a JSON object, or ApiError 400."""
-    try:
-        value = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise ApiError(400, "request body is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise ApiError(400, "request body must be a JSON object")
-    return value
+def param(params: dict[str, Any], name: str, default: Any) -> Any:
+    """Parameter ``name``, or ``default`` when it is missing or ``null``."""
+    value = params.get(name)
+    return default if value is None else value
 
 
 def _check_id(value: Any, name: str, expected: int, what: str) -> None:
@@ -225,21 +220,15 @@ def profiles_list(backend: Backend, call: Call) -> Reply:
     fmt = params.get("format")
     if fmt is not None and fmt != "json":
         raise ApiError(400, f"unsupported format: {fmt!r}")
-    from_id = params.get("from_id")
-    if from_id is None:
-        from_id = ""
+    from_id = param(params, "from_id", "")
     if not isinstance(from_id, str):
         raise ApiError(400, "from_id must be a string")
-    limit = params.get("limit")
-    if limit is None:
-        limit = DEFAULT_LIMIT
+    limit = param(params, "limit", DEFAULT_LIMIT)
     if not is_int(limit) or limit < 1:
         raise ApiError(400, "limit must be a positive integer")
     if limit > MAX_LIMIT:
         raise ApiError(400, f"limit must not exceed {MAX_LIMIT}")
-    query = params.get("query")
-    if query is None:
-        query = {}
+    query = param(params, "query", {})
     if not isinstance(query, dict):
         raise ApiError(400, "query must be a JSON object")
     fields = params.get("fields")
@@ -262,9 +251,7 @@ def databases_fields_get(backend: Backend, call: Call) -> Reply:
 def suppresses_export(backend: Backend, call: Call) -> Reply:
     """``POST /api/v1.1/suppresses/export``: start exporting the list; ``data.task_id``."""
     _check_id(call.params.get("id"), "id", backend.exports.suppress_id, "suppression list")
-    type_ = call.params.get("type")
-    if type_ is None:
-        type_ = "all"
+    type_ = param(call.params, "type", "all")
     if type_ not in EXPORT_TYPES:
         raise ApiError(400, f"type must be one of {', '.join(EXPORT_TYPES)}")
     return success(data={"task_id": backend.exports.start(type_)})

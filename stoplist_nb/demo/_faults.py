@@ -11,28 +11,15 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-__all__ = ["Fault", "FaultKind", "FaultQueue"]
+__all__ = ["REPLACING", "Fault", "FaultKind", "FaultQueue"]
 
-FaultKind = Literal[
-    "status",
-    "html",
-    "malformed",
-    "api_error",
-    "raw",
-    "slow",
-    "trickle",
-    "stall",
-    "decoy",
-    "reset",
-    "truncate",
-    "ignore_limit",
-    "no_cursor",
-    "opaque_cursor",
-    "cycle",
-]
+# The kinds that take the place of the endpoint's reply, and the quirks of paging.
+Replacing = Literal["status", "html", "malformed", "api_error", "raw", "reset"]
+_Paging = Literal["stall", "decoy", "ignore_limit", "no_cursor", "opaque_cursor", "cycle"]
+FaultKind = Literal[Replacing, "slow", "trickle", "truncate", _Paging]
 FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
-# Kinds that change the answer of ``profiles/list`` and make no sense elsewhere.
-_PAGING_KINDS = frozenset({"stall", "decoy", "ignore_limit", "no_cursor", "opaque_cursor", "cycle"})
+REPLACING: frozenset[str] = frozenset(get_args(Replacing))
+_PAGING_KINDS: frozenset[str] = frozenset(get_args(_Paging))
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import socket
 import struct
 import sys
@@ -33,9 +34,9 @@ from stoplist_nb.demo._api import (
     error_reply,
     is_int,
     method_name,
-    parse_json_object,
+    param,
 )
-from stoplist_nb.demo._faults import Fault, FaultQueue
+from stoplist_nb.demo._faults import REPLACING, Fault, FaultQueue
 
 __all__ = ["DemoHTTPServer", "RequestRecord"]
 
@@ -117,9 +118,7 @@ def _bend(payload: dict[str, Any], fault: Fault, from_id: Any) -> None:
 
 def _page_size(params: dict[str, Any], fault: Fault) -> dict[str, Any]:
     """The request as a fault with a page size answers it: ``size``, or twice ``limit``."""
-    limit = params.get("limit")
-    if limit is None:
-        limit = DEFAULT_LIMIT
+    limit = param(params, "limit", DEFAULT_LIMIT)
     if not is_int(limit) or not 1 <= limit <= MAX_LIMIT:
         return params  # refused as it stands
     return {**params, "limit": fault.size if fault.size is not None else min(2 * limit, MAX_LIMIT)}
@@ -219,12 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
         params: dict[str, Any] = {}
         reply: Reply | None = None
         try:
-            body = self._read_body()
-            if self.command == "GET":
-                query = parse_qs(split.query, keep_blank_values=True)
-                params = {key: values[-1] for key, values in query.items()}
-            else:
-                params = parse_json_object(body)
+            params = self._read_params(split.query)
         except ApiError as exc:
             reply = error_reply(exc.code, exc.text, http_errors=srv.backend.http_errors)
         logged = {k: copy.deepcopy(v) for k, v in params.items() if k != "token"}
@@ -234,7 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
             srv.log(RequestRecord(name, path, logged, 0))
             self._reset()
             return
-        if fault is not None and kind in ("status", "html", "malformed", "api_error", "raw"):
+        if fault is not None and kind in REPLACING:
             reply = fault_reply(fault)
         elif reply is None:
             if fault is not None and (kind == "ignore_limit" or fault.size is not None):
@@ -254,21 +248,29 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
 
-    def _read_body(self) -> bytes:
+    def _read_params(self, query: str) -> dict[str, Any]:
+        """The query's parameters (GET) or the JSON object of the body (the others)."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.close_connection = True
             raise ApiError(411, "chunked request bodies are not supported")
         raw = self.headers.get("Content-Length")
-        if raw is None:
-            return b""
         try:
-            length = int(raw)
+            length = 0 if raw is None else int(raw)
         except ValueError:
             length = -1
         if length < 0 or length > MAX_BODY:
             self.close_connection = True
             raise ApiError(413 if length > MAX_BODY else 400, "bad Content-Length")
-        return self.rfile.read(length)
+        body = self.rfile.read(length)
+        if self.command == "GET":
+            return {key: values[-1] for key, values in parse_qs(query, True).items()}
+        try:
+            params = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise ApiError(400, "request body is not valid JSON") from None
+        if not isinstance(params, dict):
+            raise ApiError(400, "request body must be a JSON object")
+        return params
 
     def _send(self, reply: Reply, *, truncate: bool, trickle: float | None) -> None:
         body = reply.encode()
