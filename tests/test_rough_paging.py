@@ -21,8 +21,7 @@ import pytest
 from dataset_helpers import REQUEST_OPTIONS
 
 import stoplist_nb as sn
-from stoplist_nb.demo import DemoService
-from stoplist_nb.demo._faults import Fault
+from stoplist_nb.demo import DemoService, Fault
 from stoplist_nb.profiles.dataset import CHECKPOINT
 from stoplist_nb.profiles.reading import ProfilesRequest
 

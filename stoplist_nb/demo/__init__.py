@@ -44,8 +44,7 @@ Example:
 """
 
 from stoplist_nb.demo._data import generate_profiles
-from stoplist_nb.demo._faults import Fault
-from stoplist_nb.demo._server import RequestRecord
+from stoplist_nb.demo._server import Fault, RequestRecord
 from stoplist_nb.demo._service import DemoService, serve
 from stoplist_nb.demo._tasks import ExportPlan
 

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from stoplist_nb.demo._api import Backend
 from stoplist_nb.demo._data import generate_profiles
-from stoplist_nb.demo._faults import Fault, FaultKind, FaultQueue
-from stoplist_nb.demo._server import DemoHTTPServer, RequestRecord
+from stoplist_nb.demo._server import DemoHTTPServer, Fault, FaultKind, FaultQueue, RequestRecord
 from stoplist_nb.demo._suppress import DEFAULT_SUPPRESS_ID, DEFAULT_SUPPRESS_NAME, build_suppressed
 from stoplist_nb.demo._tasks import ExportPlan, ExportStore
 
