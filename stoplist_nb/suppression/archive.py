@@ -1,7 +1,7 @@
 """Read a suppression-list export (``<list name>.md5.zip``) into a DataFrame.
 
-The service does not document the CSV inside the archive, so the layout of
-each member is detected from its first 64 KiB:
+The service does not document the CSV inside, so each member's layout is
+detected from its first 64 KiB:
 
 * **Members**: regular files named ``*.csv`` (any case), else ``*.txt`` and
   ``*.md5``; directories, ``__MACOSX/``, names starting with ``.`` and links
@@ -16,46 +16,34 @@ each member is detected from its first 64 KiB:
 * **Header**: the first line is one when none of its fields is 32-hex, its
   MD5-column field is not hex digits only (a damaged hash stays data), and a
   later line has a 32-hex value there or the field names a hash.
-
 * **Lines and quotes**: every line is one row (``\\n``, ``\\r\\n`` and a lone
-  ``\\r`` end one; blank lines are passed over). Quotes never join lines nor
-  hide a separator: a field quoted whole (``"email"``) loses its quotes, ``""``
-  inside it standing for ``"``; any other quote is kept as written (a stray
-  ``"`` before a hash makes it a row that is not MD5). A quoted field holding
-  the separator is thus a row of the wrong number of fields.
+  ``\\r`` end one; blank lines are passed over; a UTF-8 BOM is dropped). Quotes
+  never join lines nor hide a separator: a field quoted whole loses its quotes
+  (``""`` in it standing for ``"``); any other quote is kept as written.
 
-A UTF-8 BOM and ``\\r\\n`` line ends are accepted. The MD5 column comes first,
-named ``md5``, lowercased; the others keep their header names (``col<i>``, ``i``
-counted from 0 in the file, without one); all are ``string[pyarrow]``, empty
-fields ``<NA>``. Rows whose md5 is not 32 hex digits are kept, rows with the
-wrong number of fields skipped, both reported in one warning.
-``df.attrs["members"]`` lists the members read, ``df.attrs["layout"]`` what was
-detected. When a column is named ``type`` or ``kind`` (any case),
-``df.attrs["kinds"]`` counts its rows per kind word: ``email``/``emails`` as
-``"email"``, ``phone``/``phones``/``sms`` as ``"phone"``, ``domain``/``domains``
-as ``"domain"`` (any case; these first, in that order), other words as they are
-written, and empty fields under ``""``. Members are streamed from the archive
-into pyarrow's CSV reader, never written to disk, and never read beyond their
-declared size; :class:`HashedBatches` gives the rows block by block (what
-:func:`read_hashed_csv` stacks, and the Parquet writer writes as they come).
-
-Against zip bombs (see :mod:`stoplist_nb.suppression.zipmembers`): an archive listing
-more than 10,000 members is refused before its directory is parsed; the
-members read must declare no more than ``max_size`` bytes together, nor more
-than ``max_ratio`` times the archive's size together or their own packed size
-each (below 1 MiB unpacked, no ratio applies); and what they actually yield
-is counted, together, against ``max_size``.
+The MD5 column comes first, named ``md5``, lowercased; the others keep their
+header names (``col<i>`` without one); all ``string[pyarrow]``, empty fields
+``<NA>``. Rows whose md5 is not 32 hex digits are kept, rows with the wrong
+number of fields skipped, both reported in one warning. ``attrs`` hold the
+``members`` read, the ``layout`` detected and, with a column named ``type`` or
+``kind``, the rows per ``kinds`` (see :func:`~stoplist_nb.suppression.contacts.kind_counts`).
+Members are streamed into pyarrow's CSV reader, never written to disk, within
+the zip-bomb limits of :mod:`~stoplist_nb.suppression.zipmembers`.
 """
 
 from __future__ import annotations
 
+import csv
 import functools
 import io
 import os
+import re
 import warnings
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import IO, Any, Union
 
 import numpy as np
@@ -67,8 +55,7 @@ import pyarrow.csv as pcsv
 from stoplist_nb._checks import check_int, check_number
 from stoplist_nb.errors import BadArchive, InvalidInput
 from stoplist_nb.suppression.contacts import add_counts, kind_column, kind_counts
-from stoplist_nb.suppression.csvlayout import SAMPLE, Layout, detect
-from stoplist_nb.suppression.hexdigits import hex_bytes, lower_hex
+from stoplist_nb.suppression.matching import hex_bytes
 from stoplist_nb.suppression.zipmembers import (
     Budget,
     Capped,
@@ -88,6 +75,109 @@ _STRINGS = {pa.string(): _STR, pa.large_string(): _STR}
 
 #: Bytes of CSV parsed at once, one batch (and, in a frame, one chunk) each.
 BLOCK_SIZE = 4 << 20
+
+
+#: How much of a member the layout is detected from.
+SAMPLE = 64 * 1024
+_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
+_HEXISH = re.compile(r"[0-9a-fA-F]*")
+# What pyarrow's CSV reader ends a line at: the sample is cut into the same lines.
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class Layout:
+    delimiter: str | None
+    header: bool
+    names: tuple[str, ...]
+    md5_index: int
+    skip_rows: int  # pyarrow counts leading blank lines as rows to skip, then the header
+
+
+def _cell(value: str) -> str:
+    return value.strip().strip('"').strip()
+
+
+def _names_hash(value: str) -> bool:
+    return "md5" in value.lower() or "hash" in value.lower()
+
+
+def _split(lines: list[str]) -> tuple[str | None, list[list[str]], int]:
+    best: tuple[str | None, list[list[str]], int] = (None, [[line] for line in lines], 1)
+    most = 0
+    for delimiter in (",", ";", "\t"):
+        try:
+            # Quotes are not read as quoting, nor are they by the reader: the fields
+            # counted here are those it will find.
+            rows = list(csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_NONE))
+        except csv.Error:
+            continue
+        width, count = Counter(len(row) for row in rows).most_common(1)[0]
+        if width > 1 and count > most:
+            best, most = (delimiter, rows, width), count
+    return best
+
+
+def detect(sample: bytes, complete: bool, label: str) -> Layout | None:
+    """The layout of a member from its first bytes; ``None`` when it has no lines."""
+    body = sample.removeprefix(b"\xef\xbb\xbf")
+    try:
+        text = body.decode()
+    except UnicodeDecodeError as exc:
+        if complete or exc.start < len(body) - 4:  # not just a character cut by the sample
+            raise BadArchive(f"{label}: cannot be read as CSV (it is not UTF-8 text)") from None
+        text = body[: exc.start].decode()
+    if not complete and (cut := max(text.rfind("\n"), text.rfind("\r"))) >= 0:
+        text = text[:cut]
+    every = _LINE_END.split(text)
+    lines = [line for line in every if line]
+    if not lines:
+        return None
+    blank = every.index(lines[0])
+    delimiter, rows, width = _split(lines)
+    first = [_cell(value) for value in rows[0]]
+
+    def hits(sampled: list[list[str]]) -> list[int]:
+        return [
+            sum(j < len(r) and bool(_HEX32.fullmatch(_cell(r[j]))) for r in sampled)
+            for j in range(width)
+        ]
+
+    later = hits(rows[1:])
+    counts = later if max(later) else hits(rows[:1])
+    named = [j for j, value in enumerate(first[:width]) if _names_hash(value)]
+    if not (max(counts) or named or width == 1):
+        raise BadArchive(
+            f"{label}: no column of 32-hex MD5 values in its first {len(rows)} lines "
+            f"({width} columns separated by {delimiter!r})"
+        )
+    md5 = counts.index(max(counts)) if max(counts) else (named or [0])[0]
+    head = first[md5] if md5 < len(first) else ""
+    header = (
+        not any(_HEX32.fullmatch(value) for value in first)
+        and not _HEXISH.fullmatch(head)
+        and (_names_hash(head) or later[md5] > 0)
+    )
+    names: list[str] = []
+    for j in range(width):
+        name = "md5" if j == md5 else (first[j] if header and j < len(first) else "")
+        name = name if name and name not in names else f"col{j}"
+        while name in names:
+            name += "_"
+        names.append(name)
+    return Layout(delimiter, header, tuple(names), md5, blank + header)
+
+
+def _lower_hex(chunk: Any) -> Any:
+    """A chunk of valid hex strings in lowercase, zero-copy when it already is."""
+    buffers = chunk.buffers()
+    data = np.frombuffer(buffers[2], dtype=np.uint8)
+    if not np.any((data & 0x60) == 0x40):
+        return chunk
+    # On hex digits, setting bit 0x20 maps A-F to a-f and keeps 0-9: many times
+    # faster here than pc.ascii_lower, which also allocates a new buffer.
+    lower = pa.py_buffer(data | 0x20)
+    return pa.Array.from_buffers(chunk.type, len(chunk), [None, buffers[1], lower], 0, chunk.offset)
 
 
 def check_limits(max_size: Any, max_ratio: Any) -> None:
@@ -243,7 +333,7 @@ def _unquoted(chunk: Any) -> Any:
 def _clean_md5(chunk: Any, room: int) -> tuple[Any, int, list[str]]:
     """Lowercase a chunk of the md5 column; count (and show ``room`` of) the values not MD5."""
     if hex_bytes(chunk) is not None:
-        return lower_hex(chunk), 0, []
+        return _lower_hex(chunk), 0, []
     chunk = _unquoted(chunk)
     lowered = pc.utf8_lower(pc.utf8_trim_whitespace(chunk))
     lowered = pc.if_else(pc.equal(lowered, ""), pa.scalar(None, lowered.type), lowered)
