@@ -1,15 +1,10 @@
 """Export tasks: what ``tasks/status`` says of a task, and waiting for one to finish.
 
-Apart from :mod:`stoplist_nb.suppression.download` because a task knows nothing of
-suppression lists: it has a status word, a progress and, when done, a
-``result``. Only the words ``completed`` (and ``success`` in an older example)
-are documented as final; other words are read as "still running", unless they
-say failure (``error``, ``failed``, ``canceled``, ...) or the reply's ``error``
-is non-zero. A task that reports progress 100 with a file is also done.
-
-Every word of the service (task id, status word, failure reason) is scrubbed
-of the token before it reaches a message, the progress bar or stderr.
-:func:`naming_task` makes every error raised once a task exists name it.
+Only ``completed`` (and ``success`` in an older example) are documented as
+final; other words are read as "still running" unless they say failure
+(``error``, ``failed``, ``canceled``, ...). A task at progress 100 with a file
+is also done. Every word of the service (task id, status, failure reason) is
+scrubbed of the token before it reaches a message, the progress bar or stderr.
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stoplist_nb import errors
+from stoplist_nb._checks import check_number
 from stoplist_nb._progress import Bar
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
@@ -223,13 +219,9 @@ def wait_for_task(
     >>> status.hashed_files  # doctest: +SKIP
     ('suppress/2b0e.../Stop list.md5.zip',)
     """
-    for name, value in (
-        ("poll_interval", poll_interval),
-        ("max_interval", max_interval),
-        ("task_timeout", task_timeout),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise errors.InvalidInput(f"{name} must be a number of seconds, not {value!r}")
+    check_number("poll_interval", poll_interval, unit="seconds", zero=True)
+    check_number("max_interval", max_interval, unit="seconds", zero=True)
+    check_number("task_timeout", task_timeout, unit="seconds", zero=True)
     shown = repr(redact(task_id))  # the id is the service's: it may echo anything
     resume = how_to_resume(task_id)
     deadline = time.monotonic() + task_timeout
