@@ -197,10 +197,8 @@ def _member_batches(
 
     given = 0
     # First without a row handler: pyarrow calls it with the row decoded as UTF-8,
-    # which fails (unraisably) on a non-UTF-8 row; it is only needed when a row
-    # has the wrong number of fields, and then the member is parsed again. The
-    # rows given out before are well formed, so they come back first, unchanged:
-    # the second pass passes over that many.
+    # which fails (unraisably) on a non-UTF-8 row. Only a row of the wrong width
+    # needs it: the member is then parsed again, past the rows already given.
     for handler in (None, on_bad_row):
         try:
             with opener() as stream:
@@ -212,19 +210,10 @@ def _member_batches(
                         skip_rows=layout.skip_rows,
                         block_size=block_size,
                     ),
-                    # No quoting: with it, one quote that does not close on its line
-                    # (a stray '"' before a hash, a field cut short) joins every line
-                    # up to the next quote into one field, and those rows are gone,
-                    # silently when the joined text still has the right number of
-                    # fields. Counting the lines against the rows would catch that,
-                    # but only to refuse the whole list for one stray character, and
-                    # only by mirroring the reader's idea of a line (\r, blank lines,
-                    # the BOM, skipped rows). Without quoting each line is a row by
-                    # construction: a stray quote stays in its field, where the MD5
-                    # check reports it, and fields quoted whole are unquoted in
-                    # _cleaned. An export's hashes and kind words never need quotes;
-                    # the one thing given up, a separator inside quotes, splits its
-                    # row into a reported row of the wrong width.
+                    # No quoting: with it, a quote that does not close on its line joins
+                    # every line up to the next quote into one field, rows silently lost.
+                    # Without it each line is a row, a stray quote stays where the MD5
+                    # check reports it; only a quoted separator is given up.
                     parse_options=pcsv.ParseOptions(
                         delimiter=layout.delimiter or "\x1f",
                         quote_char=False,
@@ -309,11 +298,7 @@ def hashed_csv_members(source: Source) -> list[str]:
 
 
 def _unquoted(chunk: Any) -> Any:
-    """A chunk's fields quoted whole without their quotes (``""`` in them as ``"``), ``""`` as null.
-
-    The CSV is read without quoting (see :func:`_member_batches`); any other
-    quote is part of its field.
-    """
+    """A chunk's fields quoted whole unquoted (``""`` in them as ``"``), ``""`` as null."""
     buffers = chunk.buffers()
     if not len(chunk) or buffers[2] is None:
         return chunk
@@ -347,15 +332,11 @@ def _schema(names: list[str]) -> pa.Schema:
 
 
 class HashedBatches:
-    """The rows of a hashed CSV export, read member by member and batch by batch.
+    """The rows of a hashed CSV export, batch by batch (``block_size`` bytes of CSV each).
 
-    The one reader behind :func:`read_hashed_csv` (which stacks the batches)
-    and the Parquet writer of :mod:`stoplist_nb.suppression.parquet` (which
-    writes each as it comes): the members, their layout, the limits and the
-    cleaning are those of the module's docstring. Each batch is one block of
-    ``block_size`` bytes of CSV, ``md5`` first, every column ``large_string``.
-    What is known of the file grows as the batches go: :attr:`schema`,
-    :attr:`attrs` and :meth:`warn` are complete once they are all read.
+    Behind :func:`read_hashed_csv` and the Parquet writer: ``md5`` first, every
+    column ``large_string``. :attr:`schema`, :attr:`kinds`, :attr:`attrs` and
+    :meth:`warn` are complete once every batch is read.
 
     >>> with HashedBatches(b"md5\\n0cc175b9c0f1b6a831c399e269772661\\n") as reader:
     ...     rows = sum(batch.num_rows for batch in reader)
@@ -383,12 +364,12 @@ class HashedBatches:
         self.layout: Layout | None = None
         #: Rows given out so far.
         self.rows = 0
-        self._first = ""
-        self._names: tuple[str, ...] = ("md5",)
-        self._md5_at = 0
-        self._schema = _schema(["md5"])
+        #: ``md5`` then the other columns of the layout (only ``md5`` without one).
+        self.schema = _schema(["md5"])
+        #: Rows per kind word, with a kind column (see the module); else ``None``.
+        self.kinds: dict[str, int] | None = None
+        self._first, self._kind, self._md5_at = "", None, 0
         self._bad, self._examples, self._skipped = 0, list[str](), list[str]()
-        self._kinds: dict[str, int] | None = None
 
     def __enter__(self) -> HashedBatches:
         try:
@@ -444,11 +425,12 @@ class HashedBatches:
                 if layout is None:
                     continue
                 if self.layout is None:
-                    self.layout, self._first, self._names = layout, label, layout.names
-                    self._md5_at = layout.md5_index
+                    self.layout, self._first, self._md5_at = layout, label, layout.md5_index
                     others = [name for name in layout.names if name != "md5"]
-                    self._schema = _schema(["md5", *others])
-                elif (len(layout.names), layout.md5_index) != (len(self._names), self._md5_at):
+                    self.schema = _schema(["md5", *others])
+                    self._kind = kind_column(others)
+                    self.kinds = None if self._kind is None else {}
+                elif (len(layout.names), layout.md5_index) != (len(self.schema), self._md5_at):
                     raise BadArchive(f"{label!r} has other columns than {self._first!r}")
                 batches = _member_batches(opener, layout, label, self._skipped, self._block_size)
                 for batch in batches:
@@ -456,59 +438,37 @@ class HashedBatches:
 
     def _cleaned(self, batch: Any) -> Any:
         # By the first member's names, as a later member's are not kept.
-        names = self.schema.names
-        at = self._names.index("md5")
+        at = self._md5_at
         md5, bad, examples = _clean_md5(batch.column(at), 3 - len(self._examples))
         self._bad += bad
         self._examples += examples
         others = [_unquoted(batch.column(i)) for i in range(batch.num_columns) if i != at]
         out = pa.RecordBatch.from_arrays([md5, *others], schema=self.schema)
-        kind = kind_column(names[1:])
-        if kind is not None:
-            self._kinds = add_counts([self._kinds or {}, kind_counts(out.column(kind))])
+        if self.kinds is not None:
+            self.kinds = add_counts([self.kinds, kind_counts(out.column(self._kind))])
         self.rows += out.num_rows
         return out
 
     @property
-    def schema(self) -> pa.Schema:
-        """``md5`` then the other columns of the layout (only ``md5`` without one)."""
-        return self._schema
-
-    @property
-    def kinds(self) -> dict[str, int] | None:
-        """Rows per kind word, with a kind column (see the module); else ``None``."""
-        if self.layout is None or kind_column(self.schema.names[1:]) is None:
-            return None
-        return self._kinds or {}
-
-    @property
     def attrs(self) -> dict[str, Any]:
         """``members``, ``layout`` and, with a kind column, ``kinds``: a frame's ``attrs``."""
-        layout = self.layout
-        attrs: dict[str, Any] = {
-            "members": list(self.members),
-            "layout": None
-            if layout is None
-            else {
-                "delimiter": layout.delimiter,
-                "header": layout.header,
-                "md5_column": layout.md5_index,
-            },
+        found = self.layout
+        layout = found and {
+            "delimiter": found.delimiter,
+            "header": found.header,
+            "md5_column": found.md5_index,
         }
-        if self.kinds is not None:
-            attrs["kinds"] = self.kinds
-        return attrs
+        kinds = {} if self.kinds is None else {"kinds": self.kinds}
+        return {"members": list(self.members), "layout": layout, **kinds}
 
     def warn(self, stacklevel: int = 1) -> None:
         """Warn once of the rows without a valid MD5 and the rows skipped, if any."""
-        notes = (
-            [
+        notes = []
+        if self._bad:
+            notes.append(
                 f"{self._bad:,} of {self.rows:,} rows have no valid MD5 (32 hex digits): kept, "
                 f"lowercased, empty ones as <NA>; e.g. {', '.join(self._examples)}"
-            ]
-            if self._bad
-            else []
-        )
+            )
         if self._skipped:
             shown = ", ".join(repr(text) for text in self._skipped[:3])
             notes.append(
@@ -527,15 +487,12 @@ def read_hashed_csv(
         source: The ``.md5.zip`` (or a bare CSV): a path, bytes or a binary file object.
         max_size: Refuse an archive whose CSV members declare, or yield as
             they are read, more bytes in total.
-        max_ratio: Refuse CSV members that together declare more than this many
-            times the archive's size in bytes, or one that declares more than
-            this many times its packed size; not below 1 MiB unpacked (an MD5
-            list packs about 2:1).
+        max_ratio: Refuse CSV members that declare more than this many times
+            the archive's size together, or their packed size each; not below
+            1 MiB unpacked (an MD5 list packs about 2:1).
 
     Returns:
-        ``md5`` (lowercase hex) then the file's other columns, all
-        ``string[pyarrow]``; a RangeIndex; ``attrs["members"]``,
-        ``attrs["layout"]`` and, with a kind column, ``attrs["kinds"]``.
+        The frame the module describes, on a RangeIndex.
 
     Raises:
         BadArchive: Not a readable ZIP, no CSV member, no MD5 column, not UTF-8.
