@@ -91,21 +91,18 @@ def download_export(
         progress: Show a byte progress bar.
         overwrite: Replace a file already where the download goes.
         task_id: The task that named the file. Given, every error names it,
-            the download must be a ZIP archive, and a file the service does
-            not serve yet (404) is asked for again, the task asked in
-            between (it may fail after all), with pauses from
-            ``poll_interval`` growing up to ``max_interval`` seconds, for up to
-            ``task_timeout`` seconds. Without it, a 404 is an ``APIError``.
-        task_timeout: Seconds to wait for a file not served yet.
-        poll_interval: The first pause, in seconds.
-        max_interval: The longest pause, in seconds.
+            the download must be a ZIP archive, and a file not served yet
+            (404) is asked for again, the task asked in between, with pauses
+            as :func:`~stoplist_nb.suppression.tasks.wait_for_task` polls, for
+            up to ``task_timeout`` seconds (then ``TaskTimeout``). Without it,
+            a 404 is an ``APIError``.
+        task_timeout: As in :func:`~stoplist_nb.suppression.tasks.wait_for_task`.
+        poll_interval: As there.
+        max_interval: As there.
 
     Raises:
         OutputExists: A file is where the download goes and ``overwrite`` is
             false; nothing was sent.
-        TaskTimeout: With ``task_id``: the file was still not served after
-            ``task_timeout`` seconds.
-        TaskFailed: With ``task_id``: asked again, the task reported failure.
         OSError: The file cannot be written (a full disk, a read-only directory).
 
     >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
@@ -162,8 +159,7 @@ def download_target(
 ) -> Iterator[pathlib.Path]:
     """Where the export's files go: ``dest``, or a hidden directory removed afterwards.
 
-    That directory is one of ``beside``'s temporaries (removed with them), or,
-    without it, a scratch directory in the system's temporary directory.
+    That is one of ``beside``'s temporaries, or a scratch directory in the system's one.
     """
     files = status.require_files()
     # As Client.download reads it: a directory exists, or is written with a trailing /.
@@ -191,21 +187,16 @@ def download_zip(
     max_size: int,
     what: str,
     overwrite: bool,
+    status: TaskStatus,
     replaceable: Collection[pathlib.Path] = (),
-    status: TaskStatus | None = None,
     wait: FileWait | None = None,
 ) -> pathlib.Path:
-    """Download one file of an export and check that it is a ZIP archive.
+    """Download one file of the export of ``status`` and check that it is a ZIP archive.
 
-    With ``wait``, a 404 is read as a file the task of ``status`` named before
-    the service serves it: the task is asked again (it may have failed after
-    all) and the file fetched again, with a growing pause, until ``wait.deadline``.
-    ``replaceable``: files of the same export, already read, that a file of
-    the same name may replace whatever ``overwrite`` says.
-
-    Raises:
-        TaskTimeout: The file was still not served at ``wait.deadline``.
-        TaskFailed: Asked again, the task reported failure.
+    With ``wait``, a 404 is a file not served yet: the task is asked again (it
+    may have failed after all) and the file fetched again, with a growing
+    pause, until ``wait.deadline`` (then ``TaskTimeout``). ``replaceable``:
+    files of the same export, already read, that one of the same name replaces.
     """
     interval = max(wait.poll_interval, 0.01) if wait is not None else 0.0
     while True:
@@ -221,7 +212,7 @@ def download_zip(
             )
             break
         except errors.APIError as exc:
-            if wait is None or status is None or exc.http_status != 404:
+            if wait is None or exc.http_status != 404:
                 raise
             left = wait.deadline - time.monotonic()
             if left <= 0:

@@ -58,10 +58,9 @@ _RESUMABLE = (*_PASSING, errors.ArchiveTooLarge)
 def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterator[None]:
     """Within the block, every :class:`~stoplist_nb.errors.StoplistError` names the task.
 
-    Each gets ``exc.task_id``, which its message then names; one after which
-    the task or its file is still there also gets ``exc.hint``, how to pick it up.
-    ``say(task_id)`` tells how, unless an outer :func:`resume_said_as` (the
-    command line's) already does; without either, :func:`wait_for_task` is named.
+    Each gets ``exc.task_id``; one after which the task or its file is still
+    there also gets ``exc.hint``, how to pick it up: ``say(task_id)``, unless an
+    outer :func:`resume_said_as` says it; without either, :func:`wait_for_task`.
     """
     chosen = _RESUME.get() or say
     with resume_said_as(chosen) if chosen is not None else contextlib.nullcontext():
@@ -76,11 +75,7 @@ def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterat
 
 @contextmanager
 def resume_said_as(say: Callable[[str], str]) -> Iterator[None]:
-    """Within the block, tell how to pick up a task with ``say(task_id)``.
-
-    :func:`wait_for_task` names the Python call that resumes a task in its
-    messages and on Ctrl-C; a command line names its own option instead.
-    """
+    """Within the block, tell how to pick up a task with ``say(task_id)`` (a command line's way)."""
     token = _RESUME.set(say)
     try:
         yield
