@@ -15,7 +15,6 @@ import pytest
 
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.suppression import flagging, hashing, matching
-from stoplist_nb.suppression import text as value_text
 from stoplist_nb.suppression.flagging import flag_suppressed
 from stoplist_nb.suppression.hashing import (
     canonical_email,
@@ -404,8 +403,8 @@ def test_match_compares_all_128_bits() -> None:
 
 def test_lookup_keeps_every_entry_a_query_may_match() -> None:
     listed = [md5(str(i)) for i in range(50_000)]
-    text = value_text.arrow_text(pd.Series([*listed, "junk", None], dtype=STR))
-    queries, _ = matching.md5_digests(value_text.arrow_text(pd.Series(listed[::1000])))
+    text = hashing.arrow_text(pd.Series([*listed, "junk", None], dtype=STR))
+    queries, _ = matching.md5_digests(hashing.arrow_text(pd.Series(listed[::1000])))
     lookup, rows, invalid = matching.lookup(text, queries)
     assert invalid == 1
     assert len(queries) <= len(lookup) < len(listed) // 4

@@ -1,7 +1,7 @@
 """Read a suppression-list export (``<list name>.md5.zip``) into a DataFrame.
 
-The service does not document the CSV inside the archive, so the layout of
-each member is detected from its first 64 KiB:
+The service does not document the CSV inside, so each member's layout is
+detected from its first 64 KiB:
 
 * **Members**: regular files named ``*.csv`` (any case), else ``*.txt`` and
   ``*.md5``; directories, ``__MACOSX/``, names starting with ``.`` and links
@@ -16,46 +16,34 @@ each member is detected from its first 64 KiB:
 * **Header**: the first line is one when none of its fields is 32-hex, its
   MD5-column field is not hex digits only (a damaged hash stays data), and a
   later line has a 32-hex value there or the field names a hash.
-
 * **Lines and quotes**: every line is one row (``\\n``, ``\\r\\n`` and a lone
-  ``\\r`` end one; blank lines are passed over). Quotes never join lines nor
-  hide a separator: a field quoted whole (``"email"``) loses its quotes, ``""``
-  inside it standing for ``"``; any other quote is kept as written (a stray
-  ``"`` before a hash makes it a row that is not MD5). A quoted field holding
-  the separator is thus a row of the wrong number of fields.
+  ``\\r`` end one; blank lines are passed over; a UTF-8 BOM is dropped). Quotes
+  never join lines nor hide a separator: a field quoted whole loses its quotes
+  (``""`` in it standing for ``"``); any other quote is kept as written.
 
-A UTF-8 BOM and ``\\r\\n`` line ends are accepted. The MD5 column comes first,
-named ``md5``, lowercased; the others keep their header names (``col<i>``, ``i``
-counted from 0 in the file, without one); all are ``string[pyarrow]``, empty
-fields ``<NA>``. Rows whose md5 is not 32 hex digits are kept, rows with the
-wrong number of fields skipped, both reported in one warning.
-``df.attrs["members"]`` lists the members read, ``df.attrs["layout"]`` what was
-detected. When a column is named ``type`` or ``kind`` (any case),
-``df.attrs["kinds"]`` counts its rows per kind word: ``email``/``emails`` as
-``"email"``, ``phone``/``phones``/``sms`` as ``"phone"``, ``domain``/``domains``
-as ``"domain"`` (any case; these first, in that order), other words as they are
-written, and empty fields under ``""``. Members are streamed from the archive
-into pyarrow's CSV reader, never written to disk, and never read beyond their
-declared size; :class:`HashedBatches` gives the rows block by block (what
-:func:`read_hashed_csv` stacks, and the Parquet writer writes as they come).
-
-Against zip bombs (see :mod:`stoplist_nb.suppression.zipmembers`): an archive listing
-more than 10,000 members is refused before its directory is parsed; the
-members read must declare no more than ``max_size`` bytes together, nor more
-than ``max_ratio`` times the archive's size together or their own packed size
-each (below 1 MiB unpacked, no ratio applies); and what they actually yield
-is counted, together, against ``max_size``.
+The MD5 column comes first, named ``md5``, lowercased; the others keep their
+header names (``col<i>`` without one); all ``string[pyarrow]``, empty fields
+``<NA>``. Rows whose md5 is not 32 hex digits are kept, rows with the wrong
+number of fields skipped, both reported in one warning. ``attrs`` hold the
+``members`` read, the ``layout`` detected and, with a column named ``type`` or
+``kind``, the rows per ``kinds`` (see :func:`~stoplist_nb.suppression.contacts.kind_counts`).
+Members are streamed into pyarrow's CSV reader, never written to disk, within
+the zip-bomb limits of :mod:`~stoplist_nb.suppression.zipmembers`.
 """
 
 from __future__ import annotations
 
+import csv
 import functools
 import io
 import os
+import re
 import warnings
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import IO, Any, Union
 
 import numpy as np
@@ -67,8 +55,7 @@ import pyarrow.csv as pcsv
 from stoplist_nb._checks import check_int, check_number
 from stoplist_nb.errors import BadArchive, InvalidInput
 from stoplist_nb.suppression.contacts import add_counts, kind_column, kind_counts
-from stoplist_nb.suppression.csvlayout import SAMPLE, Layout, detect
-from stoplist_nb.suppression.hexdigits import hex_bytes, lower_hex
+from stoplist_nb.suppression.matching import hex_bytes
 from stoplist_nb.suppression.zipmembers import (
     Budget,
     Capped,
@@ -90,6 +77,109 @@ _STRINGS = {pa.string(): _STR, pa.large_string(): _STR}
 BLOCK_SIZE = 4 << 20
 
 
+#: How much of a member the layout is detected from.
+SAMPLE = 64 * 1024
+_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
+_HEXISH = re.compile(r"[0-9a-fA-F]*")
+# What pyarrow's CSV reader ends a line at: the sample is cut into the same lines.
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class Layout:
+    delimiter: str | None
+    header: bool
+    names: tuple[str, ...]
+    md5_index: int
+    skip_rows: int  # pyarrow counts leading blank lines as rows to skip, then the header
+
+
+def _cell(value: str) -> str:
+    return value.strip().strip('"').strip()
+
+
+def _names_hash(value: str) -> bool:
+    return "md5" in value.lower() or "hash" in value.lower()
+
+
+def _split(lines: list[str]) -> tuple[str | None, list[list[str]], int]:
+    best: tuple[str | None, list[list[str]], int] = (None, [[line] for line in lines], 1)
+    most = 0
+    for delimiter in (",", ";", "\t"):
+        try:
+            # Quotes are not read as quoting, nor are they by the reader: the fields
+            # counted here are those it will find.
+            rows = list(csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_NONE))
+        except csv.Error:
+            continue
+        width, count = Counter(len(row) for row in rows).most_common(1)[0]
+        if width > 1 and count > most:
+            best, most = (delimiter, rows, width), count
+    return best
+
+
+def detect(sample: bytes, complete: bool, label: str) -> Layout | None:
+    """The layout of a member from its first bytes; ``None`` when it has no lines."""
+    body = sample.removeprefix(b"\xef\xbb\xbf")
+    try:
+        text = body.decode()
+    except UnicodeDecodeError as exc:
+        if complete or exc.start < len(body) - 4:  # not just a character cut by the sample
+            raise BadArchive(f"{label}: cannot be read as CSV (it is not UTF-8 text)") from None
+        text = body[: exc.start].decode()
+    if not complete and (cut := max(text.rfind("\n"), text.rfind("\r"))) >= 0:
+        text = text[:cut]
+    every = _LINE_END.split(text)
+    lines = [line for line in every if line]
+    if not lines:
+        return None
+    blank = every.index(lines[0])
+    delimiter, rows, width = _split(lines)
+    first = [_cell(value) for value in rows[0]]
+
+    def hits(sampled: list[list[str]]) -> list[int]:
+        return [
+            sum(j < len(r) and bool(_HEX32.fullmatch(_cell(r[j]))) for r in sampled)
+            for j in range(width)
+        ]
+
+    later = hits(rows[1:])
+    counts = later if max(later) else hits(rows[:1])
+    named = [j for j, value in enumerate(first[:width]) if _names_hash(value)]
+    if not (max(counts) or named or width == 1):
+        raise BadArchive(
+            f"{label}: no column of 32-hex MD5 values in its first {len(rows)} lines "
+            f"({width} columns separated by {delimiter!r})"
+        )
+    md5 = counts.index(max(counts)) if max(counts) else (named or [0])[0]
+    head = first[md5] if md5 < len(first) else ""
+    header = (
+        not any(_HEX32.fullmatch(value) for value in first)
+        and not _HEXISH.fullmatch(head)
+        and (_names_hash(head) or later[md5] > 0)
+    )
+    names: list[str] = []
+    for j in range(width):
+        name = "md5" if j == md5 else (first[j] if header and j < len(first) else "")
+        name = name if name and name not in names else f"col{j}"
+        while name in names:
+            name += "_"
+        names.append(name)
+    return Layout(delimiter, header, tuple(names), md5, blank + header)
+
+
+def _lower_hex(chunk: Any) -> Any:
+    """A chunk of valid hex strings in lowercase, zero-copy when it already is."""
+    buffers = chunk.buffers()
+    data = np.frombuffer(buffers[2], dtype=np.uint8)
+    if not np.any((data & 0x60) == 0x40):
+        return chunk
+    # On hex digits, setting bit 0x20 maps A-F to a-f and keeps 0-9: many times
+    # faster here than pc.ascii_lower, which also allocates a new buffer.
+    lower = pa.py_buffer(data | 0x20)
+    return pa.Array.from_buffers(chunk.type, len(chunk), [None, buffers[1], lower], 0, chunk.offset)
+
+
 def check_limits(max_size: Any, max_ratio: Any) -> None:
     """Refuse zip-bomb limits that are not positive numbers (``InvalidInput``)."""
     check_int("max_size", max_size, minimum=1)
@@ -107,10 +197,8 @@ def _member_batches(
 
     given = 0
     # First without a row handler: pyarrow calls it with the row decoded as UTF-8,
-    # which fails (unraisably) on a non-UTF-8 row; it is only needed when a row
-    # has the wrong number of fields, and then the member is parsed again. The
-    # rows given out before are well formed, so they come back first, unchanged:
-    # the second pass passes over that many.
+    # which fails (unraisably) on a non-UTF-8 row. Only a row of the wrong width
+    # needs it: the member is then parsed again, past the rows already given.
     for handler in (None, on_bad_row):
         try:
             with opener() as stream:
@@ -122,19 +210,10 @@ def _member_batches(
                         skip_rows=layout.skip_rows,
                         block_size=block_size,
                     ),
-                    # No quoting: with it, one quote that does not close on its line
-                    # (a stray '"' before a hash, a field cut short) joins every line
-                    # up to the next quote into one field, and those rows are gone,
-                    # silently when the joined text still has the right number of
-                    # fields. Counting the lines against the rows would catch that,
-                    # but only to refuse the whole list for one stray character, and
-                    # only by mirroring the reader's idea of a line (\r, blank lines,
-                    # the BOM, skipped rows). Without quoting each line is a row by
-                    # construction: a stray quote stays in its field, where the MD5
-                    # check reports it, and fields quoted whole are unquoted in
-                    # _cleaned. An export's hashes and kind words never need quotes;
-                    # the one thing given up, a separator inside quotes, splits its
-                    # row into a reported row of the wrong width.
+                    # No quoting: with it, a quote that does not close on its line joins
+                    # every line up to the next quote into one field, rows silently lost.
+                    # Without it each line is a row, a stray quote stays where the MD5
+                    # check reports it; only a quoted separator is given up.
                     parse_options=pcsv.ParseOptions(
                         delimiter=layout.delimiter or "\x1f",
                         quote_char=False,
@@ -219,11 +298,7 @@ def hashed_csv_members(source: Source) -> list[str]:
 
 
 def _unquoted(chunk: Any) -> Any:
-    """A chunk's fields quoted whole without their quotes (``""`` in them as ``"``), ``""`` as null.
-
-    The CSV is read without quoting (see :func:`_member_batches`); any other
-    quote is part of its field.
-    """
+    """A chunk's fields quoted whole unquoted (``""`` in them as ``"``), ``""`` as null."""
     buffers = chunk.buffers()
     if not len(chunk) or buffers[2] is None:
         return chunk
@@ -243,7 +318,7 @@ def _unquoted(chunk: Any) -> Any:
 def _clean_md5(chunk: Any, room: int) -> tuple[Any, int, list[str]]:
     """Lowercase a chunk of the md5 column; count (and show ``room`` of) the values not MD5."""
     if hex_bytes(chunk) is not None:
-        return lower_hex(chunk), 0, []
+        return _lower_hex(chunk), 0, []
     chunk = _unquoted(chunk)
     lowered = pc.utf8_lower(pc.utf8_trim_whitespace(chunk))
     lowered = pc.if_else(pc.equal(lowered, ""), pa.scalar(None, lowered.type), lowered)
@@ -257,15 +332,11 @@ def _schema(names: list[str]) -> pa.Schema:
 
 
 class HashedBatches:
-    """The rows of a hashed CSV export, read member by member and batch by batch.
+    """The rows of a hashed CSV export, batch by batch (``block_size`` bytes of CSV each).
 
-    The one reader behind :func:`read_hashed_csv` (which stacks the batches)
-    and the Parquet writer of :mod:`stoplist_nb.suppression.parquet` (which
-    writes each as it comes): the members, their layout, the limits and the
-    cleaning are those of the module's docstring. Each batch is one block of
-    ``block_size`` bytes of CSV, ``md5`` first, every column ``large_string``.
-    What is known of the file grows as the batches go: :attr:`schema`,
-    :attr:`attrs` and :meth:`warn` are complete once they are all read.
+    Behind :func:`read_hashed_csv` and the Parquet writer: ``md5`` first, every
+    column ``large_string``. :attr:`schema`, :attr:`kinds`, :attr:`attrs` and
+    :meth:`warn` are complete once every batch is read.
 
     >>> with HashedBatches(b"md5\\n0cc175b9c0f1b6a831c399e269772661\\n") as reader:
     ...     rows = sum(batch.num_rows for batch in reader)
@@ -293,12 +364,12 @@ class HashedBatches:
         self.layout: Layout | None = None
         #: Rows given out so far.
         self.rows = 0
-        self._first = ""
-        self._names: tuple[str, ...] = ("md5",)
-        self._md5_at = 0
-        self._schema = _schema(["md5"])
+        #: ``md5`` then the other columns of the layout (only ``md5`` without one).
+        self.schema = _schema(["md5"])
+        #: Rows per kind word, with a kind column (see the module); else ``None``.
+        self.kinds: dict[str, int] | None = None
+        self._first, self._kind, self._md5_at = "", None, 0
         self._bad, self._examples, self._skipped = 0, list[str](), list[str]()
-        self._kinds: dict[str, int] | None = None
 
     def __enter__(self) -> HashedBatches:
         try:
@@ -354,11 +425,12 @@ class HashedBatches:
                 if layout is None:
                     continue
                 if self.layout is None:
-                    self.layout, self._first, self._names = layout, label, layout.names
-                    self._md5_at = layout.md5_index
+                    self.layout, self._first, self._md5_at = layout, label, layout.md5_index
                     others = [name for name in layout.names if name != "md5"]
-                    self._schema = _schema(["md5", *others])
-                elif (len(layout.names), layout.md5_index) != (len(self._names), self._md5_at):
+                    self.schema = _schema(["md5", *others])
+                    self._kind = kind_column(others)
+                    self.kinds = None if self._kind is None else {}
+                elif (len(layout.names), layout.md5_index) != (len(self.schema), self._md5_at):
                     raise BadArchive(f"{label!r} has other columns than {self._first!r}")
                 batches = _member_batches(opener, layout, label, self._skipped, self._block_size)
                 for batch in batches:
@@ -366,59 +438,37 @@ class HashedBatches:
 
     def _cleaned(self, batch: Any) -> Any:
         # By the first member's names, as a later member's are not kept.
-        names = self.schema.names
-        at = self._names.index("md5")
+        at = self._md5_at
         md5, bad, examples = _clean_md5(batch.column(at), 3 - len(self._examples))
         self._bad += bad
         self._examples += examples
         others = [_unquoted(batch.column(i)) for i in range(batch.num_columns) if i != at]
         out = pa.RecordBatch.from_arrays([md5, *others], schema=self.schema)
-        kind = kind_column(names[1:])
-        if kind is not None:
-            self._kinds = add_counts([self._kinds or {}, kind_counts(out.column(kind))])
+        if self.kinds is not None:
+            self.kinds = add_counts([self.kinds, kind_counts(out.column(self._kind))])
         self.rows += out.num_rows
         return out
 
     @property
-    def schema(self) -> pa.Schema:
-        """``md5`` then the other columns of the layout (only ``md5`` without one)."""
-        return self._schema
-
-    @property
-    def kinds(self) -> dict[str, int] | None:
-        """Rows per kind word, with a kind column (see the module); else ``None``."""
-        if self.layout is None or kind_column(self.schema.names[1:]) is None:
-            return None
-        return self._kinds or {}
-
-    @property
     def attrs(self) -> dict[str, Any]:
         """``members``, ``layout`` and, with a kind column, ``kinds``: a frame's ``attrs``."""
-        layout = self.layout
-        attrs: dict[str, Any] = {
-            "members": list(self.members),
-            "layout": None
-            if layout is None
-            else {
-                "delimiter": layout.delimiter,
-                "header": layout.header,
-                "md5_column": layout.md5_index,
-            },
+        found = self.layout
+        layout = found and {
+            "delimiter": found.delimiter,
+            "header": found.header,
+            "md5_column": found.md5_index,
         }
-        if self.kinds is not None:
-            attrs["kinds"] = self.kinds
-        return attrs
+        kinds = {} if self.kinds is None else {"kinds": self.kinds}
+        return {"members": list(self.members), "layout": layout, **kinds}
 
     def warn(self, stacklevel: int = 1) -> None:
         """Warn once of the rows without a valid MD5 and the rows skipped, if any."""
-        notes = (
-            [
+        notes = []
+        if self._bad:
+            notes.append(
                 f"{self._bad:,} of {self.rows:,} rows have no valid MD5 (32 hex digits): kept, "
                 f"lowercased, empty ones as <NA>; e.g. {', '.join(self._examples)}"
-            ]
-            if self._bad
-            else []
-        )
+            )
         if self._skipped:
             shown = ", ".join(repr(text) for text in self._skipped[:3])
             notes.append(
@@ -437,15 +487,12 @@ def read_hashed_csv(
         source: The ``.md5.zip`` (or a bare CSV): a path, bytes or a binary file object.
         max_size: Refuse an archive whose CSV members declare, or yield as
             they are read, more bytes in total.
-        max_ratio: Refuse CSV members that together declare more than this many
-            times the archive's size in bytes, or one that declares more than
-            this many times its packed size; not below 1 MiB unpacked (an MD5
-            list packs about 2:1).
+        max_ratio: Refuse CSV members that declare more than this many times
+            the archive's size together, or their packed size each; not below
+            1 MiB unpacked (an MD5 list packs about 2:1).
 
     Returns:
-        ``md5`` (lowercase hex) then the file's other columns, all
-        ``string[pyarrow]``; a RangeIndex; ``attrs["members"]``,
-        ``attrs["layout"]`` and, with a kind column, ``attrs["kinds"]``.
+        The frame the module describes, on a RangeIndex.
 
     Raises:
         BadArchive: Not a readable ZIP, no CSV member, no MD5 column, not UTF-8.

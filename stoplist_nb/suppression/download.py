@@ -1,16 +1,10 @@
-"""An export of a suppression list, up to its ZIP on disk: start the task, wait, download.
+"""An export of a suppression list, up to its ZIP on disk: start the task, download.
 
-The service exports a suppression list asynchronously (``suppresses/export``
-starts a task, ``tasks/status`` reports on it, ``/api/download/...`` serves the
-ZIP of MD5-hashed contacts). Each step is public, for when one must be retried
-on its own; :mod:`stoplist_nb.suppression.export` reads what they download.
-Waiting on the task (status words, polling, the deadline) is in
-:mod:`stoplist_nb.suppression.tasks`.
-
-A ZIP kept follows the one rule of :class:`~stoplist_nb._atomic.Output`:
-hidden temporaries beside it, its name only when complete, never over a file
-that is there unless ``overwrite=True``. What the service names (the task id,
-the file names) is scrubbed of the token before it reaches a message.
+The service exports a list asynchronously (``suppresses/export`` starts a
+task, waited on in :mod:`~stoplist_nb.suppression.tasks`; ``/api/download/...``
+serves the ZIP of MD5-hashed contacts). Each step is public, for when one must
+be retried on its own. A ZIP kept is written as :class:`~stoplist_nb._atomic.Output`
+writes; what the service names is scrubbed of the token before a message.
 """
 
 from __future__ import annotations
@@ -33,10 +27,10 @@ from stoplist_nb.suppression.tasks import (
     DEFAULT_TASK_TIMEOUT,
     TaskStatus,
     check_not_failed,
+    check_task_id,
     get_task,
     how_to_resume,
     naming_task,
-    wait_for_task,
 )
 
 __all__ = ["EXPORT_TYPES", "download_export", "start_suppression_export"]
@@ -97,21 +91,18 @@ def download_export(
         progress: Show a byte progress bar.
         overwrite: Replace a file already where the download goes.
         task_id: The task that named the file. Given, every error names it,
-            the download must be a ZIP archive, and a file the service does
-            not serve yet (404) is asked for again, the task asked in
-            between (it may fail after all), with pauses from
-            ``poll_interval`` growing up to ``max_interval`` seconds, for up to
-            ``task_timeout`` seconds. Without it, a 404 is an ``APIError``.
-        task_timeout: Seconds to wait for a file not served yet.
-        poll_interval: The first pause, in seconds.
-        max_interval: The longest pause, in seconds.
+            the download must be a ZIP archive, and a file not served yet
+            (404) is asked for again, the task asked in between, with pauses
+            as :func:`~stoplist_nb.suppression.tasks.wait_for_task` polls, for
+            up to ``task_timeout`` seconds (then ``TaskTimeout``). Without it,
+            a 404 is an ``APIError``.
+        task_timeout: As in :func:`~stoplist_nb.suppression.tasks.wait_for_task`.
+        poll_interval: As there.
+        max_interval: As there.
 
     Raises:
         OutputExists: A file is where the download goes and ``overwrite`` is
             false; nothing was sent.
-        TaskTimeout: With ``task_id``: the file was still not served after
-            ``task_timeout`` seconds.
-        TaskFailed: With ``task_id``: asked again, the task reported failure.
         OSError: The file cannot be written (a full disk, a read-only directory).
 
     >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
@@ -123,8 +114,7 @@ def download_export(
         hashed_file = hashed_file[0]
     if task_id is None:
         return client.download(hashed_file, dest, progress=progress, overwrite=overwrite)
-    if not isinstance(task_id, str) or not task_id:
-        raise errors.InvalidInput(f"task_id must be the export's task id, not {task_id!r}")
+    check_task_id(task_id)
     check_number("task_timeout", task_timeout, unit="seconds")
     check_number("poll_interval", poll_interval, unit="seconds")
     check_number("max_interval", max_interval, unit="seconds")
@@ -146,50 +136,18 @@ def download_export(
         )
 
 
-def done_task(
-    client: Client,
-    task_id: str,
-    *,
-    poll_interval: float,
-    max_interval: float,
-    task_timeout: float,
-    progress: bool,
-) -> tuple[TaskStatus, FileWait]:
-    """The task once done, and how long its files may then be waited for (the same deadline)."""
-    since = time.monotonic()
-    status = wait_for_task(
-        client,
-        task_id,
-        poll_interval=poll_interval,
-        max_interval=max_interval,
-        task_timeout=task_timeout,
-        progress=progress,
-    )
-    return status, FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
-
-
 @dataclasses.dataclass(frozen=True)
 class FileWait:
-    """How long, and how often, a file the service does not serve yet is asked for again.
+    """Until when (``time.monotonic()``), and how often, a file not served yet is asked for.
 
-    Attributes:
-        deadline: ``time.monotonic()`` past which no more is asked: the task's
-            deadline, counted from the start of the wait for the task.
-        task_timeout: The seconds that deadline stands for, for messages.
-        poll_interval: Seconds before the second try; each wait is 1.5 times
-            the one before, up to ``max_interval``, as the task's polls.
-        max_interval: The longest wait between two tries.
+    ``task_timeout`` is what the deadline stands for, in messages; the pauses
+    grow as the task's polls do.
     """
 
     deadline: float
     task_timeout: float
     poll_interval: float
     max_interval: float
-
-
-def _names_a_directory(dest: str | os.PathLike[str]) -> bool:
-    """Whether :meth:`Client.download` reads ``dest`` as a directory (existing, or ending in /)."""
-    return pathlib.Path(dest).is_dir() or str(dest).endswith(("/", os.sep))
 
 
 @contextlib.contextmanager
@@ -201,11 +159,12 @@ def download_target(
 ) -> Iterator[pathlib.Path]:
     """Where the export's files go: ``dest``, or a hidden directory removed afterwards.
 
-    That directory is one of ``beside``'s temporaries (removed with them), or,
-    without it, a scratch directory in the system's temporary directory.
+    That is one of ``beside``'s temporaries, or a scratch directory in the system's one.
     """
     files = status.require_files()
-    if len(files) > 1 and dest is not None and not _names_a_directory(dest):
+    # As Client.download reads it: a directory exists, or is written with a trailing /.
+    directory = dest is None or pathlib.Path(dest).is_dir() or str(dest).endswith(("/", os.sep))
+    if len(files) > 1 and not directory:
         raise errors.InvalidInput(
             f"{what}: the export has {len(files)} files and dest={str(dest)!r} names "
             "one file: give a directory"
@@ -228,21 +187,16 @@ def download_zip(
     max_size: int,
     what: str,
     overwrite: bool,
+    status: TaskStatus,
     replaceable: Collection[pathlib.Path] = (),
-    status: TaskStatus | None = None,
     wait: FileWait | None = None,
 ) -> pathlib.Path:
-    """Download one file of an export and check that it is a ZIP archive.
+    """Download one file of the export of ``status`` and check that it is a ZIP archive.
 
-    With ``wait``, a 404 is read as a file the task of ``status`` named before
-    the service serves it: the task is asked again (it may have failed after
-    all) and the file fetched again, with a growing pause, until ``wait.deadline``.
-    ``replaceable``: files of the same export, already read, that a file of
-    the same name may replace whatever ``overwrite`` says.
-
-    Raises:
-        TaskTimeout: The file was still not served at ``wait.deadline``.
-        TaskFailed: Asked again, the task reported failure.
+    With ``wait``, a 404 is a file not served yet: the task is asked again (it
+    may have failed after all) and the file fetched again, with a growing
+    pause, until ``wait.deadline`` (then ``TaskTimeout``). ``replaceable``:
+    files of the same export, already read, that one of the same name replaces.
     """
     interval = max(wait.poll_interval, 0.01) if wait is not None else 0.0
     while True:
@@ -258,7 +212,7 @@ def download_zip(
             )
             break
         except errors.APIError as exc:
-            if wait is None or status is None or exc.http_status != 404:
+            if wait is None or exc.http_status != 404:
                 raise
             left = wait.deadline - time.monotonic()
             if left <= 0:

@@ -1,42 +1,51 @@
 """Contacts flagged against a suppression list: :func:`flag_suppressed`.
 
-The contacts are hashed as :mod:`~stoplist_nb.suppression.hashing` says (the
-canonical forms are there), and a pandas frame is flagged by
-:mod:`~stoplist_nb.suppression.frames`.
+What is matched:
 
-What :func:`flag_suppressed` matches:
-
-* Each e-mail, phone and domain by the hash of its canonical form; with
-  ``domains=True`` (the default) each e-mail's domain too, so a listed domain
-  suppresses every address at it.
-* An internationalized domain in both spellings: Unicode (``пример.рф``) and
-  IDNA (``xn--e1afmkfd.xn--p1ai``, UTS 46 mapping, IDNA 2008), label by label;
-  either one listed is a match. A label that cannot be converted is kept as it is.
+* Each e-mail, phone and domain by the hash of its canonical form
+  (:mod:`~stoplist_nb.suppression.hashing`, where an internationalized domain
+  is hashed in each spelling); with ``domains=True`` (the default) each
+  e-mail's domain too, so a listed domain suppresses every address at it.
 * Kinds: when the list frame has a column named ``type`` or ``kind`` (any
-  case), its words say what each row holds: ``email``/``emails``,
-  ``phone``/``phones``/``sms``, ``domain``/``domains`` (any case). An e-mail
-  is then matched only against e-mail rows, a phone against phone rows, a
-  domain against domain rows; a row whose word is missing or unknown is
-  matched against every kind, since a missed suppression costs more than a
-  contact left out. Without such a column, or for a plain collection of
-  hashes, every kind is matched against every row.
+  case), its words (``email``/``emails``, ``phone``/``phones``/``sms``,
+  ``domain``/``domains``, any case) say what each row holds, and each contact
+  is matched only against rows of its kind; a row whose word is missing or
+  unknown is matched against every kind, since a missed suppression costs more
+  than a contact left out. Without such a column every kind matches every row.
 * ``suppressed_by`` names the kind that matched, the most specific first:
   ``"email"``, then ``"phone"``, then ``"domain"``.
 
-Contacts in a Dask DataFrame are flagged partition by partition
-(:mod:`~stoplist_nb.suppression.partitions`), by the same code.
+A Dask DataFrame is flagged partition by partition
+(:mod:`~stoplist_nb.suppression.partitions`) by :func:`flag_frame`, the code
+that flags a pandas frame.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
+import warnings
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeGuard, cast, overload
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from stoplist_nb.suppression.frames import check_args, flag_frame
-from stoplist_nb.suppression.hashing import Canonical
-from stoplist_nb.suppression.matching import suppressed_text
+from stoplist_nb._checks import check_flag
+from stoplist_nb.errors import InvalidInput
+from stoplist_nb.suppression.contacts import KINDS
+from stoplist_nb.suppression.hashing import (
+    Canonical,
+    after_at,
+    arrow_text,
+    canonical_forms,
+    domain_digests,
+    form_digests,
+    strip_lower,
+)
+from stoplist_nb.suppression.matching import match_kinds, md5_digests, suppressed_text
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -94,19 +103,12 @@ def flag_suppressed(
 ) -> pd.DataFrame | dd.DataFrame:
     """Return a copy of ``contacts`` flagging the rows found in a suppression list.
 
-    The named columns are hashed (see the canonical forms of
-    :mod:`~stoplist_nb.suppression.hashing` and the matching rules above) and
-    looked up, case-insensitively, among the list's MD5 values; so is the
-    domain of every e-mail, unless ``domains=False``.
-    Missing values never match. A row with nothing to check (every named
-    column null or blank there, or without a canonical form, such as a phone
-    without digits) is neither suppressed nor safe: its ``suppressed`` is
-    ``<NA>``.
-
-    ``contacts`` may be a Dask DataFrame (``pip install 'stoplist_nb[dask]'``):
-    the list is then decoded once, here, and the result is a lazy Dask
-    DataFrame of the same columns and dtypes, each partition flagged on its
-    own by the same code (see :func:`~stoplist_nb.suppression.partitions.flag_partitions`).
+    The named columns are hashed and looked up, case-insensitively, among the
+    list's MD5 values, as the module says. A row with nothing to check (every
+    named column null or blank there, or a phone without digits) is neither
+    suppressed nor safe: its ``suppressed`` is ``<NA>``. A Dask DataFrame
+    (``pip install 'stoplist_nb[dask]'``) gives a lazy Dask DataFrame of the
+    same columns and dtypes, the list decoded once, here.
 
     Args:
         contacts: The contacts, one per row: a pandas or a Dask DataFrame.
@@ -130,8 +132,7 @@ def flag_suppressed(
         ``suppressed_by`` (``string[pyarrow]``: the kind that matched,
         ``"email"``, ``"phone"`` or ``"domain"`` in that precedence, else
         ``<NA>``), replacing any columns of those names. ``attrs["checked"]``
-        lists the kinds checked, in that order. For a Dask DataFrame, the
-        same as a lazy Dask DataFrame.
+        lists the kinds checked, in that order.
 
     Raises:
         InvalidInput: No column named, a name that is not one column, a canonical
@@ -140,9 +141,8 @@ def flag_suppressed(
 
     Warns:
         UserWarning: List values (or, with ``hashed=True``, column values) that
-            are not MD5 hex strings, as they can never match. For a Dask
-            DataFrame, the list's are reported here and the columns' where each
-            partition is flagged.
+            are not MD5 hex strings, as they can never match (for a Dask
+            DataFrame, the columns' where each partition is flagged).
 
     >>> import pandas as pd
     >>> emails = ["a@x.org", " B@x.org", "c@Spam.example", None]
@@ -177,3 +177,121 @@ def flag_suppressed(
     frame = cast(pd.DataFrame, contacts)  # check_args lets only a pandas DataFrame through
     text, words = suppressed_text(suppressed)
     return flag_frame(frame, text, words, columns, rules, domains=domains, hashed=hashed)
+
+
+def check_args(
+    contacts: Any, columns: Mapping[str, Any], rules: Mapping[str, Any], hashed: bool, domains: Any
+) -> None:
+    """Raise ``InvalidInput`` unless the columns and canonical rules fit ``contacts``."""
+    if not isinstance(contacts, pd.DataFrame):
+        raise InvalidInput(f"contacts must be a DataFrame, not {type(contacts).__name__}")
+    if all(name is None for name in columns.values()):
+        raise InvalidInput(
+            "name a column to check: e-mails (email=...), phones (phone=...) "
+            "or domains (domain=...)"
+        )
+    check_flag("domains", domains)
+    for role, name in columns.items():
+        try:
+            unique = name is None or isinstance(contacts.columns.get_loc(name), int)
+        except (KeyError, TypeError, pd.errors.InvalidIndexError):
+            raise InvalidInput(f"{role}={name!r} is not a column of contacts") from None
+        if not unique:
+            raise InvalidInput(f"{role}={name!r} names more than one column of contacts")
+        rule = rules.get(role)
+        if rule is not None and (hashed or not callable(rule)):
+            why = "does not apply with hashed=True" if hashed else "must be callable"
+            raise InvalidInput(f"{role}_canonical {why}")
+
+
+def flag_frame(
+    contacts: pd.DataFrame,
+    text: Any,
+    words: Any,
+    columns: Mapping[str, str | None],
+    rules: Mapping[str, Canonical | None],
+    *,
+    domains: bool,
+    hashed: bool,
+    stacklevel: int = 3,
+) -> pd.DataFrame:
+    """:func:`flag_suppressed` on one pandas frame (or partition) whose arguments were checked.
+
+    ``text`` and ``words`` are the list as :func:`~stoplist_nb.suppression.matching.match_kinds`
+    takes it; ``columns`` and ``rules`` map each kind to its column and canonical
+    rule, or ``None``; ``stacklevel`` is where a warning of values not MD5 points.
+    """
+    n = len(contacts)
+    checks: list[tuple[str, np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
+    notes, sources = [], []
+    # Rows with something to look up: the others are unknown (<NA>), not "safe".
+    checkable = np.zeros(n, dtype=bool)
+    for kind, name in columns.items():
+        if name is None:
+            continue
+        if hashed:
+            values = arrow_text(contacts[name])
+            digests, valid = md5_digests(values)
+            checkable |= _present(values)
+            bad = len(valid) - int(valid.sum()) - values.null_count
+            notes.append(f"{bad:,} values of column {name!r}" if bad else "")
+        elif kind == "domain":
+            sources.append(after_at(arrow_text(contacts[name]), need_at=False))
+            checkable |= _present(sources[-1])
+            continue
+        else:
+            forms = canonical_forms(contacts[name], rules[kind], kind)
+            digests, valid = form_digests(forms)
+            checkable |= valid
+            if kind == "email" and domains:
+                sources.append(after_at(forms, need_at=True))
+        checks.append((kind, digests[valid], functools.partial(_spread_rows, valid)))
+    if sources:
+        digests, owner, rows = domain_digests(sources)
+        checks.append(("domain", digests, functools.partial(_spread_domains, owner, rows)))
+    found, bad = match_kinds(text, words, [(KINDS.index(kind), d) for kind, d, _ in checks])
+    notes.insert(0, f"{bad:,} values of the suppression list" if bad else "")
+
+    hits = {kind: np.zeros(n, dtype=bool) for kind in KINDS if kind in {c[0] for c in checks}}
+    for (kind, _, spread), hit in zip(checks, found, strict=True):
+        hits[kind] |= spread(hit)
+    checked = list(hits)
+    chosen = np.full(n, -1, dtype=np.int64)
+    for position in reversed(range(len(checked))):
+        chosen[hits[checked[position]]] = position
+    by = pc.take(pa.array(checked, pa.large_string()), pa.array(chosen, mask=chosen < 0))
+    out = contacts.copy()
+    out["suppressed"] = pd.arrays.BooleanArray(chosen >= 0, ~checkable)
+    out["suppressed_by"] = pd.arrays.ArrowStringArray(pa.chunked_array([by], pa.large_string()))
+    out.attrs["checked"] = checked
+    warn_not_md5(notes, stacklevel=stacklevel + 1)
+    return out
+
+
+def warn_not_md5(notes: list[str], *, stacklevel: int) -> None:
+    """Warn that the values counted in ``notes`` (blank ones left out) can never match.
+
+    ``stacklevel`` counts from this function, as :func:`warnings.warn`'s does.
+    """
+    if message := " and ".join(note for note in notes if note):
+        warnings.warn(
+            f"{message} are not 32-hex MD5 values and can never match", stacklevel=stacklevel
+        )
+
+
+def _spread_rows(valid: np.ndarray, found: np.ndarray) -> np.ndarray:
+    flags = np.zeros(len(valid), dtype=bool)
+    flags[valid] = found
+    return flags
+
+
+def _spread_domains(owner: np.ndarray, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
+    listed = np.zeros(rows.max(initial=0) + 1, dtype=bool)
+    listed[owner[found]] = True
+    # A contact's domains (from its e-mail, from the domain column) are rows of `rows`.
+    return np.asarray(listed[rows].any(axis=0), dtype=bool)
+
+
+def _present(values: Any) -> np.ndarray:
+    """Which values hold some text: not null, not blank."""
+    return np.asarray(pc.is_valid(strip_lower(values)), dtype=bool)

@@ -1,47 +1,39 @@
 """MD5 hashes of contacts, from their canonical forms.
 
-How the service normalises a contact before hashing is not documented. The
-canonical forms used here are below; if a list was built another way, pass
-your own ``canonical`` function (value -> ``str`` or ``None``) instead.
+How the service normalises a contact before hashing is not documented; the
+forms used here are those of :func:`canonical_email`, :func:`canonical_phone`
+and :func:`canonical_domain` (pass your own ``canonical`` for a list built
+another way). Numbers are read as their digits (a phone column with gaps
+arrives as float64: ``79001234567.0`` is ``"79001234567"``); ``None``,
+``NaN``, ``pd.NA`` and an empty form mean no value: no hash, never a match.
+An internationalized domain is hashed in each spelling, Unicode and IDNA
+(UTS 46, IDNA 2008), label by label; a label that cannot be converted is kept.
 
-* **e-mail** (:func:`canonical_email`): ``str.strip()`` then ``str.lower()``,
-  with Python's Unicode rules (``"ΟΔΟΣ@X"`` -> ``"οδος@x"``, final sigma).
-* **phone** (:func:`canonical_phone`): ``"+"`` followed by the ASCII digits
-  ``0-9`` of the value, everything else dropped. No country code is added or
-  rewritten: ``"8 (900) 123-45-67"`` -> ``"+89001234567"``, not ``"+7..."``.
-* **domain** (:func:`canonical_domain`): the part after the last ``"@"`` (all
-  of it without one, so ``"@x.org"`` -> ``"x.org"``), stripped and lowercased
-  like an e-mail. The domain of an e-mail is taken from its canonical form,
-  and only when it has an ``"@"``.
-* Numbers are read as their digits (``79001234567.0`` -> ``"79001234567"``).
-  ``None``, ``NaN``, ``pd.NA`` and an empty canonical form mean no value: no
-  hash, and never a match.
-
-The hash is the lowercase hex MD5 of the UTF-8 bytes of the canonical form.
-The vectorized functions give the same results as the scalar ones: ASCII
-values go through pyarrow.compute, the rare others through the scalar rule.
-
-Contacts are flagged against a suppression list by
-:func:`~stoplist_nb.suppression.flagging.flag_suppressed`, with these hashes.
+The hash is the lowercase hex MD5 of the form's UTF-8 bytes. The vectorized
+functions agree with the scalar ones: ASCII values go through pyarrow.compute,
+the rare others through the scalar rule.
 """
 
 from __future__ import annotations
 
 import binascii
+import contextlib
 import functools
 import hashlib
 import importlib
+import math
+import numbers
 import re
 from collections.abc import Callable
 from typing import Any
 
+import idna
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from stoplist_nb.errors import InvalidInput
-from stoplist_nb.suppression.text import arrow_text, as_text
 
 __all__ = [
     "canonical_domain",
@@ -75,8 +67,50 @@ def _md5_constructor() -> Callable[[bytes], Any]:
 _MD5 = _md5_constructor()
 
 
+def as_text(value: Any) -> str | None:
+    """Return ``value`` as text, or ``None`` when it is missing."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, (bool, np.bool_)):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        if math.isnan(number):
+            return None
+        return str(int(number)) if number.is_integer() else repr(number)
+    if pd.api.types.is_scalar(value) and pd.isna(value):
+        return None
+    return str(value)
+
+
+def _is_text(dtype: Any) -> bool:
+    view = getattr(pa.types, "is_string_view", lambda _: False)
+    return bool(pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or view(dtype))
+
+
+def arrow_text(values: pd.Series) -> Any:
+    """The values as a ``large_string`` ChunkedArray, null where missing (as :func:`as_text`)."""
+    arr: Any = None
+    with contextlib.suppress(AttributeError, TypeError, NotImplementedError, pa.ArrowException):
+        arr = values.array.__arrow_array__()
+    if arr is None or not _is_text(arr.type):
+        try:
+            arr = pa.array(values.to_numpy(dtype=object), from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            arr = None
+    if arr is None or not (_is_text(arr.type) or pa.types.is_null(arr.type)):
+        arr = pa.array([as_text(v) for v in values], pa.large_string())
+    if isinstance(arr, pa.Array):
+        arr = pa.chunked_array([arr])
+    return arr.cast(pa.large_string())
+
+
 def canonical_email(value: Any) -> str | None:
-    """Return an e-mail address stripped and lowercased; ``None`` if missing or blank.
+    """Return an e-mail address stripped and lowercased (Python's Unicode rules); ``None`` if blank.
 
     >>> canonical_email("  Alice@Example.COM ")
     'alice@example.com'
@@ -88,6 +122,8 @@ def canonical_email(value: Any) -> str | None:
 def canonical_phone(value: Any) -> str | None:
     """Return ``"+"`` and the ASCII digits of a phone number; ``None`` if it has none.
 
+    No country code is added or rewritten.
+
     >>> canonical_phone("8 (900) 123-45-67"), canonical_phone(79001234567.0)
     ('+89001234567', '+79001234567')
     """
@@ -97,9 +133,7 @@ def canonical_phone(value: Any) -> str | None:
 
 
 def canonical_domain(value: Any) -> str | None:
-    """Return the domain of a value: after its last ``"@"``, stripped and lowercased.
-
-    A value without ``"@"`` is taken as a domain whole; ``None`` if missing or blank.
+    """Return the domain of a value: after its last ``"@"`` (all of it without one), as an e-mail.
 
     >>> canonical_domain(" Ann@Example.COM "), canonical_domain("@Пример.РФ")
     ('example.com', 'пример.рф')
@@ -123,17 +157,12 @@ def hash_email(value: Any, *, canonical: Canonical = canonical_email) -> str | N
 
 
 def hash_phone(value: Any, *, canonical: Canonical = canonical_phone) -> str | None:
-    """Return the lowercase hex MD5 of a phone number's canonical form, or ``None``.
-
-    Args:
-        value: A phone number, as text or as a number.
-        canonical: The rule turning ``value`` into the text to hash.
+    """Same as :func:`hash_email`, for a phone number (text or a number).
 
     >>> hash_phone("+7 900 123 45 67")
     'a45a50145b6b87621417b4440b22d715'
     """
-    text = canonical(value)
-    return str(_MD5(text.encode()).hexdigest()) if text else None
+    return hash_email(value, canonical=canonical)
 
 
 def _blank_to_null(arr: Any) -> Any:
@@ -210,14 +239,70 @@ def hash_emails(series: pd.Series, *, canonical: Canonical | None = None) -> pd.
 
 
 def hash_phones(series: pd.Series, *, canonical: Canonical | None = None) -> pd.Series:
-    """Return the hex MD5 of every phone number in a Series (same index, ``string[pyarrow]``).
-
-    Args:
-        series: Phone numbers as text or numbers; missing values give ``<NA>``.
-        canonical: A per-value rule replacing :func:`canonical_phone`.
+    """Same as :func:`hash_emails`, for phones (``canonical`` replaces :func:`canonical_phone`).
 
     >>> import pandas as pd
     >>> hash_phones(pd.Series(["+7 900 123-45-67", "n/a"])).tolist()
     ['a45a50145b6b87621417b4440b22d715', <NA>]
     """
     return _hashes(series, canonical, "phone")
+
+
+def after_at(text: Any, *, need_at: bool) -> Any:
+    """The part of each value after its last ``"@"``; null without one when ``need_at``."""
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    # split_pattern then the last piece through the offsets: about 3x faster than a regex.
+    parts = pc.split_pattern(text, "@", max_splits=1, reverse=True)
+    ends = np.asarray(parts.offsets, dtype=np.int64)
+    pieces = np.diff(ends)
+    keep = pieces == 2 if need_at else pieces > 0
+    return pc.take(parts.values, pa.array(ends[1:] - 1, mask=~keep))
+
+
+def _idna_forms(domain: str) -> set[str]:
+    """The other spellings of an internationalized domain: IDNA (``xn--``) and Unicode."""
+    try:
+        mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
+    except (idna.IDNAError, UnicodeError, ValueError):
+        mapped = domain
+    ascii_labels, unicode_labels = [], []
+    for label in mapped.split("."):
+        ascii_label = unicode_label = label
+        try:
+            if not label.isascii():
+                ascii_label = idna.alabel(label).decode("ascii")
+            elif label.startswith("xn--"):
+                unicode_label = idna.ulabel(label)
+        except (idna.IDNAError, UnicodeError, ValueError):
+            pass  # this label keeps its one spelling; the others still convert
+        ascii_labels.append(ascii_label)
+        unicode_labels.append(unicode_label)
+    return {".".join(ascii_labels), ".".join(unicode_labels), mapped} - {domain}
+
+
+def domain_digests(sources: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Digests of the distinct canonical domains and their IDNA spellings.
+
+    Returns the digests, the distinct domain each one spells, and for every
+    value of ``sources`` (one row per source) its distinct domain, or the
+    count of them where it has none.
+    """
+    raw = sources[0] if len(sources) == 1 else pa.concat_arrays(sources)
+    # Domains repeat (a few providers hold most addresses): the hashing and the
+    # IDNA conversion run once per distinct value.
+    encoded = pc.dictionary_encode(raw)
+    canon = strip_lower(encoded.dictionary)
+    distinct = len(canon)
+    rows = np.asarray(encoded.indices.fill_null(distinct), dtype=np.intp)
+    maybe_idn = pc.or_(pc.invert(pc.string_is_ascii(canon)), pc.match_substring(canon, "xn--"))
+    picked = np.flatnonzero(np.asarray(pc.fill_null(maybe_idn, False), dtype=bool))
+    texts, owners = [], []
+    for i, domain in zip(picked, pc.take(canon, pa.array(picked)).to_pylist(), strict=True):
+        for form in sorted(_idna_forms(domain)):
+            texts.append(form)
+            owners.append(i)
+    forms = pa.concat_arrays([canon, pa.array(texts, canon.type)])
+    digests, valid = form_digests(forms)
+    owner = np.concatenate([np.arange(distinct), np.asarray(owners, dtype=np.intp)])
+    return digests[valid], owner[valid], rows.reshape(len(sources), -1)

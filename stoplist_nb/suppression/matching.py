@@ -1,16 +1,14 @@
 """MD5 lookups in a suppression list, behind :func:`~stoplist_nb.flag_suppressed`.
 
-Hex MD5 strings are decoded to 16-byte digests (held as two uint64), the list
-is thinned to the buckets the queries occupy, and ``pc.is_in`` does the rest.
-When the list names the kind of each row, the thinned rows are split by kind
-and each kind of query is looked up only among its own rows and the rows of no
-known kind. A list matched against many frames (the partitions of a Dask
-frame) is decoded once into a :class:`HashedList` and looked up the same way.
-The kinds and their words are those of :mod:`~stoplist_nb.suppression.contacts`.
+Hex MD5 strings are decoded to 16-byte digests (two uint64), the list is
+thinned to the buckets the queries occupy, and ``pc.is_in`` does the rest; with
+kinds, each kind of query is looked up among its own rows and those of no
+known kind. A list matched against many frames is decoded once (:class:`HashedList`).
 """
 
 from __future__ import annotations
 
+import binascii
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -22,8 +20,24 @@ import pyarrow.compute as pc
 
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.suppression.contacts import ANY_KIND, kind_codes, kind_column
-from stoplist_nb.suppression.hexdigits import hex_bytes
-from stoplist_nb.suppression.text import arrow_text
+from stoplist_nb.suppression.hashing import arrow_text
+
+
+def hex_bytes(chunk: Any) -> bytes | None:
+    """Decode a chunk of 32-character hex strings at once; ``None`` if it is not one."""
+    n = len(chunk)
+    if n == 0 or chunk.null_count:
+        return b"" if n == 0 else None
+    width = 8 if pa.types.is_large_string(chunk.type) else 4
+    buffers = chunk.buffers()
+    ends = np.frombuffer(buffers[1], f"<i{width}", count=n + 1, offset=chunk.offset * width)
+    start, end = int(ends[0]), int(ends[-1])
+    if end - start != 32 * n or not (np.diff(ends) == 32).all():
+        return None
+    try:
+        return binascii.a2b_hex(memoryview(buffers[2])[start:end])
+    except binascii.Error:
+        return None
 
 
 def _md5_chunks(text: Any) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:

@@ -1,20 +1,11 @@
 """Hashed CSV exports streamed into one Parquet file, in bounded memory, whole or not at all.
 
-Behind :func:`~stoplist_nb.suppression.export.write_suppression_parquet`. Each
-archive is read by :class:`~stoplist_nb.suppression.archive.HashedBatches`, the
-reader of :func:`~stoplist_nb.suppression.archive.read_hashed_csv`, with the same
-columns, cleaning, limits and warnings; each batch (one :data:`BLOCK_SIZE`
-block of CSV) is written as a row group as soon as it is read, so the memory
-held does not grow with the list. The file carries pandas' metadata, so
-``pd.read_parquet`` gives back the frame ``read_hashed_csv`` would have built
-(``string[pyarrow]`` columns, a RangeIndex, ``attrs``).
-
-It is written as an :class:`~stoplist_nb._atomic.Output`, the rule of every
-single-file writer: under a hidden temporary name beside its destination,
-given its name once closed, never over a file that is there unless
-``overwrite``; an error or an interruption leaves no new file at the
-destination and no temporary one, and a later write clears what a killed one
-left.
+Each archive is read by :class:`~stoplist_nb.suppression.archive.HashedBatches`
+(the reader of :func:`~stoplist_nb.suppression.archive.read_hashed_csv`: same
+columns, cleaning, limits and warnings) and each batch written as a row group
+as it comes. The file carries pandas' metadata, so ``pd.read_parquet`` gives
+back the frame ``read_hashed_csv`` would have built, ``attrs`` too. It is an
+:class:`~stoplist_nb._atomic.Output`: whole under its name, or not there.
 """
 
 from __future__ import annotations
@@ -54,12 +45,9 @@ def _pandas_metadata(names: list[str], attrs: dict[str, Any]) -> dict[bytes, byt
 class HashedParquet:
     """One Parquet file of the hashes of one or more archives, added in turn.
 
-    Use it as a context manager: :meth:`add` streams an archive in,
-    :meth:`finish` puts the file in place; leaving the block before
-    :meth:`finish`, by an error or not, removes what was written. Entering
-    it refuses a file at ``path`` unless ``overwrite``
-    (:class:`~stoplist_nb.errors.OutputExists`), and so does :meth:`finish`
-    for one that appeared meanwhile.
+    In a ``with`` block, :meth:`add` streams an archive in and :meth:`finish`
+    puts the file in place; leaving before, what was written goes. A file at
+    ``path`` is refused (``OutputExists``) unless ``overwrite``.
 
     >>> import io, pathlib, tempfile, zipfile
     >>> buf = io.BytesIO()
@@ -149,12 +137,7 @@ class HashedParquet:
         caller of this method (1) to the frame a warning is shown at.
 
         Raises:
-            BadArchive: As ``read_hashed_csv``, or an archive whose columns differ
-                from those of the first one added.
-            ArchiveTooLarge: As ``read_hashed_csv``.
-
-        Warns:
-            UserWarning: As ``read_hashed_csv``, once per archive.
+            BadArchive: Also an archive whose columns differ from the first one's.
         """
         with HashedBatches(
             source, max_size=max_size, max_ratio=max_ratio, block_size=BLOCK_SIZE

@@ -1,19 +1,11 @@
-"""Contacts in a Dask DataFrame, flagged partition by partition.
-
-:func:`~stoplist_nb.flag_suppressed` hands a Dask DataFrame to this module.
-
-Needs the ``dask`` extra (``pip install 'stoplist_nb[dask]'``); this module
-imports Dask, and :func:`~stoplist_nb.flag_suppressed` imports it only when it
-is given a Dask DataFrame.
+"""Contacts in a Dask DataFrame, flagged partition by partition (the ``dask`` extra).
 
 The list is decoded once, on the caller's side, into a
-:class:`~stoplist_nb.suppression.matching.HashedList` (16 bytes a value, and
-one for its kind), and enters the graph as one task that every partition's
-task depends on: on a ``dask.distributed`` cluster it travels to a worker
-once and from there to each other worker that needs it, once, however many
-partitions that worker flags. Each partition is flagged by
-:func:`~stoplist_nb.suppression.frames.flag_frame`, the code that flags a
-pandas frame.
+:class:`~stoplist_nb.suppression.matching.HashedList`, and enters the graph as
+one task every partition's task depends on: on a ``dask.distributed`` cluster
+it travels to each worker that needs it once, however many partitions that
+worker flags. Each partition is flagged by
+:func:`~stoplist_nb.suppression.flagging.flag_frame`, as a pandas frame.
 """
 
 from __future__ import annotations
@@ -31,7 +23,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "stoplist_nb.suppression.partitions needs dask: pip install 'stoplist_nb[dask]'"
     ) from exc
 
-from stoplist_nb.suppression.frames import check_args, flag_frame, warn_not_md5
+from stoplist_nb.suppression.flagging import check_args, flag_frame, warn_not_md5
 from stoplist_nb.suppression.hashing import Canonical
 from stoplist_nb.suppression.matching import hashed_list
 
@@ -49,31 +41,9 @@ def flag_partitions(
 ) -> dd.DataFrame:
     """:func:`~stoplist_nb.flag_suppressed` for a Dask DataFrame: a lazy flagged copy.
 
-    Args:
-        contacts: The contacts, in any number of partitions.
-        suppressed: The list, as :func:`~stoplist_nb.flag_suppressed` takes
-            it; a Dask DataFrame or Series is computed first, since every
-            partition is matched against all of it.
-        columns: The column named for each kind (``email``, ``phone``,
-            ``domain``), or ``None``.
-        rules: The canonical rule for ``email`` and ``phone``, or ``None``.
-        domains: Also check the domain of every e-mail.
-        hashed: The named columns already hold MD5 hex values.
-
-    Returns:
-        A Dask DataFrame with the partitions and divisions of ``contacts``,
-        and the ``suppressed`` and ``suppressed_by`` columns (and dtypes) of
-        the pandas result; nothing is matched until it is computed.
-
-    Raises:
-        InvalidInput: As :func:`~stoplist_nb.flag_suppressed`, at once.
-
-    Warns:
-        UserWarning: List values that are not MD5, here; with ``hashed=True``,
-            column values that are not MD5, where each partition is flagged.
-
-    The public entry point is :func:`~stoplist_nb.flag_suppressed`, whose
-    example shows a Dask DataFrame.
+    Arguments as :func:`~stoplist_nb.suppression.flagging.flag_frame`; a Dask
+    ``suppressed`` is computed first, since every partition is matched against
+    all of it. The result has the partitions and divisions of ``contacts``.
     """
     # The frame's meta is an empty pandas frame: the argument checks and the result's
     # dtypes come from the pandas code itself, run on it.

@@ -1,15 +1,10 @@
 """Export tasks: what ``tasks/status`` says of a task, and waiting for one to finish.
 
-Apart from :mod:`stoplist_nb.suppression.download` because a task knows nothing of
-suppression lists: it has a status word, a progress and, when done, a
-``result``. Only the words ``completed`` (and ``success`` in an older example)
-are documented as final; other words are read as "still running", unless they
-say failure (``error``, ``failed``, ``canceled``, ...) or the reply's ``error``
-is non-zero. A task that reports progress 100 with a file is also done.
-
-Every word of the service (task id, status word, failure reason) is scrubbed
-of the token before it reaches a message, the progress bar or stderr.
-:func:`naming_task` makes every error raised once a task exists name it.
+Only ``completed`` (and ``success`` in an older example) are documented as
+final; other words are read as "still running" unless they say failure
+(``error``, ``failed``, ``canceled``, ...). A task at progress 100 with a file
+is also done. Every word of the service (task id, status, failure reason) is
+scrubbed of the token before it reaches a message, the progress bar or stderr.
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stoplist_nb import errors
+from stoplist_nb._checks import check_number
 from stoplist_nb._progress import Bar
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
@@ -62,10 +58,9 @@ _RESUMABLE = (*_PASSING, errors.ArchiveTooLarge)
 def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterator[None]:
     """Within the block, every :class:`~stoplist_nb.errors.StoplistError` names the task.
 
-    Each gets ``exc.task_id``, which its message then names; one after which
-    the task or its file is still there also gets ``exc.hint``, how to pick it up.
-    ``say(task_id)`` tells how, unless an outer :func:`resume_said_as` (the
-    command line's) already does; without either, :func:`wait_for_task` is named.
+    Each gets ``exc.task_id``; one after which the task or its file is still
+    there also gets ``exc.hint``, how to pick it up: ``say(task_id)``, unless an
+    outer :func:`resume_said_as` says it; without either, :func:`wait_for_task`.
     """
     chosen = _RESUME.get() or say
     with resume_said_as(chosen) if chosen is not None else contextlib.nullcontext():
@@ -80,11 +75,7 @@ def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterat
 
 @contextmanager
 def resume_said_as(say: Callable[[str], str]) -> Iterator[None]:
-    """Within the block, tell how to pick up a task with ``say(task_id)``.
-
-    :func:`wait_for_task` names the Python call that resumes a task in its
-    messages and on Ctrl-C; a command line names its own option instead.
-    """
+    """Within the block, tell how to pick up a task with ``say(task_id)`` (a command line's way)."""
     token = _RESUME.set(say)
     try:
         yield
@@ -223,13 +214,9 @@ def wait_for_task(
     >>> status.hashed_files  # doctest: +SKIP
     ('suppress/2b0e.../Stop list.md5.zip',)
     """
-    for name, value in (
-        ("poll_interval", poll_interval),
-        ("max_interval", max_interval),
-        ("task_timeout", task_timeout),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise errors.InvalidInput(f"{name} must be a number of seconds, not {value!r}")
+    check_number("poll_interval", poll_interval, unit="seconds", zero=True)
+    check_number("max_interval", max_interval, unit="seconds", zero=True)
+    check_number("task_timeout", task_timeout, unit="seconds", zero=True)
     shown = repr(redact(task_id))  # the id is the service's: it may echo anything
     resume = how_to_resume(task_id)
     deadline = time.monotonic() + task_timeout

@@ -1,15 +1,10 @@
 """Which members of a ZIP archive to read, and the limits against zip bombs.
 
-Behind :mod:`stoplist_nb.suppression.archive`. Before :mod:`zipfile` parses the
-archive's directory, its end record is read: an archive that lists more than
-:data:`MAX_MEMBERS` entries, or whose directory takes more than
-:data:`MAX_DIRECTORY` bytes, is refused. Members are then chosen by name and
-kind, and checked before anything is unpacked: their declared sizes together
-against ``max_size``, together against the archive's own size in bytes and
-each against its packed size for ``max_ratio``. Each is read through
-:class:`Capped`, which holds it to its declared size and counts what it yields
-into a :class:`Budget` shared by the archive, held to ``max_size``: what is
-actually unpacked, whatever the headers declare.
+Before :mod:`zipfile` parses the directory, the end record is read: beyond
+:data:`MAX_MEMBERS` entries or :data:`MAX_DIRECTORY` bytes the archive is
+refused. The members chosen are checked before anything is unpacked
+(:func:`check_bomb`), then each read through :class:`Capped`, held to its
+declared size and counted into a :class:`Budget` held to ``max_size``.
 """
 
 from __future__ import annotations
@@ -76,9 +71,8 @@ def _mib(size: float) -> str:
 def _directory(file: IO[bytes]) -> tuple[int, int, int]:
     """The archive's size, and the entries and directory bytes its end record gives.
 
-    The record is looked for the way :mod:`zipfile` looks for it, so the numbers
-    checked are those it then acts on; no record gives zeros (zipfile refuses
-    the archive then).
+    The record is found as :mod:`zipfile` finds it, so the numbers checked are
+    those it acts on; no record gives zeros (zipfile refuses the archive then).
     """
     size = file.seek(0, os.SEEK_END)
     start = max(size - _END.size - (1 << 16), 0)  # the comment after it is under 64 KiB
@@ -100,15 +94,7 @@ def _directory(file: IO[bytes]) -> tuple[int, int, int]:
 
 
 def open_archive(file: IO[bytes]) -> tuple[zipfile.ZipFile, int]:
-    """Open a seekable ZIP archive, refusing one that lists too many members.
-
-    Returns:
-        The archive and its size in bytes.
-
-    Raises:
-        ArchiveTooLarge: Beyond :data:`MAX_MEMBERS` or :data:`MAX_DIRECTORY`.
-        zipfile.BadZipFile: Not a readable archive.
-    """
+    """Open a seekable ZIP archive and return it with its size, refusing one too large."""
     here = file.tell()
     size, entries, directory = _directory(file)
     file.seek(here)
@@ -224,9 +210,8 @@ def check_bomb(
 ) -> None:
     """Refuse members that declare too much, before any is unpacked.
 
-    The ratio of the whole is taken against ``archive_size``, the bytes
-    actually at hand: members' packed sizes are theirs to declare, and
-    members may share their packed bytes.
+    The ratio of the whole is taken against ``archive_size``, the bytes at
+    hand: packed sizes are the members' to declare, and may share bytes.
     """
     total = sum(info.file_size for info in infos)
     if total > max_size:
