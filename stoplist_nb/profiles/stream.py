@@ -1,13 +1,4 @@
-"""Profiles page by page: the one loop over ``profiles/list`` that every reader uses.
-
-:func:`flat_pages` walks the pages (paging, the progress bar, and the cursor
-to resume from when a request fails); :func:`tables` hands out each page in
-the columns of a :class:`~stoplist_nb.profiles.schema.StreamSchema` (the rules
-of a stream: a column is settled once, new columns only join), :func:`frames`
-the same as DataFrames, and :func:`collect` gathers every page for a reader
-that returns one piece. The readers are the methods of
-:class:`~stoplist_nb.profiles.reading.ProfilesRequest`.
-"""
+"""Profiles page by page: the one loop over ``profiles/list`` that every reader uses."""
 
 from __future__ import annotations
 
@@ -55,14 +46,7 @@ META_FROM, META_NEXT, META_PROFILES = b"from_id", b"next_from_id", b"profiles"
 
 @dataclass(frozen=True)
 class PageRead:
-    """One page read: its profiles flattened, and where the read stands after it.
-
-    Attributes:
-        page: The page, one row per subscription.
-        from_id: The cursor it was asked with (``""`` for the first page).
-        next_from_id: The cursor a read resumed after this page starts from.
-        profiles: Profiles read so far, this page included.
-    """
+    """One page flattened; the cursor it was asked with, the one after it, profiles so far."""
 
     page: FlatPage
     from_id: str
@@ -82,26 +66,12 @@ def flat_pages(
     workers: int | None = None,
     fit: Fit = None,
 ) -> Stream[PageRead]:
-    """Each page of ``profiles/list`` flattened (``params``: the checked request body).
+    """Each page of :meth:`Client.pages` flattened, in its workers (``params``: the request body).
 
-    On a failed request the :class:`~stoplist_nb.errors.StoplistError` leaves
-    with ``resume_from`` set to the cursor after the last page yielded; the
-    stream is closed before it leaves (no request is left running on any way
-    out, Ctrl-C included). ``seen``: the cursors of an earlier, interrupted
-    read (see :meth:`Client.pages`).
-
-    Pages are those of :meth:`Client.pages`: one that went past
-    ``max_profiles`` was cut there if its cursor is a profile id, else kept
-    whole (more than ``max_profiles`` are then read). A full page without a
-    cursor whose last profile has no id is yielded, then ``CursorStalled``
-    leaves with ``resume_from`` ``None``: nothing leads on from it.
-
-    Each page is flattened in the walk's workers (``workers``: how many,
-    ``None`` for one per core, at most 8) beside the parse; this stream
-    only hands the results over, in order. ``fit``: for a reader that combines
-    every page at the end, the workers also fit each page's fixed columns
-    (:meth:`FlatPage.fit_fixed`): ``"arrow"`` in Arrow, ``"python"`` with the
-    Python values of the object ones too (a frame of the default dtypes).
+    A failed request leaves with ``resume_from``, the cursor after the last
+    page yielded. ``seen``: the cursors of an earlier, interrupted read.
+    ``fit``: the workers also fit each page's fixed columns
+    (:meth:`FlatPage.fit_fixed`), ``"python"`` with their Python values.
     """
     pages = client.pages(
         request.METHOD,
@@ -156,11 +126,7 @@ def _flatten(fit: Fit, data: pa.Array, content: bytes) -> FlatPage:
 def tables(
     schema: StreamSchema, declared: Mapping[str, Any], pages: Stream[PageRead]
 ) -> Stream[pa.Table]:
-    """Each page in the columns of ``schema``, ``declared`` dtypes applied.
-
-    Each table's schema metadata holds ``from_id``, ``next_from_id`` and
-    ``profiles`` (read so far). Closing it closes ``pages``.
-    """
+    """Each page in the columns of ``schema``, ``declared`` dtypes applied, cursors as metadata."""
     return pages.then(partial(_tables, schema, declared))
 
 
@@ -212,12 +178,7 @@ def collect(
     from_id: str | None,
     build: Callable[[list[FlatPage], str, int], _T],
 ) -> _T:
-    """Every page, then ``build(pages, next_from_id, profiles)``.
-
-    Raises:
-        StoplistError: A request failed; ``exc.partial`` is what ``build``
-            makes of the pages read before it.
-    """
+    """Every page, then ``build(pages, next_from_id, profiles)``; on an error, its ``partial``."""
     held: list[FlatPage] = []
     cursor, count = from_id or "", 0
     try:
@@ -247,11 +208,7 @@ def frame_from_table(
 
 
 def cast_frame(frame: pd.DataFrame, dtypes: Mapping[str, Any]) -> pd.DataFrame:
-    """``frame`` with ``dtypes`` applied: present columns converted, absent ones added (all NA).
-
-    Raises:
-        InvalidInput: The values of a column do not go into its dtype.
-    """
+    """``frame`` with ``dtypes`` applied, absent columns added, all NA."""
     for name, dtype in dtypes.items():
         try:
             if name in frame.columns:
@@ -266,11 +223,7 @@ def cast_frame(frame: pd.DataFrame, dtypes: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def cast_columns(table: pa.Table, dtypes: Mapping[str, Any]) -> pa.Table:
-    """``table`` with ``dtypes`` (pandas dtypes) applied in Arrow, absent columns added.
-
-    Raises:
-        InvalidInput: The values of a column do not go into its type.
-    """
+    """``table`` with ``dtypes`` (pandas dtypes) applied in Arrow: :func:`cast_frame` for tables."""
     for name, dtype in dtypes.items():
         type_ = _arrow_type(dtype)
         try:
