@@ -1,10 +1,8 @@
 """The fields of a database's profiles: what a query can filter on.
 
-``databases/fields_get`` is named by the docs but not described; we read it as
-its documented sibling ``resources/fields_get``: ``id`` is the database id and
-``data`` a list of ``{name, title, type, category, required}``. When the
-service refuses the call, the fields are inferred from a sample page of
-profiles instead, with a warning that says so.
+``databases/fields_get`` is read as its documented sibling
+``resources/fields_get``; when the service refuses it, the fields are inferred
+from a sample page of profiles, with a warning.
 """
 
 from __future__ import annotations

@@ -1,9 +1,4 @@
-"""Row mechanics behind :mod:`stoplist_nb.profiles.normalize`: one row per subscription.
-
-Column names and kinds live in :mod:`stoplist_nb.profiles.columns`; this
-module only explodes a page's subscription lists into rows, with Arrow and
-numpy, never a loop over profiles.
-"""
+"""Rows of a flattened page: its subscription lists exploded with Arrow and numpy, no loop."""
 
 from __future__ import annotations
 
@@ -23,11 +18,9 @@ from stoplist_nb.errors import InvalidInput
 class Rows:
     """How one page of profiles becomes one row per subscription.
 
-    Attributes:
-        count: Number of output rows.
-        profile_take: Profile index of each row, or None when rows map 1:1 to profiles.
-        subs: Every subscription of the page, in order, or None when there are none.
-        sub_valid: Per row, whether it holds a subscription; None when all rows do.
+    ``profile_take``: profile of each row (None: one row a profile); ``subs``:
+    every subscription (None: none); ``sub_valid``: whether each row holds one
+    (None: all do).
     """
 
     count: int
@@ -98,10 +91,7 @@ def is_object_list(type_: pa.DataType) -> bool:
 
 
 def explode(subs: pa.Array | None, profiles: int) -> Rows:
-    """Plan the rows of a page: one per subscription, one for a profile without any.
-
-    ``subs`` must be None or of a type ``is_object_list`` accepts.
-    """
+    """Plan the rows of a page: one per subscription, one for a profile without any."""
     if subs is None or pa.types.is_null(subs.type):
         return Rows(profiles, None, None)
     values = subs.flatten()
@@ -154,12 +144,8 @@ def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
 
 @dataclass
 class _Spread:
-    """Spreads one page's subscription leaves over its rows without Arrow's take.
-
-    Subscriptions keep their order, so a string or list leaf only needs new
-    offsets over the same values, and a flat leaf one numpy scatter: several
-    times cheaper than ``take``. Other types return None (for ``take``).
-    """
+    """Spreads one page's subscription leaves over its rows: new offsets over the same
+    values, or one numpy scatter, several times cheaper than ``take`` (None: use take)."""
 
     count: int
     where: np.ndarray

@@ -1,13 +1,10 @@
 """The checkpoint of a dataset: what the pull is and how far it went, read and checked.
 
-``_checkpoint.json`` holds what the pull is (the service, database, query,
-fields, dtypes), each committed file (its profiles, rows, size, SHA-256, the
-cursor after it, the page cursors it added and the stream's
-:class:`~stoplist_nb.profiles.schema.StreamSchema` after it, where that
-changed), the cursors of the committed pages (one a page, so that a resumed
-pull catches a cursor that goes back to one of them) and the totals. It is
-replaced atomically, and checked, never believed: every value's type, then the
-totals, cursors and files against one another.
+``_checkpoint.json`` holds the pull (service, database, query, fields,
+dtypes), each committed file (its counts, size, SHA-256, the cursor after it,
+the page cursors it added and the stream's schema where that changed) and the
+cursors of the committed pages. It is replaced atomically, and checked, never
+believed.
 """
 
 from __future__ import annotations
@@ -50,21 +47,15 @@ _ENTRY = ("name", "profiles", "rows", "bytes", "sha256", "next_from_id", "cursor
 
 @dataclass(frozen=True)
 class DatasetSummary:
-    """What a Parquet dataset of profiles holds, as its checkpoint says.
-
-    ``len(summary)`` is its number of rows.
+    """What a Parquet dataset of profiles holds, as its checkpoint says; ``len()`` is its rows.
 
     Attributes:
         path: The dataset's directory.
         parts: Part files written (``part-00000.parquet`` ...).
-        profiles: Profiles saved: in the part files, and in the part being
-            written as far as its progress was committed.
-        rows: Rows of those profiles (one per subscription, one for a profile
-            without any).
-        complete: Whether the pull reached the end and the dataset is sealed
-            (every part in the final schema, ``_common_metadata`` written).
-        next_from_id: The cursor after the last page saved: where the pull
-            carries on (``""``: from the start).
+        profiles: Profiles saved, committed progress of the open part included.
+        rows: Rows of those profiles.
+        complete: Whether the pull reached the end and the dataset is sealed.
+        next_from_id: The cursor after the last page saved (``""``: the start).
     """
 
     path: pathlib.Path
@@ -155,11 +146,7 @@ class Checkpoint:
 
     @classmethod
     def from_dict(cls, data: Any) -> Checkpoint:
-        """The checkpoint :meth:`to_dict` wrote, its values checked: types, then one another.
-
-        Raises:
-            NotWritten: ``data`` is not what :meth:`to_dict` of this format writes.
-        """
+        """The checkpoint :meth:`to_dict` wrote, its values checked (``NotWritten`` if not)."""
         _keys(data, "the checkpoint", _KEYS)
         if _need(data["format"], "'format'", "int") != FORMAT:
             raise NotWritten(f"'format' is {_shown(data['format'])}, not {FORMAT}")
@@ -221,12 +208,7 @@ class Checkpoint:
 
     @classmethod
     def read(cls, directory: pathlib.Path) -> Checkpoint:
-        """The checkpoint in ``directory``, checked (its files are not looked at).
-
-        Raises:
-            DatasetMismatch: It is of another format.
-            DatasetDamaged: It is not what a pull of this format writes (``part`` ``None``).
-        """
+        """The checkpoint in ``directory``, checked (its files are not looked at)."""
         path = directory / CHECKPOINT
         try:
             data = json.loads(path.read_bytes().decode("utf-8"))
@@ -245,11 +227,7 @@ class Checkpoint:
             raise _damaged(path, str(exc)) from None
 
     def save(self, directory: pathlib.Path) -> Checkpoint:
-        """Replace the checkpoint in ``directory``, durably: the file, then the directory entry.
-
-        Returns:
-            This checkpoint, so that the state in hand is the one saved.
-        """
+        """Replace the checkpoint in ``directory``, durably; return it."""
         temp = directory / ".checkpoint.json.tmp"
         # One line per key and per file: readable, and the schema's many short lists stay short.
         lines = []

@@ -1,9 +1,6 @@
 """One writer at a time: an OS lock on ``.lock`` in the dataset's directory.
 
-The writer holds it from before it looks at the directory until after the
-sealing, with its host, process and start written in it; a second writer gets
-:class:`~stoplist_nb.errors.DatasetLocked`. A killed writer's lock dies with
-its process.
+A killed writer's lock dies with its process.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """The pull: the pages of a stream written into part files, their progress committed as it goes.
 
-Memory holds a few pages: each page of the stream
-(:func:`~stoplist_nb.profiles.stream.tables`) goes through a
-:class:`pyarrow.parquet.ParquetWriter` as one row group, on a thread of its
-own that works one page behind the stream (the next page is read and
-flattened meanwhile, and Ctrl-C, which Python raises in the calling thread,
-never lands between a page's rows and their record). A part is closed at
-``profiles_per_part`` profiles, or when a column joins the stream (a Parquet
-file has one schema). Between the two, its progress is committed every
-``commit_seconds`` or ``commit_bytes`` of pages: each page is also written
-into a hidden, uncompressed segment file (``.part-00003.parquet.seg-00001``),
-which a commit closes and records. The part's own file is written page by
-page beside them and takes its name when the part closes; a pull carried on
-after an interruption copies the part's committed segments into a new file
-first, so that a part is the same file however its pull went. On an error or
-Ctrl-C the pages written since the last commit are committed too, when their
-segment reads back whole; a killed process loses the window and the page
-being written.
+Each page goes, as one row group, into the part's hidden file and into an
+uncompressed segment file (``.part-00003.parquet.seg-00001``), which a commit
+closes and records. A part closes at ``profiles_per_part`` profiles or when a
+column joins (a Parquet file has one schema); a pull carried on after an
+interruption copies the part's committed segments into a new file first, so
+that a part is the same file however its pull went.
 """
 
 from __future__ import annotations
@@ -89,9 +78,9 @@ def pull_parts(
     pages = pages_from(state.next_from_id or None, list(state.cursors))
     stream = tables(schema, declared, pages)
     writer = _Writer(directory, state, declared, window)
-    # The writer has a thread of its own, a page behind the stream: the next
-    # page is read while one is written, and Ctrl-C (which Python raises in
-    # the calling thread) never falls between a page's rows and their record.
+    # A thread of its own, a page behind the stream: the next page is read
+    # meanwhile, and Ctrl-C (raised in the calling thread) never falls
+    # between a page's rows and their record.
     with ThreadPoolExecutor(1, "stoplist-nb-writer", leave_signals_to_main) as thread:
         writes: deque[Future[None]] = deque()
         try:
@@ -117,11 +106,7 @@ _WRITES_AHEAD = 1
 
 
 def _settled(futures: Iterable[Future[None]]) -> None:
-    """Wait until the writer is done with ``futures``, whatever they raise.
-
-    On the way out of an error: a page is written in milliseconds, and a
-    second Ctrl-C that stopped the wait would leave it half recorded.
-    """
+    """Wait until the writer is done with ``futures``, a second Ctrl-C too: else half recorded."""
     pending = set(futures)
     while pending:
         with contextlib.suppress(KeyboardInterrupt):
@@ -155,14 +140,7 @@ class _Page:
 
 
 class _Writer:
-    """The pages of a pull into part files, the part being written committed as it goes.
-
-    Each page goes into the part's file, under a hidden name until the part
-    closes, and into a segment file, which a commit closes and records: a
-    pull carried on after an interruption copies the part's segments into
-    its file first, so that a part is the same file however its pull went.
-    Segments are not compressed: they are read only by such a pull.
-    """
+    """The pages of a pull into part files, as the module says."""
 
     def __init__(
         self,
