@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -83,38 +83,36 @@ def flat_pages(
         workers=workers,
         prepare=partial(_flatten, fit),
     )
-    return pages.then(partial(_flat, from_id or "", max_profiles, progress))
 
+    def make(pages: Stream[Page], owner: Owner) -> Iterator[PageRead]:
+        bar = Bar(total=max_profiles, unit=" profiles", desc=request.METHOD, disable=not progress)
+        owner.adopt(bar.close)
+        cursor, count = from_id or "", 0
+        # Errors of the walk carry their resume_from (None: no cursor leads on).
+        for page in pages:
+            data = page.data
+            if bar.total is None and isinstance(page.envelope.get("total_count"), int):
+                bar.total = page.envelope["total_count"]
+            prepared = page.prepared()
+            try:
+                if prepared is not None:
+                    flat = prepared()
+                else:
+                    flat = flatten_profiles(data, lambda: page.records)  # noqa: B023 (at once)
+            except errors.InvalidInput as exc:  # the service's rows, not the caller's input
+                invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
+                invalid.resume_from = cursor
+                raise invalid from None
+            except errors.StoplistError as exc:
+                if exc.resume_from is None:
+                    exc.resume_from = cursor
+                raise
+            count += len(data)
+            started, cursor = cursor, page.next_from_id or cursor
+            bar.update(len(data))
+            yield PageRead(flat, started, cursor, count)
 
-def _flat(
-    cursor: str, total: int | None, progress: bool, pages: Stream[Page], owner: Owner
-) -> Generator[PageRead, None, None]:
-    bar = Bar(total=total, unit=" profiles", desc=request.METHOD, disable=not progress)
-    owner.adopt(bar.close)
-    count = 0
-    # Errors of the walk carry their resume_from (None: no cursor leads on).
-    for page in pages:
-        data = page.data
-        if bar.total is None and isinstance(page.envelope.get("total_count"), int):
-            bar.total = page.envelope["total_count"]
-        prepared = page.prepared()
-        try:
-            if prepared is not None:
-                flat = prepared()
-            else:
-                flat = flatten_profiles(data, lambda: page.records)  # noqa: B023 (at once)
-        except errors.InvalidInput as exc:  # the service's rows, not the caller's input
-            invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
-            invalid.resume_from = cursor
-            raise invalid from None
-        except errors.StoplistError as exc:
-            if exc.resume_from is None:
-                exc.resume_from = cursor
-            raise
-        count += len(data)
-        started, cursor = cursor, page.next_from_id or cursor
-        bar.update(len(data))
-        yield PageRead(flat, started, cursor, count)
+    return pages.then(make)
 
 
 def _flatten(fit: Fit, data: pa.Array, content: bytes) -> FlatPage:
@@ -127,21 +125,14 @@ def tables(
     schema: StreamSchema, declared: Mapping[str, Any], pages: Stream[PageRead]
 ) -> Stream[pa.Table]:
     """Each page in the columns of ``schema``, ``declared`` dtypes applied, cursors as metadata."""
-    return pages.then(partial(_tables, schema, declared))
 
+    def make(pages: Stream[PageRead], owner: Owner) -> Iterator[pa.Table]:
+        for read in pages:
+            meta = {META_FROM: read.from_id, META_NEXT: read.next_from_id}
+            table = cast_columns(schema.conform(read.page), declared)
+            yield table.replace_schema_metadata({**meta, META_PROFILES: str(read.profiles)})
 
-def _tables(
-    schema: StreamSchema, declared: Mapping[str, Any], pages: Stream[PageRead], owner: Owner
-) -> Generator[pa.Table, None, None]:
-    for read in pages:
-        table = cast_columns(schema.conform(read.page), declared)
-        yield table.replace_schema_metadata(
-            {
-                META_FROM: read.from_id,
-                META_NEXT: read.next_from_id,
-                META_PROFILES: str(read.profiles),
-            }
-        )
+    return pages.then(make)
 
 
 def frames(
@@ -151,26 +142,17 @@ def frames(
     declared: Mapping[str, Any],
 ) -> Stream[pd.DataFrame]:
     """Each table of :func:`tables` as a frame under ``backend``; ``attrs`` from its metadata."""
-    return tables.then(partial(_frames, schema, backend, declared))
 
+    def make(tables: Stream[pa.Table], owner: Owner) -> Iterator[pd.DataFrame]:
+        for table in tables:
+            meta = table.schema.metadata
+            kinds = {n: schema.kind(n) for n in table.column_names}
+            frame = cast_frame(frame_from_table(table, kinds, backend), declared)
+            cursors = {key.decode(): meta[key].decode() for key in (META_FROM, META_NEXT)}
+            frame.attrs.update(cursors, profiles=int(meta[META_PROFILES]))
+            yield frame
 
-def _frames(
-    schema: StreamSchema,
-    backend: str | None,
-    declared: Mapping[str, Any],
-    tables: Stream[pa.Table],
-    owner: Owner,
-) -> Generator[pd.DataFrame, None, None]:
-    for table in tables:
-        meta = table.schema.metadata
-        frame = frame_from_table(table, {n: schema.kind(n) for n in table.column_names}, backend)
-        frame = cast_frame(frame, declared)
-        frame.attrs.update(
-            from_id=meta[META_FROM].decode(),
-            next_from_id=meta[META_NEXT].decode(),
-            profiles=int(meta[META_PROFILES]),
-        )
-        yield frame
+    return tables.then(make)
 
 
 def collect(

@@ -13,7 +13,7 @@ import json
 import os
 import pathlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,18 @@ _KEYS = (
     "complete",
     "sealing",
 )
-_ENTRY = ("name", "profiles", "rows", "bytes", "sha256", "next_from_id", "cursors")
+# The kind of each value (see _KINDS), in the order they are checked.
+_TOP = {"service": "text", "profiles": "count", "rows": "count", "next_from_id": "text"}
+_ENTRY = {
+    "name": "text",
+    "profiles": "count",
+    "rows": "count",
+    "bytes": "count",
+    "sha256": "text",
+    "next_from_id": "text",
+    "cursors": "count",
+}
+_SEALING = {"name": "text", "bytes": "count", "sha256": "text"}
 
 
 @dataclass(frozen=True)
@@ -150,11 +161,8 @@ class Checkpoint:
         _keys(data, "the checkpoint", _KEYS)
         if _need(data["format"], "'format'", "int") != FORMAT:
             raise NotWritten(f"'format' is {_shown(data['format'])}, not {FORMAT}")
-        _need(data["service"], "'service'", "text")
-        _need(data["profiles"], "'profiles'", "count")
-        _need(data["rows"], "'rows'", "count")
-        _need(data["next_from_id"], "'next_from_id'", "text")
-        _need(data["db_id"], "'db_id'", "int")
+        for key, kind in (*_TOP.items(), ("db_id", "int")):
+            _need(data[key], repr(key), kind)
         if data["query"] is not None:
             _need(data["query"], "'query'", "object")
         if data["fields"] is not None:
@@ -172,28 +180,17 @@ class Checkpoint:
                     schema = _checked_schema(item["schema"], f"{where}.schema")
                 elif schema is None:
                     raise NotWritten(f"{where} has no 'schema', and no file before it has one")
-                files[key].append(
-                    Entry(
-                        name=_need(item["name"], f"{where}.name", "text"),
-                        profiles=_need(item["profiles"], f"{where}.profiles", "count"),
-                        rows=_need(item["rows"], f"{where}.rows", "count"),
-                        bytes=_need(item["bytes"], f"{where}.bytes", "count"),
-                        sha256=_need(item["sha256"], f"{where}.sha256", "text"),
-                        next_from_id=_need(item["next_from_id"], f"{where}.next_from_id", "text"),
-                        cursors=_need(item["cursors"], f"{where}.cursors", "count"),
-                        schema=schema,
-                    )
-                )
+                values = {k: _need(item[k], f"{where}.{k}", kind) for k, kind in _ENTRY.items()}
+                files[key].append(Entry(**values, schema=schema))
         cursors = _need(data["cursors"], "'cursors'", "list")
         for i, cursor in enumerate(cursors):
             if not _need(cursor, f"'cursors'[{i}]", "text"):
                 raise NotWritten(f"'cursors'[{i}] is empty")
         sealing = data["sealing"]
         if sealing is not None:
-            _keys(sealing, "'sealing'", ("name", "bytes", "sha256"))
-            _need(sealing["name"], "'sealing'.name", "text")
-            _need(sealing["bytes"], "'sealing'.bytes", "count")
-            _need(sealing["sha256"], "'sealing'.sha256", "text")
+            _keys(sealing, "'sealing'", tuple(_SEALING))
+            for key, kind in _SEALING.items():
+                _need(sealing[key], f"'sealing'.{key}", kind)
         state = cls(
             pull={k: data[k] for k in _PULL},
             parts=tuple(files["parts"]),
@@ -293,7 +290,7 @@ def _need(value: Any, where: str, kind: str) -> Any:
     return value
 
 
-def _keys(data: Any, where: str, required: Sequence[str], optional: Sequence[str] = ()) -> None:
+def _keys(data: Any, where: str, required: Collection[str], optional: Sequence[str] = ()) -> None:
     _need(data, where, "object")
     missing = [k for k in required if k not in data]
     if missing:
