@@ -237,18 +237,6 @@ def _text_list(value: object) -> bool:
     return isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
 
 
-# The column kind that holds each value kind (stoplist_nb._json.kinds). Arrays
-# and objects stay Python values, as returned: no column type fits them all.
-_COLUMN_KIND = {
-    kinds.STRING: kinds.STRING,
-    kinds.INT: kinds.INT,
-    kinds.FLOAT: kinds.FLOAT,
-    kinds.BOOLEAN: kinds.BOOLEAN,
-    kinds.ARRAY: kinds.OBJECT,
-    kinds.OBJECT: kinds.OBJECT,
-}
-
-
 def unify(chunks: Sequence[pa.Array | int]) -> tuple[str, list[pa.Array]]:
     """One kind for a dynamic column's pages (an int is a page without it: its length).
 
@@ -258,7 +246,8 @@ def unify(chunks: Sequence[pa.Array | int]) -> tuple[str, list[pa.Array]]:
     """
     arrays = [c for c in chunks if isinstance(c, pa.Array)]
     common = kinds.common_kind(k for c in arrays for k in value_kinds(c))
-    kind = kinds.OBJECT if common is None else _COLUMN_KIND[common]
+    # Arrays and objects stay Python values, as returned: no column type fits them all.
+    kind = kinds.OBJECT if common in (None, kinds.ARRAY, kinds.OBJECT) else common
     out: list[pa.Array] = []
     for chunk in chunks:
         if isinstance(chunk, int):
@@ -280,13 +269,6 @@ def object_values(chunks: Sequence[pa.Array]) -> np.ndarray:
     return np.fromiter(values, dtype=object, count=count)
 
 
-def to_json(array: pa.Array) -> pa.Array:
-    """Every value as its JSON text (a string too: ``"a"`` becomes ``'"a"'``)."""
-    if pa.types.is_null(array.type):
-        return pa.nulls(len(array), TEXT)
-    return pa.array([None if v is None else json_text(v) for v in array.to_pylist()], TEXT)
-
-
 #: The ``dtype_backend`` values the readers take, as in ``pandas.read_parquet``.
 DTYPE_BACKENDS = (None, "numpy_nullable", "pyarrow")
 
@@ -300,23 +282,13 @@ def arrow_chunks(kind: str, chunks: Sequence[pa.Array]) -> list[pa.Array]:
     """Chunks of a column of ``kind`` in their Arrow output type (see :func:`arrow_type`)."""
     if kind != kinds.OBJECT:
         return list(chunks)
-    return [c if c.type == TEXT else to_json(c) for c in chunks]
-
-
-def twin_of(values: Sequence[pa.Array], rests: Sequence[pa.Array | None]) -> list[pa.Array] | None:
-    """The chunks of ``<name>__text``: each chunk's rest from :func:`fit`, nulls where
-    all of it fit; ``None`` when every value of every chunk fit."""
-    if all(rest is None for rest in rests):
-        return None
+    # Every value as its JSON text (a string too: "a" becomes '"a"').
     return [
-        nulls(kinds.STRING, len(value)) if rest is None else rest
-        for value, rest in zip(values, rests, strict=True)
+        c
+        if c.type == TEXT
+        else pa.array([None if v is None else json_text(v) for v in c.to_pylist()], TEXT)
+        for c in chunks
     ]
-
-
-def to_arrow(kind: str, chunks: Sequence[pa.Array]) -> pa.ChunkedArray:
-    """A settled column (chunks in its kind's type) as its Arrow output (:func:`arrow_type`)."""
-    return pa.chunked_array(arrow_chunks(kind, chunks), arrow_type(kind))
 
 
 def to_pandas(
@@ -327,7 +299,9 @@ def to_pandas(
 ) -> Any:
     """A settled column as a pandas array; ``objects``: its Python values, made beforehand."""
     if backend == "pyarrow":
-        return pd.arrays.ArrowExtensionArray(to_arrow(kind, chunks))
+        return pd.arrays.ArrowExtensionArray(
+            pa.chunked_array(arrow_chunks(kind, chunks), arrow_type(kind))
+        )
     if KIND_DTYPES[kind] is object:
         return np.concatenate(objects) if objects else object_values(chunks)
     chunked = pa.chunked_array(chunks, type=ARROW_TYPES[kind])

@@ -353,7 +353,7 @@ def table_from_tables(pages: Sequence[FlatPage]) -> pa.Table:
     columns, _ = _pieces(pages)
     return pa.table(
         {
-            name: cols.to_arrow(kind, chunks)
+            name: pa.chunked_array(cols.arrow_chunks(kind, chunks), cols.arrow_type(kind))
             for column in columns
             for name, kind, chunks, _ in _settle(*column)
         }
@@ -408,24 +408,23 @@ _Settled = tuple[str, str, list[pa.Array], Callable[[], list[np.ndarray] | None]
 
 def _settle(name: str, pieces: list[pa.Array | int] | list[FlatPage]) -> list[_Settled]:
     """The column's kind and chunks, and its text twin's where values do not fit the kind."""
-    twin: list[pa.Array] | None
-    if name in cols.KINDS:
-        fitted = [page.fitted(name) for page in cast(list[FlatPage], pieces)]
-        kind = cols.KINDS[name]
-        chunks = [value for f in fitted for value in f.values]
-        twin = cols.twin_of(chunks, [rest for f in fitted for rest in f.rests])
-
-        def objects() -> list[np.ndarray] | None:
-            return [f.objects() for f in fitted] if cols.KIND_DTYPES[kind] is object else None
-    else:
+    if name not in cols.KINDS:
         kind, chunks = cols.unify(cast(list[pa.Array | int], pieces))
-        twin = None
+        return [(name, kind, chunks, lambda: None)]
+    fitted = [page.fitted(name) for page in cast(list[FlatPage], pieces)]
+    kind = cols.KINDS[name]
+    chunks = [value for f in fitted for value in f.values]
+    rests = [rest for f in fitted for rest in f.rests]
 
-        def objects() -> list[np.ndarray] | None:
-            return None
+    def objects() -> list[np.ndarray] | None:
+        return [f.objects() for f in fitted] if cols.KIND_DTYPES[kind] is object else None
 
-    settled = [(name, kind, chunks, objects)]
-    if twin is not None:
+    settled: list[_Settled] = [(name, kind, chunks, objects)]
+    if any(rest is not None for rest in rests):
+        twin = [
+            cols.nulls(kinds.STRING, len(v)) if r is None else r
+            for v, r in zip(chunks, rests, strict=True)
+        ]
         settled.append((name + cols.TWIN_SUFFIX, kinds.STRING, twin, lambda: None))
     return settled
 

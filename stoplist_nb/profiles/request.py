@@ -21,7 +21,6 @@ __all__ = [
     "check_from_id",
     "check_query",
     "dtype_kind",
-    "pa_dtype",
 ]
 
 METHOD = "profiles/list"
@@ -72,17 +71,11 @@ def check_dtypes(dtypes: Any, dtype_backend: Any) -> dict[str, Any]:
         if not isinstance(name, str) or not name:
             raise errors.InvalidInput(f"dtypes: a column name must be a string, not {name!r}")
         try:
-            checked[name] = pa_dtype(dtype)
+            arrow = isinstance(dtype, pa.DataType)
+            checked[name] = pd.ArrowDtype(dtype) if arrow else pd.api.types.pandas_dtype(dtype)
         except (TypeError, ValueError):
             raise errors.InvalidInput(f"dtypes: {dtype!r} for {name!r} is not a dtype") from None
     return checked
-
-
-def pa_dtype(dtype: Any) -> Any:
-    """A pandas dtype for ``dtype``: a pandas dtype or its name, or a pyarrow type."""
-    if isinstance(dtype, pa.DataType):
-        return pd.ArrowDtype(dtype)
-    return pd.api.types.pandas_dtype(dtype)
 
 
 def dtype_kind(dtype: Any) -> str:

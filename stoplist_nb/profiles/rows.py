@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,27 +26,6 @@ class Rows:
     profile_take: pa.Array | None
     subs: pa.StructArray | None
     sub_valid: np.ndarray | None = None
-
-    @cached_property
-    def sub_before(self) -> np.ndarray:
-        """Per row boundary (``count + 1`` of them), how many subscriptions come before."""
-        assert self.sub_valid is not None
-        before = np.empty(len(self.sub_valid) + 1, np.int32)
-        before[0] = 0
-        np.cumsum(self.sub_valid, out=before[1:])
-        return before
-
-    @cached_property
-    def sub_bits(self) -> pa.Buffer:
-        """``sub_valid`` as an Arrow validity bitmap."""
-        assert self.sub_valid is not None
-        return pa.py_buffer(np.packbits(self.sub_valid, bitorder="little"))
-
-    @cached_property
-    def sub_take(self) -> pa.Array:
-        """Subscription index of each row, null on the rows without one."""
-        assert self.sub_valid is not None
-        return pa.array(self.sub_before[:-1], mask=~self.sub_valid)
 
 
 def as_struct_array(data: Any) -> pa.StructArray:
@@ -121,12 +99,17 @@ def take(arrays: Sequence[pa.Array], indices: pa.Array | None) -> list[pa.Array]
 
 def expand(arrays: Sequence[pa.Array], rows: Rows) -> list[pa.Array]:
     """Put subscription leaves on their rows, with nulls on the rows that have none."""
-    if rows.sub_valid is None:
+    where = rows.sub_valid
+    if where is None:
         return list(arrays)
-    spread = _Spread(rows.count, rows.sub_valid, rows.sub_before, rows.sub_bits, {})
+    # Per row boundary, how many subscriptions come before.
+    before = np.zeros(len(where) + 1, np.int32)
+    np.cumsum(where, out=before[1:])
+    spread = _Spread(rows.count, where, before, pa.py_buffer(np.packbits(where, bitorder="little")))
     out = [spread(a) for a in arrays]
     rest = [i for i, a in enumerate(out) if a is None]
-    for i, array in zip(rest, take([arrays[i] for i in rest], rows.sub_take), strict=True):
+    indices = pa.array(before[:-1], mask=~where) if rest else None
+    for i, array in zip(rest, take([arrays[i] for i in rest], indices), strict=True):
         out[i] = array
     return [a for a in out if a is not None]
 
@@ -152,7 +135,7 @@ class _Spread:
     before: np.ndarray
     bits: pa.Buffer
     # Leaves of one block share its validity buffer: spread it once.
-    bitmaps: dict[tuple[int, int], pa.Buffer]
+    bitmaps: dict[tuple[int, int], pa.Buffer] = field(default_factory=dict)
 
     def __call__(self, array: pa.Array) -> pa.Array | None:
         type_ = array.type
