@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 from stoplist_nb import errors
 from stoplist_nb._atomic import Output
 from stoplist_nb._stream import Stream
-from stoplist_nb.profiles.dataset.parts import COMPRESSION, conform_to, parquet_schema
+from stoplist_nb.profiles.dataset.parts import COMPRESSION, conform_to, empty_table, parquet_schema
 from stoplist_nb.profiles.schema import StreamSchema
-from stoplist_nb.profiles.stream import META_NEXT, META_PROFILES, cast_columns, frame_from_table
+from stoplist_nb.profiles.stream import META_NEXT, META_PROFILES, frame_from_table
 
 __all__ = ["FileSummary", "as_text", "csv_ready", "write_file"]
 
@@ -101,11 +101,7 @@ def write_file(
             if writer is not None:
                 writer.close()
             else:  # no profile: the file still names the columns
-                empty = cast_columns(schema.arrow_schema.empty_table(), declared)
-                metadata = parquet_schema(empty, schema, declared).metadata
-                pq.write_table(
-                    empty.replace_schema_metadata(metadata), segments[-1], compression=COMPRESSION
-                )
+                pq.write_table(empty_table(schema, declared), segments[-1], compression=COMPRESSION)
             final = pq.read_schema(segments[-1])
             if fmt == "parquet" and len(segments) == 1:
                 output.put(segments[0])

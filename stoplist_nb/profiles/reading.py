@@ -47,8 +47,9 @@ class ProfilesRequest:
     hold what is sent, frozen. :meth:`pages`, :meth:`tables` and
     :meth:`frames` are streams: iterators and context managers that stop
     their threads once closed, exhausted or left by an exception (Ctrl-C
-    included). A failed read keeps what was read (``exc.partial``) and says
-    where to go on (``exc.resume_from``, a ``from_id``).
+    included). Every argument of a method is checked before anything is
+    sent. A failed read keeps what was read (``exc.partial``: rows, a table,
+    a summary) and says where to go on (``exc.resume_from``, a ``from_id``).
 
     Args:
         client: The API client.
@@ -150,11 +151,6 @@ class ProfilesRequest:
                 in that type.
             schema: Go on with this schema (that of an earlier, interrupted read).
 
-        Raises:
-            InvalidInput: ``dtypes`` or ``schema`` is wrong (nothing was sent).
-            StoplistError: A request failed; ``exc.resume_from`` is the cursor
-                after the last table handed out.
-
         >>> for table in req.tables():  # doctest: +SKIP
         ...     print(table.num_rows, table.schema.metadata[b"next_from_id"])
         """
@@ -199,10 +195,6 @@ class ProfilesRequest:
         Args:
             dtypes: As in :meth:`tables`; a column named there and absent is added.
 
-        Raises:
-            StoplistError: A request failed; ``exc.partial`` is the table so
-                far and ``exc.resume_from`` the cursor to carry on from.
-
         >>> table = req.to_arrow()  # doctest: +SKIP
         """
         declared = request.check_dtypes(dtypes, None)
@@ -230,11 +222,6 @@ class ProfilesRequest:
             dtype_backend: As in ``pandas.read_parquet``: ``None`` or
                 ``"numpy_nullable"`` for nullable dtypes (lists and objects as
                 Python values), ``"pyarrow"`` for ``pd.ArrowDtype`` columns only.
-
-        Raises:
-            InvalidInput: ``dtypes`` or ``dtype_backend`` is wrong (nothing was sent).
-            StoplistError: A request failed; ``exc.partial`` holds the rows
-                read so far and ``exc.resume_from`` the cursor to carry on from.
 
         >>> df = req.to_frame(dtypes={"age": "Int16"})  # doctest: +SKIP
         """
@@ -271,9 +258,6 @@ class ProfilesRequest:
         Raises:
             OutputExists: A file is at ``path`` and ``overwrite`` is false
                 (nothing was sent), or one appeared there during the pull.
-            OSError: The file cannot be written.
-            StoplistError: A request failed: no file; ``exc.partial`` is the
-                ``FileSummary`` of what was read (``written`` false).
 
         >>> req.to_parquet("profiles.parquet").rows  # doctest: +SKIP
         1834
@@ -311,12 +295,11 @@ class ProfilesRequest:
     ) -> DatasetSummary:
         """Write the profiles to a resumable Parquet dataset (a directory), a few pages in memory.
 
-        The parts have the columns of :meth:`tables` and pandas' metadata.
-        A pull that stopped (an error, Ctrl-C, a killed process) leaves what it
-        committed and a checkpoint; calling again carries on from there, and
-        the result is the dataset an uninterrupted pull gives. Called on a
-        complete dataset of the same pull, it sends nothing. One writer at a
-        time holds the directory's lock.
+        The parts have the columns of :meth:`tables` and pandas' metadata. A
+        pull that stopped (an error, Ctrl-C, a killed process) leaves what it
+        committed and a checkpoint; calling again carries on from there, to
+        the dataset an uninterrupted pull gives. On a complete dataset of the
+        same pull it sends nothing. One writer at a time holds the directory.
 
         Args:
             path: The directory, created if missing. It must hold nothing but
@@ -335,16 +318,13 @@ class ProfilesRequest:
             commit_bytes: Or once those pages hold this many bytes (as Arrow tables).
 
         Raises:
-            InvalidInput: An argument is wrong, or the request has
-                ``from_id`` or ``max_profiles``: nothing was sent or written.
+            InvalidInput: The request has ``from_id`` or ``max_profiles``.
             DatasetMismatch: ``path`` holds the checkpoint of another pull, a
                 dataset while ``resume`` and ``overwrite`` are false, a
                 checkpoint of another version, or files not of a dataset.
             DatasetDamaged: The checkpoint or a file it lists is not what was
                 written (``exc.part`` names it; nothing was sent).
             DatasetLocked: Another writer holds ``path`` (``exc.holder`` says who).
-            StoplistError: A request failed; what was committed stays and
-                ``exc.partial`` is the :class:`DatasetSummary` so far.
 
         >>> summary = req.to_dataset("profiles/")  # doctest: +SKIP
         >>> pd.read_parquet("profiles/").groupby("channel").size()  # doctest: +SKIP

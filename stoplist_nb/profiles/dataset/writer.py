@@ -28,14 +28,19 @@ from stoplist_nb import errors
 from stoplist_nb._stream import Stream
 from stoplist_nb._threads import leave_signals_to_main
 from stoplist_nb.profiles.dataset.checkpoint import Checkpoint, Entry
-from stoplist_nb.profiles.dataset.parts import COMPRESSION, File, parquet_schema, sha256
+from stoplist_nb.profiles.dataset.parts import (
+    COMPRESSION,
+    File,
+    empty_table,
+    parquet_schema,
+    sha256,
+)
 from stoplist_nb.profiles.schema import StreamSchema
 from stoplist_nb.profiles.stream import (
     META_FROM,
     META_NEXT,
     META_PROFILES,
     PageRead,
-    cast_columns,
     tables,
 )
 
@@ -161,7 +166,9 @@ class _Writer:
         self.failed = False
         # The part whose segments a resumed pull goes on with has their file schema.
         self.file_schema: pa.Schema | None = (
-            _file_schema(state.open[-1].schema, declared) if state.open else None
+            empty_table(StreamSchema.from_dict(state.open[-1].schema), declared).schema
+            if state.open
+            else None
         )
 
     def add(self, table: pa.Table, schema: dict[str, Any]) -> None:
@@ -216,8 +223,8 @@ class _Writer:
             self.close_part(ended=True)
         elif not self.state.parts:
             # No profile at all: one empty part still says which columns there are.
-            empty = cast_columns(schema.arrow_schema.empty_table(), self.declared)
-            self.file_schema = parquet_schema(empty, schema, self.declared)
+            empty = empty_table(schema, self.declared)
+            self.file_schema = empty.schema
             self.part = self._open_part()
             self.part.write(empty)
             self.pages.append(_Page(0, "", "", schema.to_dict(), ending=True, nbytes=0))
@@ -333,10 +340,3 @@ def _entry(name: str, file: File, pages: Sequence[_Page], before: Sequence[Entry
         cursors=sum(e.cursors for e in before) + len(_cursors(pages)),
         schema=last.schema,
     )
-
-
-def _file_schema(schema: Mapping[str, Any], declared: Mapping[str, Any]) -> pa.Schema:
-    """The file schema of the pages of a stream whose schema is ``schema``."""
-    stream = StreamSchema.from_dict(schema)
-    empty = cast_columns(stream.arrow_schema.empty_table(), declared)
-    return parquet_schema(empty, stream, declared)
