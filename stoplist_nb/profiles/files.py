@@ -161,12 +161,6 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    return isinstance(value, float) and math.isnan(value)
-
-
 def as_text(value: Any) -> str | None:
     """A cell as text: lists and objects as JSON, strings as they are, missing as ``None``.
 
@@ -175,28 +169,22 @@ def as_text(value: Any) -> str | None:
     """
     if isinstance(value, str):
         return value
-    if isinstance(value, list | tuple | dict | np.ndarray):
-        return json.dumps(value, ensure_ascii=False, default=_plain)
-    if _missing(value):
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, float) and math.isnan(value):
         return None
     return json.dumps(value, ensure_ascii=False, default=_plain)
-
-
-def _nested(series: pd.Series) -> bool:
-    # Frames here have the default dtypes: lists and objects are Python values.
-    if pd.api.types.is_object_dtype(series.dtype):
-        return any(isinstance(v, list | tuple | dict | np.ndarray) for v in series)
-    return False
 
 
 def csv_ready(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with each column of list or object cells as their JSON text (:func:`as_text`)."""
     out = frame.copy(deep=False)
     for name in frame.columns:
-        if _nested(frame[name]):
-            out[name] = pd.Series(
-                pd.array([as_text(v) for v in frame[name]], dtype=pd.StringDtype("pyarrow")),
-                index=frame.index,
-                name=name,
-            )
+        column = frame[name]
+        # Frames here have the default dtypes: lists and objects are Python values.
+        if pd.api.types.is_object_dtype(column.dtype) and any(
+            isinstance(v, list | tuple | dict | np.ndarray) for v in column
+        ):
+            text = pd.array([as_text(v) for v in column], dtype=pd.StringDtype("pyarrow"))
+            out[name] = pd.Series(text, index=frame.index, name=name)
     return out

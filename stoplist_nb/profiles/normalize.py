@@ -373,18 +373,14 @@ def _pieces(pages: Sequence[FlatPage]) -> tuple[list[_Column], int]:
                 "frame_from_tables takes the pages flatten_profiles returns, not "
                 f"{type(page).__name__} (wrap a table with FlatPage.from_table)"
             )
-    tables = [page.table for page in pages]
     names: dict[str, dict[str, None]] = {role: {} for role in cols.ROLES}
-    by_name: list[dict[str, pa.ChunkedArray]] = []
     for page in pages:
-        columns: dict[str, pa.ChunkedArray] = {}
-        for (column, role, _), array in zip(page.roles, page.table.columns, strict=True):
-            columns[column] = array
+        for column, role, _ in page.roles:
             names[role].setdefault(column)
-        by_name.append(columns)
     names["id"], names["cats"] = {"profile_id": None}, {cols.CATS: None}
     names["fixed"] = dict.fromkeys(SUBSCRIPTION_COLUMNS)
-
+    # The last column of a name wins, as in a dict.
+    by_name = [dict(zip(p.table.column_names, p.table.columns, strict=True)) for p in pages]
     found: list[_Column] = []
     for role in cols.ROLES:
         for name in names[role]:
@@ -392,13 +388,13 @@ def _pieces(pages: Sequence[FlatPage]) -> tuple[list[_Column], int]:
                 found.append((name, list(pages)))
                 continue
             pieces: list[pa.Array | int] = []
-            for table, columns in zip(tables, by_name, strict=True):
+            for page, columns in zip(pages, by_name, strict=True):
                 if name in columns:
                     pieces.extend(columns[name].chunks)
                 else:
-                    pieces.append(table.num_rows)
+                    pieces.append(page.table.num_rows)
             found.append((name, pieces))
-    return found, sum(t.num_rows for t in tables)
+    return found, sum(p.table.num_rows for p in pages)
 
 
 # A settled column: its name, kind, chunks, and the Python values of each page
