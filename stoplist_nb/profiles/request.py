@@ -14,14 +14,7 @@ from stoplist_nb._json.frozen import FrozenDict, freeze
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.query import Query, validate_query
 
-__all__ = [
-    "METHOD",
-    "check_dtypes",
-    "check_fields",
-    "check_from_id",
-    "check_query",
-    "dtype_kind",
-]
+__all__ = ["METHOD", "check_dtypes", "check_fields", "check_from_id", "check_query", "dtype_kind"]
 
 METHOD = "profiles/list"
 

@@ -136,10 +136,7 @@ def tables(
 
 
 def frames(
-    tables: Stream[pa.Table],
-    schema: StreamSchema,
-    backend: str | None,
-    declared: Mapping[str, Any],
+    tables: Stream[pa.Table], schema: StreamSchema, backend: str | None, declared: Mapping[str, Any]
 ) -> Stream[pd.DataFrame]:
     """Each table of :func:`tables` as a frame under ``backend``; ``attrs`` from its metadata."""
 
@@ -156,9 +153,7 @@ def frames(
 
 
 def collect(
-    pages: Stream[PageRead],
-    from_id: str | None,
-    build: Callable[[list[FlatPage], str, int], _T],
+    pages: Stream[PageRead], from_id: str | None, build: Callable[[list[FlatPage], str, int], _T]
 ) -> _T:
     """Every page, then ``build(pages, next_from_id, profiles)``; on an error, its ``partial``."""
     held: list[FlatPage] = []

@@ -10,12 +10,7 @@ from typing import Any
 
 from stoplist_nb import errors
 from stoplist_nb._checks import check_flag
-from stoplist_nb.profiles.dataset.checkpoint import (
-    CHECKPOINT,
-    Checkpoint,
-    DatasetSummary,
-    refused,
-)
+from stoplist_nb.profiles.dataset.checkpoint import CHECKPOINT, Checkpoint, DatasetSummary, refused
 from stoplist_nb.profiles.dataset.lock import check_no_writer, writer_lock
 from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT, TEMP
 from stoplist_nb.profiles.dataset.seal import checked_files, damaged_file, repaired, seal
@@ -94,12 +89,7 @@ def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> 
 
 
 def _open(
-    directory: pathlib.Path,
-    pull: dict[str, Any],
-    *,
-    resume: bool,
-    overwrite: bool,
-    repair: bool,
+    directory: pathlib.Path, pull: dict[str, Any], *, resume: bool, overwrite: bool, repair: bool
 ) -> Checkpoint:
     """The state to go on from: the checkpoint's, checked, or a new one (the directory ready)."""
     names = sorted(p.name for p in directory.iterdir())

@@ -36,13 +36,7 @@ from stoplist_nb.profiles.dataset.parts import (
     sha256,
 )
 from stoplist_nb.profiles.schema import StreamSchema
-from stoplist_nb.profiles.stream import (
-    META_FROM,
-    META_NEXT,
-    META_PROFILES,
-    PageRead,
-    tables,
-)
+from stoplist_nb.profiles.stream import META_FROM, META_NEXT, META_PROFILES, PageRead, tables
 
 #: Profiles per part file: some 15 MB of Parquet on profiles like the demo's.
 DEFAULT_PROFILES_PER_PART = 100_000
