@@ -391,11 +391,6 @@ def block_column(block: str, key: str) -> str:
     return own_name(f"{block}.{key}")
 
 
-def extra_column(key: str) -> str:
-    """The column of another (not an object) subscription key: ``subscription.<key>``."""
-    return own_name(f"subscription.{key}")
-
-
 def role_of(name: str) -> str:
     """The role of a column from its name alone, for tables built without the layout."""
     if name == "profile_id":

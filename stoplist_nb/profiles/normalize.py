@@ -306,7 +306,7 @@ def _subscription_leaves(
         elif not pa.types.is_null(array.type):
             if exact is not None and _keys_vary(array):
                 array = exact.subscription(key)
-            dynamic.append((fl.unique(cols.extra_column(key), taken), "extra", array))
+            dynamic.append((fl.unique(cols.own_name(f"subscription.{key}"), taken), "extra", array))
     order = {role: i for i, role in enumerate(cols.ROLES)}
     dynamic.sort(key=lambda item: order[item[1]])
     return fixed, dynamic

@@ -174,10 +174,8 @@ class _Spread:
         return pa.Array.from_buffers(type_, self.count, [bits, pa.py_buffer(wide)])
 
 
-def unique(name: str, taken: set[str], prefix: str = "") -> str:
-    """``name``, or ``prefix + name`` if taken, then with ``_`` appended until free; taken."""
-    if name in taken:
-        name = prefix + name
+def unique(name: str, taken: set[str]) -> str:
+    """``name``, with ``_`` appended until it is not taken; then taken."""
     while name in taken:
         name += "_"
     taken.add(name)

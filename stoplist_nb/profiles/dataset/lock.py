@@ -68,7 +68,7 @@ def check_no_writer(directory: pathlib.Path) -> None:
     if mine is not None:
         raise _locked(directory, mine, summary=True)
     try:
-        fd = _lock(directory, exclusive=False, summary=True)
+        fd = _lock(directory, exclusive=False)
     except _NoLocks:
         return  # a filesystem that locks nothing: nothing to learn
     if fd is not None:
@@ -83,7 +83,7 @@ def _identity(stat: os.stat_result) -> tuple[int, int]:
     return (stat.st_dev, stat.st_ino)
 
 
-def _lock(directory: pathlib.Path, *, exclusive: bool, summary: bool = False) -> int | None:
+def _lock(directory: pathlib.Path, *, exclusive: bool) -> int | None:
     """The file descriptor of the locked lock file (``None``: no lock file, no writer)."""
     path = directory / LOCK
     if sys.platform == "win32" and not exclusive:
@@ -104,7 +104,7 @@ def _lock(directory: pathlib.Path, *, exclusive: bool, summary: bool = False) ->
         if not got:
             holder = _holder(fd)
             os.close(fd)
-            raise _locked(directory, holder, summary=summary)
+            raise _locked(directory, holder, summary=not exclusive)
         # A writer that just ended removed the file it locked: lock the one at the path.
         try:
             same = os.path.samestat(os.fstat(fd), os.stat(path))
