@@ -29,19 +29,8 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 START_OVER = "pass overwrite=True to start again"
 
 _PULL = ("service", "db_id", "query", "fields", "dtypes")
-_KEYS = (
-    "format",
-    *_PULL,
-    "profiles",
-    "rows",
-    "next_from_id",
-    "parts",
-    "open",
-    "cursors",
-    "ended",
-    "complete",
-    "sealing",
-)
+_FILES = ("parts", "open", "cursors", "ended", "complete", "sealing")
+_KEYS = ("format", *_PULL, "profiles", "rows", "next_from_id", *_FILES)
 # The kind of each value (see _KINDS), in the order they are checked.
 _TOP = {"service": "text", "profiles": "count", "rows": "count", "next_from_id": "text"}
 _ENTRY = {
