@@ -137,6 +137,9 @@ def normalize_profiles(
         records: The ``data`` of ``profiles/list`` replies: a list of profile
             dicts, or a pyarrow array of profile structs.
 
+    Returns:
+        The flat frame, with a RangeIndex.
+
     Raises:
         InvalidInput: ``records`` is not a list of objects.
 
@@ -430,7 +433,10 @@ def split_channels(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
     Rows without a channel are left out. Each frame keeps the profile columns,
     the common subscription columns and the others that have a value for that
-    channel; the channels come in the order they first appear.
+    channel.
+
+    Returns:
+        Frames keyed by channel, in the order the channels first appear.
 
     >>> df = normalize_profiles([{"id": "a1", "subscriptions": [
     ...     {"channel": "email", "email_data": {"email": "a@example.org"}},

@@ -189,11 +189,14 @@ class ProfilesRequest:
 
         The columns of :meth:`to_frame` in Arrow types
         (:func:`~stoplist_nb.profiles.normalize.table_from_tables`), for Polars
-        or DuckDB as they are; the schema metadata holds ``db_id``,
-        ``next_from_id`` and ``profiles``.
+        or DuckDB as they are.
 
         Args:
             dtypes: As in :meth:`tables`; a column named there and absent is added.
+
+        Returns:
+            The table; its schema metadata holds ``db_id``, ``next_from_id``
+            and ``profiles``.
 
         >>> table = req.to_arrow()  # doctest: +SKIP
         """
@@ -212,9 +215,7 @@ class ProfilesRequest:
         """Read every profile into one DataFrame, one row per subscription, in memory.
 
         The columns are those of
-        :func:`~stoplist_nb.profiles.normalize.normalize_profiles`;
-        ``attrs["next_from_id"]`` is where a later read resumes and
-        ``attrs["profiles"]`` the number read.
+        :func:`~stoplist_nb.profiles.normalize.normalize_profiles`.
 
         Args:
             dtypes: ``{column: dtype}`` overrides; a column named here and
@@ -222,6 +223,10 @@ class ProfilesRequest:
             dtype_backend: As in ``pandas.read_parquet``: ``None`` or
                 ``"numpy_nullable"`` for nullable dtypes (lists and objects as
                 Python values), ``"pyarrow"`` for ``pd.ArrowDtype`` columns only.
+
+        Returns:
+            The frame; ``attrs["next_from_id"]`` is where a later read resumes
+            and ``attrs["profiles"]`` the number of profiles read.
 
         >>> df = req.to_frame(dtypes={"age": "Int16"})  # doctest: +SKIP
         """
@@ -254,6 +259,9 @@ class ProfilesRequest:
             path: The file; its directory must exist.
             dtypes: As in :meth:`tables`.
             overwrite: Replace a file already at ``path``.
+
+        Returns:
+            The :class:`~stoplist_nb.profiles.files.FileSummary`.
 
         Raises:
             OutputExists: A file is at ``path`` and ``overwrite`` is false
@@ -316,6 +324,9 @@ class ProfilesRequest:
             commit_seconds: Commit the part being written once its pages
                 since the last commit span this many seconds (``0``: every page).
             commit_bytes: Or once those pages hold this many bytes (as Arrow tables).
+
+        Returns:
+            The summary of the dataset; ``complete`` is true.
 
         Raises:
             InvalidInput: The request has ``from_id`` or ``max_profiles``.

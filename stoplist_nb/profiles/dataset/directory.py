@@ -66,6 +66,9 @@ def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> 
         checksums: Read every file through to check its checksum; ``False``
             checks sizes and rows only (quicker on a big dataset).
 
+    Returns:
+        The :class:`DatasetSummary` of what the checkpoint records.
+
     Raises:
         InvalidInput: ``path`` is not a directory that holds a dataset.
         DatasetMismatch: The checkpoint is of another version's format.
