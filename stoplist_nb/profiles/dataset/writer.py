@@ -170,46 +170,45 @@ class _Writer:
         if self.failed:
             return
         try:
-            self._add(table, schema)
+            if self.file_schema is not None and not table.schema.equals(
+                self.file_schema, check_metadata=False
+            ):
+                self.close_part(ended=False)  # a column joined: a file has one schema
+            if self.file_schema is None:
+                self.file_schema = parquet_schema(
+                    table, StreamSchema.from_dict(schema), self.declared
+                )
+            if self.part is None:
+                self.part = self._open_part()
+            if self.segment is None:
+                self.segment = self._open_segment()
+                self.opened = time.monotonic()
+            # The part first: a part cut by a failed write goes, the segment stays whole.
+            self.part.write(table)
+            self.segment.write(table)
+            meta = table.schema.metadata
+            count = int(meta[META_PROFILES])
+            page = _Page(
+                profiles=count - self.read,
+                cursor=meta[META_FROM].decode(),
+                next_from_id=meta[META_NEXT].decode(),
+                schema=schema,
+                ending=meta[META_NEXT] == meta[META_FROM],
+                nbytes=table.nbytes,
+            )
+            self.read = count
+            self.pages.append(page)
+            window = self.window
+            if sum(e.profiles for e in self.state.open) + _profiles(self.pages) >= window.per_part:
+                self.close_part(ended=page.ending)
+            elif not page.ending and (
+                sum(p.nbytes for p in self.pages) >= window.bytes
+                or time.monotonic() - self.opened >= window.seconds
+            ):
+                self.commit()
         except BaseException:
             self.failed = True
             raise
-
-    def _add(self, table: pa.Table, schema: dict[str, Any]) -> None:
-        if self.file_schema is not None and not table.schema.equals(
-            self.file_schema, check_metadata=False
-        ):
-            self.close_part(ended=False)  # a column joined: a file has one schema
-        if self.file_schema is None:
-            self.file_schema = parquet_schema(table, StreamSchema.from_dict(schema), self.declared)
-        if self.part is None:
-            self.part = self._open_part()
-        if self.segment is None:
-            self.segment = self._open_segment()
-            self.opened = time.monotonic()
-        # The part first: a part cut by a failed write goes, the segment stays whole.
-        self.part.write(table)
-        self.segment.write(table)
-        meta = table.schema.metadata
-        count = int(meta[META_PROFILES])
-        page = _Page(
-            profiles=count - self.read,
-            cursor=meta[META_FROM].decode(),
-            next_from_id=meta[META_NEXT].decode(),
-            schema=schema,
-            ending=meta[META_NEXT] == meta[META_FROM],
-            nbytes=table.nbytes,
-        )
-        self.read = count
-        self.pages.append(page)
-        window = self.window
-        if sum(e.profiles for e in self.state.open) + _profiles(self.pages) >= window.per_part:
-            self.close_part(ended=page.ending)
-        elif not page.ending and (
-            sum(p.nbytes for p in self.pages) >= window.bytes
-            or time.monotonic() - self.opened >= window.seconds
-        ):
-            self.commit()
 
     def finish(self, schema: StreamSchema) -> None:
         """The stream ended: close the part being written, or say that it ended."""
