@@ -1,18 +1,9 @@
-"""The columns of the flat profile frame: their kinds, and how a value becomes its kind.
+"""The columns of the flat profile frame: their kinds, names, and how a value joins its kind.
 
-Each column has a kind, in the words of :mod:`stoplist_nb._json.kinds`
-(``string``, ``int``, ``float``, ``boolean``, ``date`` (a point in time),
-``array`` (a list of strings: tags, ``cats``) and ``object`` (any JSON array
-or object, as sent)). Here are the kind's Arrow type and pandas dtype, the
-rule by which a value joins a column of a kind only as itself (:func:`fit`;
-the rest is kept as its exact text in ``<column>__text``), settling the kind
-of a column whose pages disagree, how a field names its column, and the tables the
-frame is built from: which columns are fixed, the kind of each, which profile
-key each comes from, and the order of the column roles. The shape of the frame
-is stated once here, away from how pages are flattened
-(:mod:`stoplist_nb.profiles.rows`) and merged
-(:mod:`stoplist_nb.profiles.normalize`, which documents the columns for users);
-:mod:`stoplist_nb.profiles.fields` takes the dtypes from here.
+Each column has a kind of :mod:`stoplist_nb._json.kinds`; here are each kind's
+Arrow type and pandas dtype, :func:`fit` (a value joins a column only as
+itself; the rest keeps its exact text in ``<column>__text``), the fixed columns
+and the rule that names a field's column.
 """
 
 from __future__ import annotations
@@ -52,11 +43,9 @@ ARROW_TYPES: dict[str, pa.DataType] = {
 def to_text(array: pa.Array) -> pa.Array:
     """Every value as its exact text (:func:`~stoplist_nb._json.records.json_text`).
 
-    Strings as they are; numbers and booleans as JSON writes them; arrays and
-    objects as their JSON. A whole float within 2**53 reads as its digits (a
-    phone sent as ``79001234567.0`` is ``"79001234567"``), any other as
-    Python writes it (``1e-07``), value by value: Arrow's own text of a
-    float differs (``1e-7``, ``-0.00001``).
+    A whole float within 2**53 reads as its digits (``79001234567.0`` is
+    ``"79001234567"``), any other as Python writes it, value by value: Arrow's
+    own text of a float differs (``1e-7``).
     """
     type_ = array.type
     if pa.types.is_large_string(type_):
@@ -82,16 +71,9 @@ def value_kinds(array: pa.Array) -> set[str]:
 def fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
     """``array`` in a column of ``kind``, each value kept exactly; and the text of the rest.
 
-    A value joins the column only when it is the same value there: an integer,
-    or a whole float within 2**53, or the text of an integer as JSON writes it
-    (``"42"``, not ``"042"``, ``" 42"`` or ``"+42"``) in an ``int`` column; a
-    number a float64 holds exactly in a ``float`` column; ``true``/``false``
-    (or that text) in a ``boolean`` column; an ISO 8601 date or time, to the
-    millisecond, in a ``date`` column; a list of strings, or one bare string
-    (a one-item list), in an ``array`` column; arrays and objects in an
-    ``object`` column; anything in a ``string`` column. Every other value is
-    null in the column, and its exact text (:func:`to_text`) is in the second
-    array, which is ``None`` when every value fits.
+    A value joins only when it is the same value there (the table in the
+    guide, "One value, one truth"); every other value is null in the column
+    and its exact text is in the second array, ``None`` when every value fits.
 
     >>> value, rest = fit("int", pa.array(["42", "010025", None]))
     >>> value.to_pylist(), rest.to_pylist()
@@ -255,32 +237,17 @@ def _text_list(value: object) -> bool:
     return isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
 
 
-# The column kind that holds each value kind (stoplist_nb._json.kinds). Arrays
-# and objects stay Python values, as returned: no column type fits them all.
-_COLUMN_KIND = {
-    kinds.STRING: kinds.STRING,
-    kinds.INT: kinds.INT,
-    kinds.FLOAT: kinds.FLOAT,
-    kinds.BOOLEAN: kinds.BOOLEAN,
-    kinds.ARRAY: kinds.OBJECT,
-    kinds.OBJECT: kinds.OBJECT,
-}
-
-
 def unify(chunks: Sequence[pa.Array | int]) -> tuple[str, list[pa.Array]]:
     """One kind for a dynamic column's pages (an int is a page without it: its length).
 
-    The pages' value kinds meet by :func:`~stoplist_nb._json.kinds.common_kind`:
-    pages that disagree (int on one, string or an object on another) turn text;
-    a page where the column is all null does not take part in the choice, and a
-    column null on every page is ``object``. A kind some value does not
-    :func:`fit` exactly (an integer past 2**53 beside decimals, ``"007"``
-    beside integers) turns the column text too: every value then reads as its
-    exact text, and none is converted into another.
+    The value kinds meet by :func:`~stoplist_nb._json.kinds.common_kind` (all
+    null on every page: ``object``); a kind some value does not :func:`fit`
+    exactly turns the column text, every value its exact text.
     """
     arrays = [c for c in chunks if isinstance(c, pa.Array)]
     common = kinds.common_kind(k for c in arrays for k in value_kinds(c))
-    kind = kinds.OBJECT if common is None else _COLUMN_KIND[common]
+    # Arrays and objects stay Python values, as returned: no column type fits them all.
+    kind = kinds.OBJECT if common in (None, kinds.ARRAY, kinds.OBJECT) else common
     out: list[pa.Array] = []
     for chunk in chunks:
         if isinstance(chunk, int):
@@ -302,13 +269,6 @@ def object_values(chunks: Sequence[pa.Array]) -> np.ndarray:
     return np.fromiter(values, dtype=object, count=count)
 
 
-def to_json(array: pa.Array) -> pa.Array:
-    """Every value as its JSON text (a string too: ``"a"`` becomes ``'"a"'``)."""
-    if pa.types.is_null(array.type):
-        return pa.nulls(len(array), TEXT)
-    return pa.array([None if v is None else json_text(v) for v in array.to_pylist()], TEXT)
-
-
 #: The ``dtype_backend`` values the readers take, as in ``pandas.read_parquet``.
 DTYPE_BACKENDS = (None, "numpy_nullable", "pyarrow")
 
@@ -322,30 +282,13 @@ def arrow_chunks(kind: str, chunks: Sequence[pa.Array]) -> list[pa.Array]:
     """Chunks of a column of ``kind`` in their Arrow output type (see :func:`arrow_type`)."""
     if kind != kinds.OBJECT:
         return list(chunks)
-    return [c if c.type == TEXT else to_json(c) for c in chunks]
-
-
-def kind_dtype(kind: str, backend: str | None) -> Any:
-    """The pandas dtype of a column of ``kind`` under a ``dtype_backend``."""
-    if backend == "pyarrow":
-        return pd.ArrowDtype(arrow_type(kind))
-    return KIND_DTYPES[kind]
-
-
-def twin_of(values: Sequence[pa.Array], rests: Sequence[pa.Array | None]) -> list[pa.Array] | None:
-    """The chunks of ``<name>__text``: each chunk's rest from :func:`fit`, nulls where
-    all of it fit; ``None`` when every value of every chunk fit."""
-    if all(rest is None for rest in rests):
-        return None
+    # Every value as its JSON text (a string too: "a" becomes '"a"').
     return [
-        nulls(kinds.STRING, len(value)) if rest is None else rest
-        for value, rest in zip(values, rests, strict=True)
+        c
+        if c.type == TEXT
+        else pa.array([None if v is None else json_text(v) for v in c.to_pylist()], TEXT)
+        for c in chunks
     ]
-
-
-def to_arrow(kind: str, chunks: Sequence[pa.Array]) -> pa.ChunkedArray:
-    """A settled column (chunks in its kind's type) as its Arrow output (:func:`arrow_type`)."""
-    return pa.chunked_array(arrow_chunks(kind, chunks), arrow_type(kind))
 
 
 def to_pandas(
@@ -354,13 +297,11 @@ def to_pandas(
     backend: str | None,
     objects: Sequence[np.ndarray] | None = None,
 ) -> Any:
-    """A settled column as a pandas array under a ``dtype_backend``.
-
-    ``objects``: the Python values of each chunk, when they were made
-    beforehand (:func:`object_values`), for a column of ``object`` dtype.
-    """
+    """A settled column as a pandas array; ``objects``: its Python values, made beforehand."""
     if backend == "pyarrow":
-        return pd.arrays.ArrowExtensionArray(to_arrow(kind, chunks))
+        return pd.arrays.ArrowExtensionArray(
+            pa.chunked_array(arrow_chunks(kind, chunks), arrow_type(kind))
+        )
     if KIND_DTYPES[kind] is object:
         return np.concatenate(objects) if objects else object_values(chunks)
     chunked = pa.chunked_array(chunks, type=ARROW_TYPES[kind])
@@ -381,9 +322,8 @@ KINDS: dict[str, str] = {
     ),
     "cats": kinds.ARRAY,
 }
-#: The pandas dtype of each kind under the default ``dtype_backend``: fixed
-#: columns and dynamic ones alike. Lists and objects are Python values, so that
-#: such a frame goes through ``to_parquet`` and back with plain pandas.
+#: The pandas dtype of each kind under the default ``dtype_backend``. Lists and
+#: objects are Python values: such a frame goes through ``to_parquet`` and back.
 KIND_DTYPES: dict[str, Any] = {
     kinds.STRING: pd.StringDtype("pyarrow"),
     kinds.INT: pd.Int64Dtype(),
@@ -430,21 +370,13 @@ _SPOKEN_FOR = frozenset({"profile", "subscription", "cf"})
 
 
 def own_name(name: str) -> str:
-    """``name``, with ``_`` appended when it ends like a twin (``x__text`` -> ``x__text_``).
-
-    No field's column then ends in exactly :data:`TWIN_SUFFIX`, and no two
-    names meet: a name ending in ``__text`` and underscores always gains one.
-    """
+    """``name``, with ``_`` appended when it ends like a twin (``x__text`` -> ``x__text_``)."""
     return name + "_" if _TWIN_LIKE.search(name) else name
 
 
 def profile_column(key: str) -> str:
-    """The column of profile field ``key``: its name, or ``profile.<key>``.
-
-    ``profile.`` goes before a name that a subscription column could also
-    have: a fixed column's (``email``), or one with a dot (``cf.x``), so the
-    rule needs no other page. ``id`` and ``_id`` are ``profile_id``.
-    """
+    """The column of profile field ``key``: its name, or ``profile.<key>`` for a name that
+    a subscription column could have (a fixed column's, or one with a dot)."""
     if "." in key or key in KINDS:
         key = "profile." + key
     return own_name(key)
@@ -457,11 +389,6 @@ def block_column(block: str, key: str) -> str:
     if block in _SPOKEN_FOR:
         return own_name(f"subscription.{block}.{key}")
     return own_name(f"{block}.{key}")
-
-
-def extra_column(key: str) -> str:
-    """The column of another (not an object) subscription key: ``subscription.<key>``."""
-    return own_name(f"subscription.{key}")
 
 
 def role_of(name: str) -> str:

@@ -1,10 +1,8 @@
 """The fields of a database's profiles: what a query can filter on.
 
-``databases/fields_get`` is named by the docs but not described; we read it as
-its documented sibling ``resources/fields_get``: ``id`` is the database id and
-``data`` a list of ``{name, title, type, category, required}``. When the
-service refuses the call, the fields are inferred from a sample page of
-profiles instead, with a warning that says so.
+``databases/fields_get`` is read as its documented sibling
+``resources/fields_get``; when the service refuses it, the fields are inferred
+from a sample page of profiles, with a warning.
 """
 
 from __future__ import annotations
@@ -81,23 +79,21 @@ def database_fields(
         )
     if subscriptions:
         known = {row["name"] for row in rows}
-        rows += [
-            {"name": n, "title": t, "type": k, "category": "subscription", "required": False}
-            for n, t, k in SUBSCRIPTION_FIELDS
-            if n not in known
-        ]
+        rows += [_row(n, t, k, "subscription") for n, t, k in SUBSCRIPTION_FIELDS if n not in known]
     return _frame(rows)
+
+
+def _row(
+    name: str, title: str, type_: str, category: str = "", required: bool = False
+) -> dict[str, Any]:
+    category = category or ("system" if name.startswith("_") else "custom")
+    return {"name": name, "title": title, "type": type_, "category": category, "required": required}
 
 
 def _described(item: Mapping[str, Any]) -> dict[str, Any]:
     name = str(item.get("name") or "")
-    return {
-        "name": name,
-        "title": str(item.get("title") or name),
-        "type": str(item.get("type") or "string"),
-        "category": str(item.get("category") or ("system" if name.startswith("_") else "custom")),
-        "required": bool(item.get("required", False)),
-    }
+    title, type_ = str(item.get("title") or name), str(item.get("type") or "string")
+    return _row(name, title, type_, str(item.get("category") or ""), bool(item.get("required")))
 
 
 def _inferred(profiles: Iterable[Any]) -> list[dict[str, Any]]:
@@ -112,15 +108,8 @@ def _inferred(profiles: Iterable[Any]) -> list[dict[str, Any]]:
             seen = types.setdefault(key, set())
             if value is not None:
                 seen.add(json_kind(value) or STRING)
-    rows = []
-    for name, seen in types.items():
-        # a null-only field says nothing: text is the safe guess, as for mixed types
-        kind = common_kind(seen) or STRING
-        category = "system" if name.startswith("_") else "custom"
-        rows.append(
-            {"name": name, "title": name, "type": kind, "category": category, "required": False}
-        )
-    return rows
+    # A null-only field says nothing: text is the safe guess, as for mixed types.
+    return [_row(name, name, common_kind(seen) or STRING) for name, seen in types.items()]
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -1,20 +1,9 @@
 """One Parquet or CSV file of profiles, written page by page: complete, or not there at all.
 
-Memory holds a page, never the whole: the pages of the stream
-(:func:`~stoplist_nb.profiles.stream.tables`) go to hidden Parquet segments
-beside the file, a new one each time a column joins the stream (a Parquet file
-has one schema). At the end a single segment becomes the Parquet file; several
-are copied into it row group by row group, in the final columns; a CSV file is
-written from them the same way, under a header of every column. A column that
-joined on a later page is empty in the rows before it. The segments and the
-file are hidden temporaries of an :class:`~stoplist_nb._atomic.Output`, the
-one rule of every single-file writer: a file already there is refused unless
-``overwrite``, the file gets its name when complete, a pull that fails or is
-interrupted leaves no file under the name and no segment, and a later write
-clears what a killed one left.
-
-CSV is UTF-8 with a header and no index; list and object cells are JSON
-(``["promo", "news"]``), missing values empty (:func:`csv_ready`).
+The pages go to hidden Parquet segments beside the file, a new one each time a
+column joins the stream (a Parquet file has one schema); at the end they
+become the file. The segments and the file are temporaries of an
+:class:`~stoplist_nb._atomic.Output`: the file gets its name when complete.
 """
 
 from __future__ import annotations
@@ -36,32 +25,24 @@ import pyarrow.parquet as pq
 from stoplist_nb import errors
 from stoplist_nb._atomic import Output
 from stoplist_nb._stream import Stream
-from stoplist_nb.profiles.dataset.parts import COMPRESSION, conform_to, parquet_schema
+from stoplist_nb.profiles.dataset.parts import COMPRESSION, conform_to, empty_table, parquet_schema
 from stoplist_nb.profiles.schema import StreamSchema
-from stoplist_nb.profiles.stream import META_NEXT, META_PROFILES, cast_columns, frame_from_table
+from stoplist_nb.profiles.stream import META_NEXT, META_PROFILES, frame_from_table
 
-__all__ = ["FORMATS", "FileSummary", "as_text", "csv_ready", "write_file"]
-
-#: The formats of :func:`write_file`.
-FORMATS = ("parquet", "csv")
+__all__ = ["FileSummary", "as_text", "csv_ready", "write_file"]
 
 
 @dataclass(frozen=True)
 class FileSummary:
-    """What a single Parquet or CSV file of profiles holds.
-
-    ``len(summary)`` is its number of rows. After a failed pull,
-    ``exc.partial`` is the summary of what was read, with ``written`` false:
-    the file is not there.
+    """What a single Parquet or CSV file of profiles holds; ``len(summary)`` is its rows.
 
     Attributes:
         path: The file.
         rows: Rows (one per subscription, one for a profile without any).
         profiles: Profiles read.
         columns: The file's columns, in order.
-        next_from_id: Where a read resumed after these profiles starts
-            (``from_id=``; ``""`` when none was read).
-        written: Whether the file was written (complete, renamed into place).
+        next_from_id: Where a read resumed after these profiles starts.
+        written: Whether the file was written (false in ``exc.partial``).
     """
 
     path: pathlib.Path
@@ -86,17 +67,7 @@ def write_file(
 ) -> FileSummary:
     """Write the tables of a stream (in ``schema``, ``declared`` dtypes) as one ``fmt`` file.
 
-    Whole or not at all: see the module's description. ``pages`` is not
-    started when a file at ``path`` is refused.
-
-    Raises:
-        OutputExists: A file is at ``path`` and ``overwrite`` is false, before
-            the first page is asked for; or one appeared there meanwhile
-            (``exc.partial`` then says what was read).
-        StoplistError: A request failed; nothing was written, ``exc.partial``
-            is the :class:`FileSummary` of what was read (``written`` false).
-        OSError: The file or a segment beside it cannot be written (a full
-            disk, a read-only directory), naming ``path``.
+    ``pages`` is not started when a file at ``path`` is refused (``OutputExists``).
     """
     path = pathlib.Path(path)
     rows, meta = 0, dict[bytes, bytes]()
@@ -130,11 +101,7 @@ def write_file(
             if writer is not None:
                 writer.close()
             else:  # no profile: the file still names the columns
-                empty = cast_columns(schema.arrow_schema.empty_table(), declared)
-                metadata = parquet_schema(empty, schema, declared).metadata
-                pq.write_table(
-                    empty.replace_schema_metadata(metadata), segments[-1], compression=COMPRESSION
-                )
+                pq.write_table(empty_table(schema, declared), segments[-1], compression=COMPRESSION)
             final = pq.read_schema(segments[-1])
             if fmt == "parquet" and len(segments) == 1:
                 output.put(segments[0])
@@ -194,12 +161,6 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    return isinstance(value, float) and math.isnan(value)
-
-
 def as_text(value: Any) -> str | None:
     """A cell as text: lists and objects as JSON, strings as they are, missing as ``None``.
 
@@ -208,32 +169,22 @@ def as_text(value: Any) -> str | None:
     """
     if isinstance(value, str):
         return value
-    if isinstance(value, list | tuple | dict | np.ndarray):
-        return json.dumps(value, ensure_ascii=False, default=_plain)
-    if _missing(value):
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, float) and math.isnan(value):
         return None
     return json.dumps(value, ensure_ascii=False, default=_plain)
 
 
-def _nested(series: pd.Series) -> bool:
-    # Frames here have the default dtypes: lists and objects are Python values.
-    if pd.api.types.is_object_dtype(series.dtype):
-        return any(isinstance(v, list | tuple | dict | np.ndarray) for v in series)
-    return False
-
-
 def csv_ready(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with each column of list or object cells as their JSON text (:func:`as_text`).
-
-    CSV has no lists: JSON keeps them readable back (``json.loads``) and
-    unambiguous, where ``a,b`` would clash with the separator and lose empty lists.
-    """
+    """``frame`` with each column of list or object cells as their JSON text (:func:`as_text`)."""
     out = frame.copy(deep=False)
     for name in frame.columns:
-        if _nested(frame[name]):
-            out[name] = pd.Series(
-                pd.array([as_text(v) for v in frame[name]], dtype=pd.StringDtype("pyarrow")),
-                index=frame.index,
-                name=name,
-            )
+        column = frame[name]
+        # Frames here have the default dtypes: lists and objects are Python values.
+        if pd.api.types.is_object_dtype(column.dtype) and any(
+            isinstance(v, list | tuple | dict | np.ndarray) for v in column
+        ):
+            text = pd.array([as_text(v) for v in column], dtype=pd.StringDtype("pyarrow"))
+            out[name] = pd.Series(text, index=frame.index, name=name)
     return out

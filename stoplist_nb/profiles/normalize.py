@@ -1,67 +1,14 @@
 """Profiles from ``profiles/list`` as one flat DataFrame: one row per subscription.
 
-A profile with no subscriptions (an empty list, ``null`` or no key at all)
-appears once, with null subscription columns. Profile order and, within a
-profile, subscription order are kept. The index is a RangeIndex.
-
-Columns, in this order:
-
-==========================  ==============================  ===========================
-column                      from                            dtype
-==========================  ==============================  ===========================
-``profile_id``              ``id`` (or ``_id``)             ``string[pyarrow]``
-profile fields              every other profile key,        by value (see below)
-                            as named; ``profile.<name>``
-                            if the name has a dot or is
-                            a fixed column's
-``channel``                 ``channel``                     ``string[pyarrow]``
-``status``                  ``status``                      ``string[pyarrow]``
-``hash_id``                 ``hash_id``                     ``string[pyarrow]``
-``priority``                ``priority``                    ``Int64``
-``resource_id``             ``resource_id``                 ``Int64``
-``is_delete``               ``is_delete``                   ``boolean``
-``reg_date``                ``reg_info.date``               ``datetime64[ms, UTC]``
-``reg_ip``                  ``reg_info.ip``                 ``string[pyarrow]``
-``email``                   ``email_data.email``, else      ``string[pyarrow]``
-                            ``cc_data.email``
-``email_md5``               ``email_data.md5``              ``string[pyarrow]``
-``email_domain``            ``email_data.domain``           ``string[pyarrow]``
-``email_domain_group``      ``email_data.domain_group``     ``string[pyarrow]``
-``phone``                   ``phone_data.phone``, else      ``string[pyarrow]``
-                            ``cc_data.phone``
-``phone_md5``               ``phone_data.md5``              ``string[pyarrow]``
-``push_provider``           ``push_data.provider``          ``string[pyarrow]``
-``push_subscription_id``    ``push_data.subscription_id``   ``string[pyarrow]``
-``<block>.<key>``           any other object in a           by value
-                            subscription (``cc_data.id``),
-                            other keys of the blocks above
-                            (``reg_info.ua``)
-``subscription.<key>``      other subscription keys         by value
-``cf.<name>``               ``custom_fields.<name>``        by value
-``cats``                    ``cats`` (a bare string is a    ``object`` (lists of str)
-                            one-item list)
-``<column>__text``          the exact text of the values    ``string[pyarrow]``
-                            ``<column>`` does not hold
-==========================  ==============================  ===========================
-
-The fixed columns (``profile_id``, ``channel`` ... ``push_subscription_id``,
-``cats``) are always there, with these dtypes, even in an empty frame. The
-others appear when some profile has the field (a subscription key only when
-some value of it is not null). Their dtype follows the values: integers
-``Int64``, decimals ``Float64``, booleans ``boolean``, strings
-``string[pyarrow]``, objects and lists ``object`` (dicts and lists as
-returned). With ``dtype_backend="pyarrow"`` every column is a ``pd.ArrowDtype``
-of the same kind (``cats`` a ``list<string>``; objects and lists their JSON
-text). A field that changes type between pages becomes ``string[pyarrow]``
-(the JSON text of each value); one that is null on a page does not count.
-
-No value is converted into another: a value joins a typed column only as
-itself (:func:`~stoplist_nb.profiles.columns.fit` says exactly when), and
-otherwise its exact text goes to ``<column>__text`` (``priority`` ``"x"``,
-``reg_date`` ``"not a date"``). Ids, phones and the other text columns read a
-JSON number as its digits. A column's name follows from its field alone
-(:func:`~stoplist_nb.profiles.columns.profile_column` and its siblings), so
-every reader names a field alike.
+A profile with no subscriptions appears once, with null subscription columns;
+profile and subscription order are kept, and the index is a RangeIndex. The
+columns, their sources and dtypes are listed in the guide (``docs/profiles.md``,
+"The columns"): the fixed ones (``profile_id``, ``channel`` ...
+``push_subscription_id``, ``cats``) are always there; the others appear when
+some profile has the field, with a dtype that follows the values. No value is
+converted into another: one that does not fit its column
+(:func:`~stoplist_nb.profiles.columns.fit`) keeps its exact text in
+``<column>__text``.
 """
 
 from __future__ import annotations
@@ -109,13 +56,8 @@ __all__ = [
 class ColumnRole(NamedTuple):
     """Where one column of a flattened page comes from.
 
-    Attributes:
-        name: The column's name in the page's table.
-        role: One of ``id``, ``profile``, ``fixed``, ``block``, ``extra``,
-            ``cf``, ``cats``: the group the column is ordered in.
-        source: The key it was read from; for a profile field, the profile
-            key before any ``profile.`` prefix, so pages that prefix it
-            differently still meet in one column.
+    ``role`` is the group the column is ordered in (:data:`~.columns.ROLES`);
+    ``source`` the key it was read from.
     """
 
     name: str
@@ -125,12 +67,7 @@ class ColumnRole(NamedTuple):
 
 @dataclass(frozen=True)
 class FlatPage:
-    """One page of profiles flattened by ``flatten_profiles``.
-
-    Attributes:
-        table: One row per subscription; the fixed columns already have their
-            final Arrow types, the others the types Arrow inferred.
-        roles: One entry per column of ``table``, in its order.
+    """One page of profiles flattened by ``flatten_profiles``: its table, and each column's role.
 
     Raises:
         InvalidInput: ``roles`` does not name the columns of ``table`` in order.
@@ -145,12 +82,7 @@ class FlatPage:
             raise InvalidInput("FlatPage roles must name the table's columns, in order")
 
     def fitted(self, name: str) -> Fitted:
-        """Fixed column ``name`` fitted to its kind (:func:`~.columns.fit`), worked out once.
-
-        A column the page lacks is all null. The reader of a whole frame has
-        its workers fit each page as it comes (:meth:`fit_fixed`), so that
-        little is left to do once the last page is in.
-        """
+        """Fixed column ``name`` fitted to its kind (:func:`~.columns.fit`), worked out once."""
         found = self._fitted.get(name)
         if found is None:
             kind = cols.KINDS[name]
@@ -165,8 +97,7 @@ class FlatPage:
         return found
 
     def fit_fixed(self, *, objects: bool) -> FlatPage:
-        """Fit every fixed column now (see :meth:`fitted`); ``objects``: and make the
-        Python values of those the frame holds as objects (``cats``). Returns the page."""
+        """Fit every fixed column now, in a worker; ``objects``: make their Python values too."""
         for name in cols.KINDS:
             fitted = self.fitted(name)
             if objects and cols.KIND_DTYPES[fitted.kind] is object:
@@ -175,25 +106,13 @@ class FlatPage:
 
     @classmethod
     def from_table(cls, table: pa.Table) -> FlatPage:
-        """Wrap a table built elsewhere, each column's role guessed from its name.
-
-        ``profile_id`` is the id, the fixed names are fixed, ``cf.*`` custom
-        fields, other dotted names (except ``profile.*``) block keys, and every
-        other column a profile field.
-        """
+        """Wrap a table built elsewhere, each column's role from its name (``role_of``)."""
         return cls(table, tuple(ColumnRole(n, cols.role_of(n), n) for n in table.column_names))
 
 
 @dataclass(frozen=True)
 class Fitted:
-    """One page's fixed column in its kind: the values that fit, and the text of the rest.
-
-    Attributes:
-        kind: The column's kind (:data:`~.columns.KINDS`).
-        values: Its chunks in the kind's Arrow type (see :func:`~.columns.fit`).
-        rests: For each chunk, the exact text of the values the kind does
-            not hold, or ``None`` when every value fits.
-    """
+    """One page's fixed column in its kind: each chunk's values and rest (:func:`~.columns.fit`)."""
 
     kind: str
     values: tuple[pa.Array, ...]
@@ -201,23 +120,18 @@ class Fitted:
     _made: list[np.ndarray] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def make_objects(self) -> None:
-        """Make the Python values now, for the next :meth:`objects` (a worker does it,
-        ahead of the frame)."""
+        """Make the Python values now, for the next :meth:`objects`."""
         self._made.append(cols.object_values(self.values))
 
     def objects(self) -> np.ndarray:
-        """The values as Python objects, for a column of ``object`` dtype.
-
-        Those made ahead are handed out once: each frame gets lists and dicts
-        of its own, never ones another frame holds.
-        """
+        """The values as Python objects; those made ahead are handed out once, to one frame."""
         return self._made.pop() if self._made else cols.object_values(self.values)
 
 
 def normalize_profiles(
     records: Sequence[Mapping[str, Any]] | pa.Array | pa.ChunkedArray,
 ) -> pd.DataFrame:
-    """Flatten profiles into one row per subscription (see the module doc for columns).
+    """Flatten profiles into one row per subscription (the columns: see the module doc).
 
     Args:
         records: The ``data`` of ``profiles/list`` replies: a list of profile
@@ -250,21 +164,11 @@ def normalize_profiles(
 def flatten_profiles(
     data: pa.Array, records: Callable[[], Sequence[Any]] | None = None
 ) -> FlatPage:
-    """Flatten one page of profiles into an Arrow table, one row per subscription.
+    """Flatten one page of profiles (an Arrow array of structs), one row per subscription.
 
-    Columns keep the types Arrow inferred, which ``frame_from_tables`` settles
-    across pages (and :class:`~stoplist_nb.profiles.schema.StreamSchema` in a
-    stream).
-
-    Args:
-        data: The page's profiles, an Arrow array of structs.
-        records: The same profiles as Python dicts, exactly as sent, asked for
-            only when Arrow cannot hold a value as it was: an object beside
-            another with other keys (Arrow gives each every key), whose value
-            is then taken from here.
-
-    Returns:
-        The table with the role of each of its columns.
+    Dynamic columns keep the types Arrow inferred, settled later across pages.
+    ``records`` gives the same profiles as sent, asked for only where Arrow
+    gave an object keys it was not sent with.
 
     Raises:
         InvalidInput: ``data`` is not an array of objects.
@@ -315,12 +219,9 @@ def flatten_profiles(
 def _contacts_of_every_channel(
     arrays: dict[str, pa.Array], dynamic: list[tuple[str, str, pa.Array]]
 ) -> None:
-    """``email`` and ``phone`` from ``cc_data`` too, where the channel keeps its contact there.
+    """``email`` and ``phone`` from ``cc_data`` too, where ``*_data`` has none.
 
-    WhatsApp, Viber and Notify subscriptions carry the number in
-    ``cc_data.phone``. It joins ``phone`` where ``phone_data`` has none; a
-    value that differs from a ``phone_data.phone`` beside it stays in
-    ``cc_data.phone`` alone, so that nothing is lost.
+    A value that differs from one beside it stays in ``cc_data.<column>``.
     """
     for column in cols.CONTACTS:
         source = f"{cols.CONTACT_BLOCK}.{column}"
@@ -374,12 +275,7 @@ class _Sent:
 
 
 def _keys_vary(array: pa.Array) -> bool:
-    """Whether an object in ``array`` may show a key it was not sent with.
-
-    Arrow gives every object of a leaf every key any of them has, null where
-    it had none: a null inside an object is then either, so the value as sent
-    is taken from the records.
-    """
+    """Whether an object in ``array`` may show a key it was not sent with (Arrow adds them)."""
     type_ = array.type
     if pa.types.is_struct(type_):
         return any(
@@ -413,7 +309,7 @@ def _subscription_leaves(
         elif not pa.types.is_null(array.type):
             if exact is not None and _keys_vary(array):
                 array = exact.subscription(key)
-            dynamic.append((fl.unique(cols.extra_column(key), taken), "extra", array))
+            dynamic.append((fl.unique(cols.own_name(f"subscription.{key}"), taken), "extra", array))
     order = {role: i for i, role in enumerate(cols.ROLES)}
     dynamic.sort(key=lambda item: order[item[1]])
     return fixed, dynamic
@@ -424,20 +320,11 @@ def frame_from_tables(
 ) -> pd.DataFrame:
     """Combine pages flattened by ``flatten_profiles`` into the final DataFrame.
 
-    Pages may disagree on columns and types: a column missing from a page is
-    null there, and a dynamic column whose type differs between pages becomes
-    text (see the module doc). A table built elsewhere goes in through
-    ``FlatPage.from_table``.
-
-    Args:
-        pages: The flattened pages, in order.
-        dtype_backend: ``None`` or ``"numpy_nullable"`` for the dtypes in the
-            module doc; ``"pyarrow"`` for ``pd.ArrowDtype`` columns only
-            (objects and arrays then as their JSON text).
-        workers: Threads that convert the columns at most (Arrow converts
-            without the GIL); ``1`` converts them in the calling thread, as
-            does a frame too small to gain from threads (one thread per
-            :data:`ROWS_PER_THREAD` rows).
+    A column missing from a page is null there; a dynamic column whose type
+    differs between pages becomes text. ``dtype_backend`` is that of
+    :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_frame`;
+    ``workers`` the most threads that convert the columns (one per
+    :data:`ROWS_PER_THREAD` rows).
 
     >>> page = flatten_profiles(pa.array([{"id": "a", "_fname": "Ann"}]))
     >>> frame_from_tables([page], workers=2)[["profile_id", "_fname"]]
@@ -459,26 +346,17 @@ def frame_from_tables(
     return pd.DataFrame(data, index=pd.RangeIndex(rows), copy=False)
 
 
-#: Rows of the frame for each thread that converts its columns: below it the
-#: threads cost more than they gain (the work per column is small and much of
-#: it holds the GIL). Measured on 2 cores, pages already fitted: 0.037 s on one
-#: thread against 0.053 s on two for 216,010 rows, 0.283 s against 0.209 s for
-#: 1,080,000.
+#: Rows of the frame for each thread that converts its columns: below it threads
+#: cost more than they gain (measured on 2 cores: slower at 216,010 rows, faster at 1,080,000).
 ROWS_PER_THREAD = 500_000
 
 
 def table_from_tables(pages: Sequence[FlatPage]) -> pa.Table:
-    """Combine flattened pages into one Arrow table, with the frame's columns and kinds.
-
-    The columns are those of :func:`frame_from_tables`, in Arrow types:
-    ``large_string`` for text, ``int64``, ``double``, ``bool``,
-    ``timestamp[ms, UTC]``, ``list<string>`` for ``cats``, and the JSON text of
-    each value for objects and arrays.
-    """
+    """The columns of :func:`frame_from_tables` as one Arrow table (objects as JSON text)."""
     columns, _ = _pieces(pages)
     return pa.table(
         {
-            name: cols.to_arrow(kind, chunks)
+            name: pa.chunked_array(cols.arrow_chunks(kind, chunks), cols.arrow_type(kind))
             for column in columns
             for name, kind, chunks, _ in _settle(*column)
         }
@@ -486,8 +364,7 @@ def table_from_tables(pages: Sequence[FlatPage]) -> pa.Table:
 
 
 # A column's name and its pieces: each page's chunks (an int where a page lacks
-# it: its length) for a dynamic column, the pages themselves for a fixed one
-# (each fits its own, in the task that settles the column, if not done before).
+# it: its length) for a dynamic column, the pages themselves for a fixed one.
 _Column = tuple[str, list[pa.Array | int] | list[FlatPage]]
 
 
@@ -499,18 +376,14 @@ def _pieces(pages: Sequence[FlatPage]) -> tuple[list[_Column], int]:
                 "frame_from_tables takes the pages flatten_profiles returns, not "
                 f"{type(page).__name__} (wrap a table with FlatPage.from_table)"
             )
-    tables = [page.table for page in pages]
     names: dict[str, dict[str, None]] = {role: {} for role in cols.ROLES}
-    by_name: list[dict[str, pa.ChunkedArray]] = []
     for page in pages:
-        columns: dict[str, pa.ChunkedArray] = {}
-        for (column, role, _), array in zip(page.roles, page.table.columns, strict=True):
-            columns[column] = array
+        for column, role, _ in page.roles:
             names[role].setdefault(column)
-        by_name.append(columns)
     names["id"], names["cats"] = {"profile_id": None}, {cols.CATS: None}
     names["fixed"] = dict.fromkeys(SUBSCRIPTION_COLUMNS)
-
+    # The last column of a name wins, as in a dict.
+    by_name = [dict(zip(p.table.column_names, p.table.columns, strict=True)) for p in pages]
     found: list[_Column] = []
     for role in cols.ROLES:
         for name in names[role]:
@@ -518,13 +391,13 @@ def _pieces(pages: Sequence[FlatPage]) -> tuple[list[_Column], int]:
                 found.append((name, list(pages)))
                 continue
             pieces: list[pa.Array | int] = []
-            for table, columns in zip(tables, by_name, strict=True):
+            for page, columns in zip(pages, by_name, strict=True):
                 if name in columns:
                     pieces.extend(columns[name].chunks)
                 else:
-                    pieces.append(table.num_rows)
+                    pieces.append(page.table.num_rows)
             found.append((name, pieces))
-    return found, sum(t.num_rows for t in tables)
+    return found, sum(p.table.num_rows for p in pages)
 
 
 # A settled column: its name, kind, chunks, and the Python values of each page
@@ -534,37 +407,33 @@ _Settled = tuple[str, str, list[pa.Array], Callable[[], list[np.ndarray] | None]
 
 def _settle(name: str, pieces: list[pa.Array | int] | list[FlatPage]) -> list[_Settled]:
     """The column's kind and chunks, and its text twin's where values do not fit the kind."""
-    twin: list[pa.Array] | None
-    if name in cols.KINDS:
-        fitted = [page.fitted(name) for page in cast(list[FlatPage], pieces)]
-        kind = cols.KINDS[name]
-        chunks = [value for f in fitted for value in f.values]
-        twin = cols.twin_of(chunks, [rest for f in fitted for rest in f.rests])
-
-        def objects() -> list[np.ndarray] | None:
-            return [f.objects() for f in fitted] if cols.KIND_DTYPES[kind] is object else None
-    else:
+    if name not in cols.KINDS:
         kind, chunks = cols.unify(cast(list[pa.Array | int], pieces))
-        twin = None
+        return [(name, kind, chunks, lambda: None)]
+    fitted = [page.fitted(name) for page in cast(list[FlatPage], pieces)]
+    kind = cols.KINDS[name]
+    chunks = [value for f in fitted for value in f.values]
+    rests = [rest for f in fitted for rest in f.rests]
 
-        def objects() -> list[np.ndarray] | None:
-            return None
+    def objects() -> list[np.ndarray] | None:
+        return [f.objects() for f in fitted] if cols.KIND_DTYPES[kind] is object else None
 
-    settled = [(name, kind, chunks, objects)]
-    if twin is not None:
+    settled: list[_Settled] = [(name, kind, chunks, objects)]
+    if any(rest is not None for rest in rests):
+        twin = [
+            cols.nulls(kinds.STRING, len(v)) if r is None else r
+            for v, r in zip(chunks, rests, strict=True)
+        ]
         settled.append((name + cols.TWIN_SUFFIX, kinds.STRING, twin, lambda: None))
     return settled
 
 
 def split_channels(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Split a flat profile frame into one frame per channel.
+    """Split a flat profile frame (``normalize_profiles``) into one frame per channel.
 
-    Rows without a channel (profiles without subscriptions) are left out. Each
-    frame keeps the profile columns, the common subscription columns and, of
-    the others, those with at least one value for that channel.
-
-    Args:
-        df: A frame from ``normalize_profiles`` (or ``read_profiles``).
+    Rows without a channel are left out. Each frame keeps the profile columns,
+    the common subscription columns and the others that have a value for that
+    channel.
 
     Returns:
         Frames keyed by channel, in the order the channels first appear.

@@ -1,11 +1,4 @@
-"""A request of a database's profiles, checked once, and every way to read it.
-
-:class:`ProfilesRequest` holds what ``profiles/list`` is asked (the database,
-the query, the fields, the page size, where to start and stop); its methods
-read it as raw pages, Arrow tables or DataFrames page by page, one table or
-frame, a Parquet or CSV file, or a resumable Parquet dataset.
-:func:`read_profiles` is its :meth:`~ProfilesRequest.to_frame` in one call.
-"""
+"""A request of a database's profiles, checked once, and every way to read it."""
 
 from __future__ import annotations
 
@@ -49,21 +42,14 @@ class ProfilesRequest:
     """A request of a database's profiles (``profiles/list``), checked once, read many ways.
 
     Every argument is checked when the request is built, before anything is
-    sent; the methods send it. It is frozen (``dataclasses.replace(req,
-    limit=500)`` gives a new one, checked again) and its ``repr`` shows the
-    client's URL, never its token. ``query`` holds the query as it is sent
-    (a :mod:`stoplist_nb.query` object becomes its ``to_mongo()``), as a
-    deep copy that refuses changes (its lists are tuples), and ``fields`` a
-    tuple: what was checked is what is sent. ``params`` is a fresh copy.
-
-    Page by page, as a stream (an iterator and a context manager that stops
-    its threads and sends nothing more once closed, exhausted, or left by an
-    exception, Ctrl-C included): :meth:`pages`, :meth:`tables`,
-    :meth:`frames`. At once: :meth:`to_arrow`, :meth:`to_frame`. To disk,
-    page by page, in flat memory: :meth:`to_parquet` and :meth:`to_csv` (one
-    file), :meth:`to_dataset` (a resumable Parquet dataset, for any size).
-    A failed read keeps what was read (``exc.partial``) and says where to go
-    on (``exc.resume_from``, a ``from_id``).
+    sent. It is frozen (``dataclasses.replace`` gives a new one, checked
+    again), its ``repr`` never shows the token, and ``query`` and ``fields``
+    hold what is sent, frozen. :meth:`pages`, :meth:`tables` and
+    :meth:`frames` are streams: iterators and context managers that stop
+    their threads once closed, exhausted or left by an exception (Ctrl-C
+    included). Every argument of a method is checked before anything is
+    sent. A failed read keeps what was read (``exc.partial``: rows, a table,
+    a summary) and says where to go on (``exc.resume_from``, a ``from_id``).
 
     Args:
         client: The API client.
@@ -71,22 +57,15 @@ class ProfilesRequest:
         query: A MongoDB filter on profile fields: a dict such as
             ``{"_city": {"$in": ["Moscow", "Kazan"]}}``, or the same built with
             :mod:`stoplist_nb.query` (``F("_city").isin(["Moscow", "Kazan"])``).
-        fields: Profile fields to return, e.g. ``["_fname", "subscriptions"]``
-            (``_id`` names the id).
+        fields: Profile fields to return, e.g. ``["_fname", "subscriptions"]``.
         limit: Profiles per request.
         from_id: Start from this cursor: ``next_from_id`` of an earlier read,
             or ``exc.resume_from`` of a failed one.
         max_profiles: Stop after this many profiles; the last request asks
-            for only what is missing, so the cursor after it is exactly where
-            a later read resumes (more only where a service ignores ``limit``
-            and its cursor is no profile id: see
-            :meth:`~stoplist_nb.client.Client.pages`).
-        lookahead: Replies that may wait beyond one per worker (so at most
-            ``lookahead + workers`` pages are held between the network and
-            the caller), so that parsing runs beside the network and on
-            several cores; ``0`` sends each request only once the previous
-            page is parsed. Requests still go out one at a time, from a
-            thread of their own.
+            for only what is missing, so a later read resumes exactly there.
+        lookahead: Replies that may wait beyond one per worker, so that
+            parsing runs beside the network; ``0`` sends each request only
+            once the previous page is parsed.
         progress: Show a progress bar counting profiles (not for :meth:`pages`).
         workers: Threads that parse and flatten pages (``None``: one per
             core, at most 8).
@@ -139,11 +118,7 @@ class ProfilesRequest:
         return params
 
     def pages(self) -> Stream[Page]:
-        """The raw pages, one request each, as a stream.
-
-        Each :class:`~stoplist_nb.client.Page` has ``records`` (the profiles
-        as sent, as dicts), ``data`` (the same as an Arrow array),
-        ``from_id`` (the cursor it was asked with) and ``next_from_id``.
+        """The raw pages (:class:`~stoplist_nb.client.Page`), one request each, as a stream.
 
         Raises:
             CursorStalled: Rows keep coming but ``next_from_id`` does not move.
@@ -152,7 +127,6 @@ class ProfilesRequest:
         ...     for page in pages:
         ...         print(len(page), page.next_from_id)
         """
-        # Client.pages says max_rows: it walks any cursor endpoint, a row need not be a profile.
         return self.client.pages(
             request.METHOD,
             self.params,
@@ -167,24 +141,15 @@ class ProfilesRequest:
     ) -> Stream[pa.Table]:
         """Each page as an Arrow table, all in one growing schema, as a stream.
 
-        The columns are those of :meth:`to_frame` in Arrow types (see
-        :func:`~stoplist_nb.profiles.normalize.table_from_tables`), settled as
-        :mod:`~stoplist_nb.profiles.schema` says: a column joins on the first
-        page where it has a value and keeps its type; a value that does not
-        fit it goes to ``<name>__text``. Each table's schema metadata holds
-        ``from_id``, ``next_from_id`` (where a read resumed after it starts)
-        and ``profiles`` (read so far).
+        The columns of :meth:`to_frame` in Arrow types, settled as
+        :mod:`~stoplist_nb.profiles.schema` says. Each table's schema metadata
+        holds ``from_id``, ``next_from_id`` and ``profiles`` (read so far).
 
         Args:
             dtypes: ``{column: dtype}`` (pandas dtypes, their names, or
                 pyarrow types): those columns are there from the first table,
                 in that type.
             schema: Go on with this schema (that of an earlier, interrupted read).
-
-        Raises:
-            InvalidInput: ``dtypes`` or ``schema`` is wrong (nothing was sent).
-            StoplistError: A request failed; ``exc.resume_from`` is the cursor
-                after the last table handed out.
 
         >>> for table in req.tables():  # doctest: +SKIP
         ...     print(table.num_rows, table.schema.metadata[b"next_from_id"])
@@ -199,25 +164,15 @@ class ProfilesRequest:
     def frames(
         self, *, dtypes: Mapping[str, Any] | None = None, dtype_backend: str | None = None
     ) -> Stream[pd.DataFrame]:
-        """Each page as a DataFrame, as a stream: the tables of :meth:`tables`, in the dtypes
-        of :meth:`to_frame`.
+        """Each page as a DataFrame, as a stream: the tables of :meth:`tables` as frames.
 
-        A column joins on the first page where it has a value, then stays,
-        with one dtype. ``attrs`` hold ``from_id``, ``next_from_id`` (where a
-        read resumed after this frame starts) and ``profiles`` (read so far).
-        For one CSV file of every profile, :meth:`to_csv`: frames appended to
-        a file would leave the columns that join on later pages out of its
-        header.
+        ``attrs`` hold the tables' metadata. For one CSV file, :meth:`to_csv`:
+        frames appended to a file would leave columns that join later out of
+        its header.
 
         Args:
-            dtypes: ``{column: dtype}``: those columns are in every frame, in that dtype.
-            dtype_backend: ``None``/``"numpy_nullable"`` or ``"pyarrow"``, as
-                in :meth:`to_frame`.
-
-        Raises:
-            InvalidInput: ``dtypes`` or ``dtype_backend`` is wrong (nothing was sent).
-            StoplistError: A request failed; ``exc.resume_from`` is the cursor
-                after the last frame handed out.
+            dtypes: As in :meth:`tables`.
+            dtype_backend: As in :meth:`to_frame`.
 
         >>> per_channel = collections.Counter()  # doctest: +SKIP
         >>> for frame in req.frames():  # doctest: +SKIP
@@ -232,27 +187,18 @@ class ProfilesRequest:
     def to_arrow(self, *, dtypes: Mapping[str, Any] | None = None) -> pa.Table:
         """Read every profile into one Arrow table, one row per subscription.
 
-        The columns and their choice of kind are those of :meth:`to_frame`
-        (all pages seen: a field whose pages disagree becomes text), in Arrow
-        types: see :func:`~stoplist_nb.profiles.normalize.table_from_tables`.
-        Nothing goes through pandas: hand the table to Polars
-        (``pl.from_arrow``) or DuckDB as it is.
+        The columns of :meth:`to_frame` in Arrow types
+        (:func:`~stoplist_nb.profiles.normalize.table_from_tables`), for Polars
+        or DuckDB as they are.
 
         Args:
-            dtypes: ``{column: dtype}`` (pyarrow types, or pandas dtypes and
-                their names): those columns cast to that type, added if absent.
+            dtypes: As in :meth:`tables`; a column named there and absent is added.
 
         Returns:
             The table; its schema metadata holds ``db_id``, ``next_from_id``
-            (where a later read resumes) and ``profiles``.
-
-        Raises:
-            InvalidInput: ``dtypes`` is wrong (nothing was sent).
-            StoplistError: A request failed; ``exc.partial`` is the table so
-                far and ``exc.resume_from`` the cursor to carry on from.
+            and ``profiles``.
 
         >>> table = req.to_arrow()  # doctest: +SKIP
-        >>> table.group_by("channel").aggregate([("profile_id", "count")])  # doctest: +SKIP
         """
         declared = request.check_dtypes(dtypes, None)
 
@@ -266,31 +212,21 @@ class ProfilesRequest:
     def to_frame(
         self, *, dtypes: Mapping[str, Any] | None = None, dtype_backend: str | None = None
     ) -> pd.DataFrame:
-        """Read every profile into one DataFrame, one row per subscription.
+        """Read every profile into one DataFrame, one row per subscription, in memory.
 
-        Pages through ``profiles/list`` until a page comes back empty (or
-        ``max_profiles`` are read) and normalizes the profiles: see
-        :func:`~stoplist_nb.profiles.normalize.normalize_profiles` for the
-        columns. The whole result is held in memory: for more profiles than
-        fit, :meth:`frames` or :meth:`to_dataset`.
+        The columns are those of
+        :func:`~stoplist_nb.profiles.normalize.normalize_profiles`.
 
         Args:
-            dtypes: ``{column: dtype}`` overrides, as in pandas-gbq; a column
-                named here and absent from the result is added, all NA.
-            dtype_backend: As in ``pandas.read_parquet``: ``None`` (the
-                default) or ``"numpy_nullable"`` for nullable NumPy-backed
-                dtypes (``Int64``, ``boolean``, ``string[pyarrow]``, lists and
-                objects as Python values); ``"pyarrow"`` for
-                ``pd.ArrowDtype`` columns only.
+            dtypes: ``{column: dtype}`` overrides; a column named here and
+                absent from the result is added, all NA.
+            dtype_backend: As in ``pandas.read_parquet``: ``None`` or
+                ``"numpy_nullable"`` for nullable dtypes (lists and objects as
+                Python values), ``"pyarrow"`` for ``pd.ArrowDtype`` columns only.
 
         Returns:
             The frame; ``attrs["next_from_id"]`` is where a later read resumes
             and ``attrs["profiles"]`` the number of profiles read.
-
-        Raises:
-            InvalidInput: ``dtypes`` or ``dtype_backend`` is wrong (nothing was sent).
-            StoplistError: A request failed; ``exc.partial`` holds the rows
-                read so far and ``exc.resume_from`` the cursor to carry on from.
 
         >>> df = req.to_frame(dtypes={"age": "Int16"})  # doctest: +SKIP
         """
@@ -315,32 +251,21 @@ class ProfilesRequest:
         """Write the profiles to one Parquet file, page by page, complete or not there at all.
 
         Memory holds about one page. The file has the columns of
-        :meth:`tables` (a column that joins on a later page is empty in the
-        rows before it) and pandas' metadata, so that ``pd.read_parquet(path)``
-        gives the dtypes of :meth:`to_frame`. It is written under a hidden
-        name beside ``path`` and renamed when complete: a pull that fails or
-        is interrupted leaves no file (one already at ``path`` stays as it
-        was). For a dataset that a later call carries on, :meth:`to_dataset`.
+        :meth:`tables` and pandas' metadata, so that ``pd.read_parquet(path)``
+        gives the dtypes of :meth:`to_frame`. A pull that fails or is
+        interrupted leaves no file (one already at ``path`` stays as it was).
 
         Args:
             path: The file; its directory must exist.
-            dtypes: ``{column: dtype}`` (pandas dtypes, their names, or
-                pyarrow types): those columns are in the file, in that type.
+            dtypes: As in :meth:`tables`.
             overwrite: Replace a file already at ``path``.
 
         Returns:
             The :class:`~stoplist_nb.profiles.files.FileSummary`.
 
         Raises:
-            InvalidInput: An argument is wrong, or ``path`` is a directory
-                (nothing was sent).
             OutputExists: A file is at ``path`` and ``overwrite`` is false
                 (nothing was sent), or one appeared there during the pull.
-            OSError: The file cannot be written (a full disk, a read-only
-                directory); one already at ``path`` is left as it was.
-            StoplistError: A request failed: no file; ``exc.partial`` is the
-                ``FileSummary`` of what was read (``written`` false) and
-                ``exc.resume_from`` the cursor after it.
 
         >>> req.to_parquet("profiles.parquet").rows  # doctest: +SKIP
         1834
@@ -356,10 +281,8 @@ class ProfilesRequest:
     ) -> FileSummary:
         """Write the profiles to one CSV file: the same as :meth:`to_parquet`, in CSV.
 
-        The columns of :meth:`to_parquet`'s file, under a header that names
-        every column. UTF-8, no index; list and object cells are JSON
-        (``["promo", "news"]``, which ``json.loads`` reads back), missing
-        values empty.
+        UTF-8, no index, a header that names every column; list and object
+        cells are JSON, missing values empty.
 
         >>> req.to_csv("profiles.csv").rows  # doctest: +SKIP
         1834
@@ -380,71 +303,41 @@ class ProfilesRequest:
     ) -> DatasetSummary:
         """Write the profiles to a resumable Parquet dataset (a directory), a few pages in memory.
 
-        The columns are those of :meth:`tables` (a column joins on the first
-        page where it has a value; objects and arrays as their JSON text);
-        each file carries pandas' metadata, so that ``pd.read_parquet(path)``
-        gives the dtypes of :meth:`to_frame`. Parts read in name order hold
-        the profiles in the service's order.
-
-        A pull that stopped (an error, Ctrl-C, a killed process) leaves what
-        it committed and a checkpoint: calling again with the same request
-        (and ``resume=True``, the default) carries on from there, and the
-        result is the dataset an uninterrupted pull gives, each row once, in
-        the same files. The part being written is committed every
-        ``commit_seconds`` or ``commit_bytes`` of pages, and on an error or
-        Ctrl-C, so that a killed process loses at most that much (its pages
-        are read again). Called on a complete dataset of the same pull, it
-        returns its summary and sends nothing. The checkpoint and every file
-        it lists are checked before anything is sent. One writer at a time:
-        a second one is refused while the first holds the directory's lock.
-        :func:`~stoplist_nb.profiles.dataset.dataset_summary` says what a
-        directory holds.
+        The parts have the columns of :meth:`tables` and pandas' metadata. A
+        pull that stopped (an error, Ctrl-C, a killed process) leaves what it
+        committed and a checkpoint; calling again carries on from there, to
+        the dataset an uninterrupted pull gives. On a complete dataset of the
+        same pull it sends nothing. One writer at a time holds the directory.
 
         Args:
             path: The directory, created if missing. It must hold nothing but
                 the dataset (files whose names start with ``.`` or ``_`` aside).
-            dtypes: ``{column: dtype}`` (pandas dtypes, their names, or
-                pyarrow types): those columns are in every part, in that type.
+            dtypes: As in :meth:`tables`.
             resume: Carry on from the checkpoint of an unfinished pull in
                 ``path``. With ``False`` a directory that holds a dataset is refused.
-            overwrite: Remove the dataset in ``path`` first and start again
-                (whatever ``resume`` says). Files that are not the dataset's
-                are never removed: their presence is refused.
+            overwrite: Remove the dataset in ``path`` first and start again.
+                Files that are not the dataset's are never removed.
             profiles_per_part: A part is closed once it holds this many
-                profiles (whole pages: it may hold up to a page more).
-            repair: When a file the checkpoint lists is damaged (changed, cut
-                short, missing), drop it and every file after it and pull on
-                after the last good one, instead of raising ``DatasetDamaged``.
+                profiles (whole pages).
+            repair: When a file the checkpoint lists is damaged, drop it and
+                every file after it and pull on, instead of raising ``DatasetDamaged``.
             commit_seconds: Commit the part being written once its pages
                 since the last commit span this many seconds (``0``: every page).
-            commit_bytes: Commit it once those pages hold this many bytes (as
-                Arrow tables in memory), whichever comes first.
+            commit_bytes: Or once those pages hold this many bytes (as Arrow tables).
 
         Returns:
             The summary of the dataset; ``complete`` is true.
 
         Raises:
-            InvalidInput: An argument is wrong, or the request has
-                ``from_id`` or ``max_profiles`` (a dataset carries on from its
-                own checkpoint): nothing was sent or written.
-            DatasetMismatch: ``path`` holds the checkpoint of another pull
-                (another service, ``db_id``, ``query``, ``fields`` or
-                ``dtypes``), a dataset while ``resume`` and ``overwrite`` are
-                false, a checkpoint of an earlier version, or files not of a
-                dataset.
-            DatasetDamaged: The checkpoint is not what a pull wrote, or a file
-                it lists differs from its record (``exc.part`` names it;
-                nothing was sent): ``repair=True`` pulls on after the last good file.
+            InvalidInput: The request has ``from_id`` or ``max_profiles``.
+            DatasetMismatch: ``path`` holds the checkpoint of another pull, a
+                dataset while ``resume`` and ``overwrite`` are false, a
+                checkpoint of another version, or files not of a dataset.
+            DatasetDamaged: The checkpoint or a file it lists is not what was
+                written (``exc.part`` names it; nothing was sent).
             DatasetLocked: Another writer holds ``path`` (``exc.holder`` says who).
-            StoplistError: A request failed. What was committed stays, the
-                pages written since the last commit with it; ``exc.partial``
-                is the :class:`DatasetSummary` so far (its ``next_from_id`` is
-                where the checkpoint carries on) and the message says how many
-                profiles are saved and to call again with ``resume=True``.
 
         >>> summary = req.to_dataset("profiles/")  # doctest: +SKIP
-        >>> summary.profiles, summary.parts  # doctest: +SKIP
-        (250000, 3)
         >>> pd.read_parquet("profiles/").groupby("channel").size()  # doctest: +SKIP
         """
         declared = request.check_dtypes(dtypes, None)
@@ -526,19 +419,9 @@ def read_profiles(
 ) -> pd.DataFrame:
     """Read a database's profiles into a DataFrame, one row per subscription.
 
-    The same as ``ProfilesRequest(client, db_id, ...).to_frame(dtypes=...,
-    dtype_backend=...)``: the arguments are those of :class:`ProfilesRequest`
-    and :meth:`ProfilesRequest.to_frame`, documented there. ``query`` is a
-    MongoDB filter (a dict, or built with :mod:`stoplist_nb.query`);
+    Same as ``ProfilesRequest(client, db_id, ...).to_frame(dtypes=...,
+    dtype_backend=...)``: the arguments are documented there.
     ``df.attrs["next_from_id"]`` is where a later read resumes (``from_id``).
-    For more profiles than fit in memory, :meth:`ProfilesRequest.frames` or
-    :meth:`ProfilesRequest.to_dataset`.
-
-    Raises:
-        InvalidInput: An argument is wrong (nothing was sent).
-        StoplistError: A request failed after its retries. ``exc.partial``
-            holds the rows read so far and ``exc.resume_from`` the cursor to
-            pass as ``from_id`` to carry on.
 
     >>> df = read_profiles(client, 1, query={"_city": "Moscow"})  # doctest: +SKIP
     >>> df[["profile_id", "channel", "email"]].head()  # doctest: +SKIP

@@ -1,8 +1,4 @@
-"""The checks of a ``profiles/list`` request: each argument, before anything is sent.
-
-:class:`~stoplist_nb.profiles.reading.ProfilesRequest` runs them once, when it
-is built; the readers then trust what it holds.
-"""
+"""The checks of a ``profiles/list`` request, run once when it is built, before anything is sent."""
 
 from __future__ import annotations
 
@@ -18,40 +14,21 @@ from stoplist_nb._json.frozen import FrozenDict, freeze
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.query import Query, validate_query
 
-__all__ = [
-    "METHOD",
-    "check_dtypes",
-    "check_fields",
-    "check_from_id",
-    "check_query",
-    "dtype_kind",
-    "pa_dtype",
-]
+__all__ = ["METHOD", "check_dtypes", "check_fields", "check_from_id", "check_query", "dtype_kind"]
 
 METHOD = "profiles/list"
 
 
 def check_query(query: object) -> FrozenDict | None:
-    """The query as it is sent, checked by ``validate_query`` and frozen, or ``None``.
-
-    Frozen (a deep copy that refuses changes; :func:`~stoplist_nb._json.frozen.thaw`
-    gives a plain one): what was checked is what is sent.
-
-    Raises:
-        InvalidQuery: Not a query MongoDB takes (a :mod:`stoplist_nb.query`
-            object is sent as its ``to_mongo()``).
-    """
+    """The query as it is sent (a :mod:`stoplist_nb.query` object's ``to_mongo()``),
+    checked by ``validate_query`` and frozen: what was checked is what is sent."""
     if isinstance(query, Query):
         query = query.to_mongo()
     return None if query is None else freeze(validate_query(query))
 
 
 def check_fields(fields: object) -> tuple[str, ...] | None:
-    """The field names to return, as a tuple, or ``None`` for every field.
-
-    Raises:
-        InvalidInput: Not a list of non-empty names (a bare string included).
-    """
+    """The field names to return, as a tuple, or ``None`` for every field."""
     if fields is None:
         return None
     if (
@@ -66,23 +43,14 @@ def check_fields(fields: object) -> tuple[str, ...] | None:
 
 
 def check_from_id(from_id: object) -> str | None:
-    """The cursor to start from (a ``next_from_id``), or ``None``.
-
-    Raises:
-        InvalidInput: Not a string.
-    """
+    """The cursor to start from (a ``next_from_id``), or ``None``."""
     if from_id is not None and not isinstance(from_id, str):
         raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
     return from_id
 
 
 def check_dtypes(dtypes: Any, dtype_backend: Any) -> dict[str, Any]:
-    """``dtypes`` as ``{column: pandas dtype}``, and ``dtype_backend`` checked.
-
-    Raises:
-        InvalidInput: A column name that is not a string, a dtype pandas does
-            not know, or a backend that is not one of ``DTYPE_BACKENDS``.
-    """
+    """``dtypes`` as ``{column: pandas dtype}``, and ``dtype_backend`` checked."""
     if dtype_backend not in cols.DTYPE_BACKENDS:
         raise errors.InvalidInput(
             f"dtype_backend must be one of {cols.DTYPE_BACKENDS}, not {dtype_backend!r}"
@@ -96,17 +64,11 @@ def check_dtypes(dtypes: Any, dtype_backend: Any) -> dict[str, Any]:
         if not isinstance(name, str) or not name:
             raise errors.InvalidInput(f"dtypes: a column name must be a string, not {name!r}")
         try:
-            checked[name] = pa_dtype(dtype)
+            arrow = isinstance(dtype, pa.DataType)
+            checked[name] = pd.ArrowDtype(dtype) if arrow else pd.api.types.pandas_dtype(dtype)
         except (TypeError, ValueError):
             raise errors.InvalidInput(f"dtypes: {dtype!r} for {name!r} is not a dtype") from None
     return checked
-
-
-def pa_dtype(dtype: Any) -> Any:
-    """A pandas dtype for ``dtype``: a pandas dtype or its name, or a pyarrow type."""
-    if isinstance(dtype, pa.DataType):
-        return pd.ArrowDtype(dtype)
-    return pd.api.types.pandas_dtype(dtype)
 
 
 def dtype_kind(dtype: Any) -> str:

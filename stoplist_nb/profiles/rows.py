@@ -1,15 +1,9 @@
-"""Row mechanics behind :mod:`stoplist_nb.profiles.normalize`: one row per subscription.
-
-Column names and kinds live in :mod:`stoplist_nb.profiles.columns`; this
-module only explodes a page's subscription lists into rows, with Arrow and
-numpy, never a loop over profiles.
-"""
+"""Rows of a flattened page: its subscription lists exploded with Arrow and numpy, no loop."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,38 +17,15 @@ from stoplist_nb.errors import InvalidInput
 class Rows:
     """How one page of profiles becomes one row per subscription.
 
-    Attributes:
-        count: Number of output rows.
-        profile_take: Profile index of each row, or None when rows map 1:1 to profiles.
-        subs: Every subscription of the page, in order, or None when there are none.
-        sub_valid: Per row, whether it holds a subscription; None when all rows do.
+    ``profile_take``: profile of each row (None: one row a profile); ``subs``:
+    every subscription (None: none); ``sub_valid``: whether each row holds one
+    (None: all do).
     """
 
     count: int
     profile_take: pa.Array | None
     subs: pa.StructArray | None
     sub_valid: np.ndarray | None = None
-
-    @cached_property
-    def sub_before(self) -> np.ndarray:
-        """Per row boundary (``count + 1`` of them), how many subscriptions come before."""
-        assert self.sub_valid is not None
-        before = np.empty(len(self.sub_valid) + 1, np.int32)
-        before[0] = 0
-        np.cumsum(self.sub_valid, out=before[1:])
-        return before
-
-    @cached_property
-    def sub_bits(self) -> pa.Buffer:
-        """``sub_valid`` as an Arrow validity bitmap."""
-        assert self.sub_valid is not None
-        return pa.py_buffer(np.packbits(self.sub_valid, bitorder="little"))
-
-    @cached_property
-    def sub_take(self) -> pa.Array:
-        """Subscription index of each row, null on the rows without one."""
-        assert self.sub_valid is not None
-        return pa.array(self.sub_before[:-1], mask=~self.sub_valid)
 
 
 def as_struct_array(data: Any) -> pa.StructArray:
@@ -98,10 +69,7 @@ def is_object_list(type_: pa.DataType) -> bool:
 
 
 def explode(subs: pa.Array | None, profiles: int) -> Rows:
-    """Plan the rows of a page: one per subscription, one for a profile without any.
-
-    ``subs`` must be None or of a type ``is_object_list`` accepts.
-    """
+    """Plan the rows of a page: one per subscription, one for a profile without any."""
     if subs is None or pa.types.is_null(subs.type):
         return Rows(profiles, None, None)
     values = subs.flatten()
@@ -131,12 +99,17 @@ def take(arrays: Sequence[pa.Array], indices: pa.Array | None) -> list[pa.Array]
 
 def expand(arrays: Sequence[pa.Array], rows: Rows) -> list[pa.Array]:
     """Put subscription leaves on their rows, with nulls on the rows that have none."""
-    if rows.sub_valid is None:
+    where = rows.sub_valid
+    if where is None:
         return list(arrays)
-    spread = _Spread(rows.count, rows.sub_valid, rows.sub_before, rows.sub_bits, {})
+    # Per row boundary, how many subscriptions come before.
+    before = np.zeros(len(where) + 1, np.int32)
+    np.cumsum(where, out=before[1:])
+    spread = _Spread(rows.count, where, before, pa.py_buffer(np.packbits(where, bitorder="little")))
     out = [spread(a) for a in arrays]
     rest = [i for i, a in enumerate(out) if a is None]
-    for i, array in zip(rest, take([arrays[i] for i in rest], rows.sub_take), strict=True):
+    indices = pa.array(before[:-1], mask=~where) if rest else None
+    for i, array in zip(rest, take([arrays[i] for i in rest], indices), strict=True):
         out[i] = array
     return [a for a in out if a is not None]
 
@@ -154,19 +127,15 @@ def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
 
 @dataclass
 class _Spread:
-    """Spreads one page's subscription leaves over its rows without Arrow's take.
-
-    Subscriptions keep their order, so a string or list leaf only needs new
-    offsets over the same values, and a flat leaf one numpy scatter: several
-    times cheaper than ``take``. Other types return None (for ``take``).
-    """
+    """Spreads one page's subscription leaves over its rows: new offsets over the same
+    values, or one numpy scatter, several times cheaper than ``take`` (None: use take)."""
 
     count: int
     where: np.ndarray
     before: np.ndarray
     bits: pa.Buffer
     # Leaves of one block share its validity buffer: spread it once.
-    bitmaps: dict[tuple[int, int], pa.Buffer]
+    bitmaps: dict[tuple[int, int], pa.Buffer] = field(default_factory=dict)
 
     def __call__(self, array: pa.Array) -> pa.Array | None:
         type_ = array.type
@@ -205,10 +174,8 @@ class _Spread:
         return pa.Array.from_buffers(type_, self.count, [bits, pa.py_buffer(wide)])
 
 
-def unique(name: str, taken: set[str], prefix: str = "") -> str:
-    """``name``, or ``prefix + name`` if taken, then with ``_`` appended until free; taken."""
-    if name in taken:
-        name = prefix + name
+def unique(name: str, taken: set[str]) -> str:
+    """``name``, with ``_`` appended until it is not taken; then taken."""
     while name in taken:
         name += "_"
     taken.add(name)

@@ -1,29 +1,10 @@
 """The columns of profiles read page by page: each settled once, then only added to.
 
-A frame read in one piece (``read_profiles``) can look at every page before it
-picks a column's dtype. Frames and tables handed out page by page
-(``ProfilesRequest.frames`` and ``tables``, its files and its Parquet
-dataset) cannot: what went out cannot change. So, for a
-stream of pages:
-
-* The fixed columns (``profile_id``, ``channel`` ... ``cats``) are there from
-  the first page, with the dtypes of the flat frame.
-* Any other column joins on the first page where it holds a value, with the
-  kind of that page's values: ``int``, ``float``, ``boolean``, ``string``, or
-  ``object`` (arrays and objects, as their JSON text). Pages before it do not
-  have it; every page after it does, null where a profile lacks the field.
-* A column's kind never changes. A later value joins it only as itself (an
-  integer in a float column up to 2**53, ``"42"`` in an int column, anything
-  in a text column: :func:`~stoplist_nb.profiles.columns.fit`); any other
-  (``"abc"``, ``"007"`` or ``2.5`` in an int column) is kept, as its exact
-  text, in a companion column ``<name>__text`` that joins the stream then, and
-  the column itself is null in that row. The fixed columns follow the same
-  rule. Nothing is rounded, converted or dropped.
-* ``dtypes=`` declares columns up front: a declared column is there from the
-  first page, with the declared type, and the same rules apply to it.
-
-The state (columns, their kinds and where each comes from) goes to and from a
-plain dict, so that a resumed pull goes on with the schema it had.
+Frames and tables handed out page by page cannot change what went out, so a
+column joins on the first page where it has a value, with that page's kind,
+and keeps it; a later value that does not fit goes, as its exact text, to
+``<name>__text`` (the guide's "Page by page" says it for users). The state
+goes to and from a plain dict, so that a resumed pull goes on with it.
 """
 
 from __future__ import annotations
@@ -54,11 +35,7 @@ class _Column:
 
 
 class StreamSchema:
-    """The columns of a stream of flattened pages, and each page made to fit them.
-
-    Args:
-        declared: Kinds of columns declared up front (``{"age": "int"}``):
-            there from the first page, whatever the pages hold.
+    """The columns of a stream of flattened pages (``declared``: kinds there from the start).
 
     >>> from stoplist_nb.profiles.normalize import flatten_profiles
     >>> from stoplist_nb._json.records import records_to_arrow
@@ -155,7 +132,7 @@ class StreamSchema:
 
     @classmethod
     def from_dtypes(cls, dtypes: Mapping[str, Any]) -> StreamSchema:
-        """A stream's schema with the columns of ``dtypes`` (pandas dtypes) there from the start.
+        """A schema with the columns of ``dtypes`` (pandas dtypes) there from the start.
 
         >>> StreamSchema.from_dtypes({"age": "Int64"}).kind("age")
         'int'
@@ -164,11 +141,7 @@ class StreamSchema:
 
     @classmethod
     def from_dict(cls, state: Mapping[str, Any]) -> StreamSchema:
-        """The schema :meth:`to_dict` described.
-
-        Raises:
-            InvalidInput: ``state`` is not such a description.
-        """
+        """The schema :meth:`to_dict` described (``InvalidInput`` if it is not one)."""
         schema = cls()
         try:
             schema._columns = {str(n): _Column(str(r), str(k)) for n, r, k in state["columns"]}

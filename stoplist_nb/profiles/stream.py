@@ -1,18 +1,9 @@
-"""Profiles page by page: the one loop over ``profiles/list`` that every reader uses.
-
-:func:`flat_pages` walks the pages (paging, the progress bar, and the cursor
-to resume from when a request fails); :func:`tables` hands out each page in
-the columns of a :class:`~stoplist_nb.profiles.schema.StreamSchema` (the rules
-of a stream: a column is settled once, new columns only join), :func:`frames`
-the same as DataFrames, and :func:`collect` gathers every page for a reader
-that returns one piece. The readers are the methods of
-:class:`~stoplist_nb.profiles.reading.ProfilesRequest`.
-"""
+"""Profiles page by page: the one loop over ``profiles/list`` that every reader uses."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -55,14 +46,7 @@ META_FROM, META_NEXT, META_PROFILES = b"from_id", b"next_from_id", b"profiles"
 
 @dataclass(frozen=True)
 class PageRead:
-    """One page read: its profiles flattened, and where the read stands after it.
-
-    Attributes:
-        page: The page, one row per subscription.
-        from_id: The cursor it was asked with (``""`` for the first page).
-        next_from_id: The cursor a read resumed after this page starts from.
-        profiles: Profiles read so far, this page included.
-    """
+    """One page flattened; the cursor it was asked with, the one after it, profiles so far."""
 
     page: FlatPage
     from_id: str
@@ -82,26 +66,12 @@ def flat_pages(
     workers: int | None = None,
     fit: Fit = None,
 ) -> Stream[PageRead]:
-    """Each page of ``profiles/list`` flattened (``params``: the checked request body).
+    """Each page of :meth:`Client.pages` flattened, in its workers (``params``: the request body).
 
-    On a failed request the :class:`~stoplist_nb.errors.StoplistError` leaves
-    with ``resume_from`` set to the cursor after the last page yielded; the
-    stream is closed before it leaves (no request is left running on any way
-    out, Ctrl-C included). ``seen``: the cursors of an earlier, interrupted
-    read (see :meth:`Client.pages`).
-
-    Pages are those of :meth:`Client.pages`: one that went past
-    ``max_profiles`` was cut there if its cursor is a profile id, else kept
-    whole (more than ``max_profiles`` are then read). A full page without a
-    cursor whose last profile has no id is yielded, then ``CursorStalled``
-    leaves with ``resume_from`` ``None``: nothing leads on from it.
-
-    Each page is flattened in the walk's workers (``workers``: how many,
-    ``None`` for one per core, at most 8) beside the parse; this stream
-    only hands the results over, in order. ``fit``: for a reader that combines
-    every page at the end, the workers also fit each page's fixed columns
-    (:meth:`FlatPage.fit_fixed`): ``"arrow"`` in Arrow, ``"python"`` with the
-    Python values of the object ones too (a frame of the default dtypes).
+    A failed request leaves with ``resume_from``, the cursor after the last
+    page yielded. ``seen``: the cursors of an earlier, interrupted read.
+    ``fit``: the workers also fit each page's fixed columns
+    (:meth:`FlatPage.fit_fixed`), ``"python"`` with their Python values.
     """
     pages = client.pages(
         request.METHOD,
@@ -113,38 +83,36 @@ def flat_pages(
         workers=workers,
         prepare=partial(_flatten, fit),
     )
-    return pages.then(partial(_flat, from_id or "", max_profiles, progress))
 
+    def make(pages: Stream[Page], owner: Owner) -> Iterator[PageRead]:
+        bar = Bar(total=max_profiles, unit=" profiles", desc=request.METHOD, disable=not progress)
+        owner.adopt(bar.close)
+        cursor, count = from_id or "", 0
+        # Errors of the walk carry their resume_from (None: no cursor leads on).
+        for page in pages:
+            data = page.data
+            if bar.total is None and isinstance(page.envelope.get("total_count"), int):
+                bar.total = page.envelope["total_count"]
+            prepared = page.prepared()
+            try:
+                if prepared is not None:
+                    flat = prepared()
+                else:
+                    flat = flatten_profiles(data, lambda: page.records)  # noqa: B023 (at once)
+            except errors.InvalidInput as exc:  # the service's rows, not the caller's input
+                invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
+                invalid.resume_from = cursor
+                raise invalid from None
+            except errors.StoplistError as exc:
+                if exc.resume_from is None:
+                    exc.resume_from = cursor
+                raise
+            count += len(data)
+            started, cursor = cursor, page.next_from_id or cursor
+            bar.update(len(data))
+            yield PageRead(flat, started, cursor, count)
 
-def _flat(
-    cursor: str, total: int | None, progress: bool, pages: Stream[Page], owner: Owner
-) -> Generator[PageRead, None, None]:
-    bar = Bar(total=total, unit=" profiles", desc=request.METHOD, disable=not progress)
-    owner.adopt(bar.close)
-    count = 0
-    # Errors of the walk carry their resume_from (None: no cursor leads on).
-    for page in pages:
-        data = page.data
-        if bar.total is None and isinstance(page.envelope.get("total_count"), int):
-            bar.total = page.envelope["total_count"]
-        prepared = page.prepared()
-        try:
-            if prepared is not None:
-                flat = prepared()
-            else:
-                flat = flatten_profiles(data, lambda: page.records)  # noqa: B023 (at once)
-        except errors.InvalidInput as exc:  # the service's rows, not the caller's input
-            invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
-            invalid.resume_from = cursor
-            raise invalid from None
-        except errors.StoplistError as exc:
-            if exc.resume_from is None:
-                exc.resume_from = cursor
-            raise
-        count += len(data)
-        started, cursor = cursor, page.next_from_id or cursor
-        bar.update(len(data))
-        yield PageRead(flat, started, cursor, count)
+    return pages.then(make)
 
 
 def _flatten(fit: Fit, data: pa.Array, content: bytes) -> FlatPage:
@@ -156,68 +124,38 @@ def _flatten(fit: Fit, data: pa.Array, content: bytes) -> FlatPage:
 def tables(
     schema: StreamSchema, declared: Mapping[str, Any], pages: Stream[PageRead]
 ) -> Stream[pa.Table]:
-    """Each page in the columns of ``schema``, ``declared`` dtypes applied.
+    """Each page in the columns of ``schema``, ``declared`` dtypes applied, cursors as metadata."""
 
-    Each table's schema metadata holds ``from_id``, ``next_from_id`` and
-    ``profiles`` (read so far). Closing it closes ``pages``.
-    """
-    return pages.then(partial(_tables, schema, declared))
+    def make(pages: Stream[PageRead], owner: Owner) -> Iterator[pa.Table]:
+        for read in pages:
+            meta = {META_FROM: read.from_id, META_NEXT: read.next_from_id}
+            table = cast_columns(schema.conform(read.page), declared)
+            yield table.replace_schema_metadata({**meta, META_PROFILES: str(read.profiles)})
 
-
-def _tables(
-    schema: StreamSchema, declared: Mapping[str, Any], pages: Stream[PageRead], owner: Owner
-) -> Generator[pa.Table, None, None]:
-    for read in pages:
-        table = cast_columns(schema.conform(read.page), declared)
-        yield table.replace_schema_metadata(
-            {
-                META_FROM: read.from_id,
-                META_NEXT: read.next_from_id,
-                META_PROFILES: str(read.profiles),
-            }
-        )
+    return pages.then(make)
 
 
 def frames(
-    tables: Stream[pa.Table],
-    schema: StreamSchema,
-    backend: str | None,
-    declared: Mapping[str, Any],
+    tables: Stream[pa.Table], schema: StreamSchema, backend: str | None, declared: Mapping[str, Any]
 ) -> Stream[pd.DataFrame]:
     """Each table of :func:`tables` as a frame under ``backend``; ``attrs`` from its metadata."""
-    return tables.then(partial(_frames, schema, backend, declared))
 
+    def make(tables: Stream[pa.Table], owner: Owner) -> Iterator[pd.DataFrame]:
+        for table in tables:
+            meta = table.schema.metadata
+            kinds = {n: schema.kind(n) for n in table.column_names}
+            frame = cast_frame(frame_from_table(table, kinds, backend), declared)
+            cursors = {key.decode(): meta[key].decode() for key in (META_FROM, META_NEXT)}
+            frame.attrs.update(cursors, profiles=int(meta[META_PROFILES]))
+            yield frame
 
-def _frames(
-    schema: StreamSchema,
-    backend: str | None,
-    declared: Mapping[str, Any],
-    tables: Stream[pa.Table],
-    owner: Owner,
-) -> Generator[pd.DataFrame, None, None]:
-    for table in tables:
-        meta = table.schema.metadata
-        frame = frame_from_table(table, {n: schema.kind(n) for n in table.column_names}, backend)
-        frame = cast_frame(frame, declared)
-        frame.attrs.update(
-            from_id=meta[META_FROM].decode(),
-            next_from_id=meta[META_NEXT].decode(),
-            profiles=int(meta[META_PROFILES]),
-        )
-        yield frame
+    return tables.then(make)
 
 
 def collect(
-    pages: Stream[PageRead],
-    from_id: str | None,
-    build: Callable[[list[FlatPage], str, int], _T],
+    pages: Stream[PageRead], from_id: str | None, build: Callable[[list[FlatPage], str, int], _T]
 ) -> _T:
-    """Every page, then ``build(pages, next_from_id, profiles)``.
-
-    Raises:
-        StoplistError: A request failed; ``exc.partial`` is what ``build``
-            makes of the pages read before it.
-    """
+    """Every page, then ``build(pages, next_from_id, profiles)``; on an error, its ``partial``."""
     held: list[FlatPage] = []
     cursor, count = from_id or "", 0
     try:
@@ -247,11 +185,7 @@ def frame_from_table(
 
 
 def cast_frame(frame: pd.DataFrame, dtypes: Mapping[str, Any]) -> pd.DataFrame:
-    """``frame`` with ``dtypes`` applied: present columns converted, absent ones added (all NA).
-
-    Raises:
-        InvalidInput: The values of a column do not go into its dtype.
-    """
+    """``frame`` with ``dtypes`` applied, absent columns added, all NA."""
     for name, dtype in dtypes.items():
         try:
             if name in frame.columns:
@@ -266,11 +200,7 @@ def cast_frame(frame: pd.DataFrame, dtypes: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def cast_columns(table: pa.Table, dtypes: Mapping[str, Any]) -> pa.Table:
-    """``table`` with ``dtypes`` (pandas dtypes) applied in Arrow, absent columns added.
-
-    Raises:
-        InvalidInput: The values of a column do not go into its type.
-    """
+    """``table`` with ``dtypes`` (pandas dtypes) applied in Arrow: :func:`cast_frame` for tables."""
     for name, dtype in dtypes.items():
         type_ = _arrow_type(dtype)
         try:

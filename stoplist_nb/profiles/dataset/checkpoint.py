@@ -1,13 +1,10 @@
 """The checkpoint of a dataset: what the pull is and how far it went, read and checked.
 
-``_checkpoint.json`` holds what the pull is (the service, database, query,
-fields, dtypes), each committed file (its profiles, rows, size, SHA-256, the
-cursor after it, the page cursors it added and the stream's
-:class:`~stoplist_nb.profiles.schema.StreamSchema` after it, where that
-changed), the cursors of the committed pages (one a page, so that a resumed
-pull catches a cursor that goes back to one of them) and the totals. It is
-replaced atomically, and checked, never believed: every value's type, then the
-totals, cursors and files against one another.
+``_checkpoint.json`` holds the pull (service, database, query, fields,
+dtypes), each committed file (its counts, size, SHA-256, the cursor after it,
+the page cursors it added and the stream's schema where that changed) and the
+cursors of the committed pages. It is replaced atomically, and checked, never
+believed.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ import json
 import os
 import pathlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,39 +29,33 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 START_OVER = "pass overwrite=True to start again"
 
 _PULL = ("service", "db_id", "query", "fields", "dtypes")
-_KEYS = (
-    "format",
-    *_PULL,
-    "profiles",
-    "rows",
-    "next_from_id",
-    "parts",
-    "open",
-    "cursors",
-    "ended",
-    "complete",
-    "sealing",
-)
-_ENTRY = ("name", "profiles", "rows", "bytes", "sha256", "next_from_id", "cursors")
+_FILES = ("parts", "open", "cursors", "ended", "complete", "sealing")
+_KEYS = ("format", *_PULL, "profiles", "rows", "next_from_id", *_FILES)
+# The kind of each value (see _KINDS), in the order they are checked.
+_TOP = {"service": "text", "profiles": "count", "rows": "count", "next_from_id": "text"}
+_ENTRY = {
+    "name": "text",
+    "profiles": "count",
+    "rows": "count",
+    "bytes": "count",
+    "sha256": "text",
+    "next_from_id": "text",
+    "cursors": "count",
+}
+_SEALING = {"name": "text", "bytes": "count", "sha256": "text"}
 
 
 @dataclass(frozen=True)
 class DatasetSummary:
-    """What a Parquet dataset of profiles holds, as its checkpoint says.
-
-    ``len(summary)`` is its number of rows.
+    """What a Parquet dataset of profiles holds, as its checkpoint says; ``len()`` is its rows.
 
     Attributes:
         path: The dataset's directory.
         parts: Part files written (``part-00000.parquet`` ...).
-        profiles: Profiles saved: in the part files, and in the part being
-            written as far as its progress was committed.
-        rows: Rows of those profiles (one per subscription, one for a profile
-            without any).
-        complete: Whether the pull reached the end and the dataset is sealed
-            (every part in the final schema, ``_common_metadata`` written).
-        next_from_id: The cursor after the last page saved: where the pull
-            carries on (``""``: from the start).
+        profiles: Profiles saved, committed progress of the open part included.
+        rows: Rows of those profiles.
+        complete: Whether the pull reached the end and the dataset is sealed.
+        next_from_id: The cursor after the last page saved (``""``: the start).
     """
 
     path: pathlib.Path
@@ -155,19 +146,12 @@ class Checkpoint:
 
     @classmethod
     def from_dict(cls, data: Any) -> Checkpoint:
-        """The checkpoint :meth:`to_dict` wrote, its values checked: types, then one another.
-
-        Raises:
-            NotWritten: ``data`` is not what :meth:`to_dict` of this format writes.
-        """
+        """The checkpoint :meth:`to_dict` wrote, its values checked (``NotWritten`` if not)."""
         _keys(data, "the checkpoint", _KEYS)
         if _need(data["format"], "'format'", "int") != FORMAT:
             raise NotWritten(f"'format' is {_shown(data['format'])}, not {FORMAT}")
-        _need(data["service"], "'service'", "text")
-        _need(data["profiles"], "'profiles'", "count")
-        _need(data["rows"], "'rows'", "count")
-        _need(data["next_from_id"], "'next_from_id'", "text")
-        _need(data["db_id"], "'db_id'", "int")
+        for key, kind in (*_TOP.items(), ("db_id", "int")):
+            _need(data[key], repr(key), kind)
         if data["query"] is not None:
             _need(data["query"], "'query'", "object")
         if data["fields"] is not None:
@@ -185,28 +169,17 @@ class Checkpoint:
                     schema = _checked_schema(item["schema"], f"{where}.schema")
                 elif schema is None:
                     raise NotWritten(f"{where} has no 'schema', and no file before it has one")
-                files[key].append(
-                    Entry(
-                        name=_need(item["name"], f"{where}.name", "text"),
-                        profiles=_need(item["profiles"], f"{where}.profiles", "count"),
-                        rows=_need(item["rows"], f"{where}.rows", "count"),
-                        bytes=_need(item["bytes"], f"{where}.bytes", "count"),
-                        sha256=_need(item["sha256"], f"{where}.sha256", "text"),
-                        next_from_id=_need(item["next_from_id"], f"{where}.next_from_id", "text"),
-                        cursors=_need(item["cursors"], f"{where}.cursors", "count"),
-                        schema=schema,
-                    )
-                )
+                values = {k: _need(item[k], f"{where}.{k}", kind) for k, kind in _ENTRY.items()}
+                files[key].append(Entry(**values, schema=schema))
         cursors = _need(data["cursors"], "'cursors'", "list")
         for i, cursor in enumerate(cursors):
             if not _need(cursor, f"'cursors'[{i}]", "text"):
                 raise NotWritten(f"'cursors'[{i}] is empty")
         sealing = data["sealing"]
         if sealing is not None:
-            _keys(sealing, "'sealing'", ("name", "bytes", "sha256"))
-            _need(sealing["name"], "'sealing'.name", "text")
-            _need(sealing["bytes"], "'sealing'.bytes", "count")
-            _need(sealing["sha256"], "'sealing'.sha256", "text")
+            _keys(sealing, "'sealing'", tuple(_SEALING))
+            for key, kind in _SEALING.items():
+                _need(sealing[key], f"'sealing'.{key}", kind)
         state = cls(
             pull={k: data[k] for k in _PULL},
             parts=tuple(files["parts"]),
@@ -221,12 +194,7 @@ class Checkpoint:
 
     @classmethod
     def read(cls, directory: pathlib.Path) -> Checkpoint:
-        """The checkpoint in ``directory``, checked (its files are not looked at).
-
-        Raises:
-            DatasetMismatch: It is of another format.
-            DatasetDamaged: It is not what a pull of this format writes (``part`` ``None``).
-        """
+        """The checkpoint in ``directory``, checked (its files are not looked at)."""
         path = directory / CHECKPOINT
         try:
             data = json.loads(path.read_bytes().decode("utf-8"))
@@ -245,11 +213,7 @@ class Checkpoint:
             raise _damaged(path, str(exc)) from None
 
     def save(self, directory: pathlib.Path) -> Checkpoint:
-        """Replace the checkpoint in ``directory``, durably: the file, then the directory entry.
-
-        Returns:
-            This checkpoint, so that the state in hand is the one saved.
-        """
+        """Replace the checkpoint in ``directory``, durably; return it."""
         temp = directory / ".checkpoint.json.tmp"
         # One line per key and per file: readable, and the schema's many short lists stay short.
         lines = []
@@ -315,7 +279,7 @@ def _need(value: Any, where: str, kind: str) -> Any:
     return value
 
 
-def _keys(data: Any, where: str, required: Sequence[str], optional: Sequence[str] = ()) -> None:
+def _keys(data: Any, where: str, required: Collection[str], optional: Sequence[str] = ()) -> None:
     _need(data, where, "object")
     missing = [k for k in required if k not in data]
     if missing:

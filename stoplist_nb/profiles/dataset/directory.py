@@ -10,12 +10,7 @@ from typing import Any
 
 from stoplist_nb import errors
 from stoplist_nb._checks import check_flag
-from stoplist_nb.profiles.dataset.checkpoint import (
-    CHECKPOINT,
-    Checkpoint,
-    DatasetSummary,
-    refused,
-)
+from stoplist_nb.profiles.dataset.checkpoint import CHECKPOINT, Checkpoint, DatasetSummary, refused
 from stoplist_nb.profiles.dataset.lock import check_no_writer, writer_lock
 from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT, TEMP
 from stoplist_nb.profiles.dataset.seal import checked_files, damaged_file, repaired, seal
@@ -35,17 +30,9 @@ def write_dataset(
     commit_seconds: float,
     commit_bytes: int,
 ) -> DatasetSummary:
-    """Write (or carry on) the dataset of ``pull`` in ``directory``; its arguments are checked.
+    """Write (or carry on) the dataset of ``pull`` (what the checkpoint compares) in ``directory``.
 
-    ``pull`` is what the checkpoint compares (``service``, ``db_id``, ``query``
-    as sent, ``fields``, ``dtypes`` as text), ``declared`` the dtypes,
-    ``pages_from`` the pages from a cursor.
-
-    Raises:
-        DatasetLocked: Another writer is writing ``directory``.
-        DatasetMismatch: As :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_dataset` says.
-        DatasetDamaged: The checkpoint or a file it lists is not what was written.
-        StoplistError: A request failed; ``exc.partial`` is the summary so far.
+    See :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_dataset`.
     """
     if directory.exists() and not directory.is_dir():
         raise errors.InvalidInput(f"{directory} is a file, not a directory for a dataset")
@@ -70,15 +57,9 @@ def write_dataset(
 def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> DatasetSummary:
     """Read and check the dataset in a directory: how many profiles are safe there.
 
-    The checkpoint is checked as a resumed
-    :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_dataset` checks it
-    (each value's type, its totals and cursors against its files), and so is
-    every file it lists (its size, its rows and, with
-    ``checksums``, its SHA-256). After an interrupted pull it says what is
-    saved: a pull resumed there carries on after ``profiles`` profiles. It
-    sends nothing and changes nothing; it refuses a directory a writer holds,
-    and holds no lock itself (a writer that starts while it reads may change
-    a file under it).
+    The checkpoint and every file it lists are checked as a resumed
+    :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_dataset` checks
+    them. It sends and changes nothing, and refuses a directory a writer holds.
 
     Args:
         path: The dataset's directory.
@@ -111,12 +92,7 @@ def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> 
 
 
 def _open(
-    directory: pathlib.Path,
-    pull: dict[str, Any],
-    *,
-    resume: bool,
-    overwrite: bool,
-    repair: bool,
+    directory: pathlib.Path, pull: dict[str, Any], *, resume: bool, overwrite: bool, repair: bool
 ) -> Checkpoint:
     """The state to go on from: the checkpoint's, checked, or a new one (the directory ready)."""
     names = sorted(p.name for p in directory.iterdir())

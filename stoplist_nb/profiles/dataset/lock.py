@@ -1,9 +1,6 @@
 """One writer at a time: an OS lock on ``.lock`` in the dataset's directory.
 
-The writer holds it from before it looks at the directory until after the
-sealing, with its host, process and start written in it; a second writer gets
-:class:`~stoplist_nb.errors.DatasetLocked`. A killed writer's lock dies with
-its process.
+A killed writer's lock dies with its process.
 """
 
 from __future__ import annotations
@@ -71,7 +68,7 @@ def check_no_writer(directory: pathlib.Path) -> None:
     if mine is not None:
         raise _locked(directory, mine, summary=True)
     try:
-        fd = _lock(directory, exclusive=False, summary=True)
+        fd = _lock(directory, exclusive=False)
     except _NoLocks:
         return  # a filesystem that locks nothing: nothing to learn
     if fd is not None:
@@ -86,7 +83,7 @@ def _identity(stat: os.stat_result) -> tuple[int, int]:
     return (stat.st_dev, stat.st_ino)
 
 
-def _lock(directory: pathlib.Path, *, exclusive: bool, summary: bool = False) -> int | None:
+def _lock(directory: pathlib.Path, *, exclusive: bool) -> int | None:
     """The file descriptor of the locked lock file (``None``: no lock file, no writer)."""
     path = directory / LOCK
     if sys.platform == "win32" and not exclusive:
@@ -107,7 +104,7 @@ def _lock(directory: pathlib.Path, *, exclusive: bool, summary: bool = False) ->
         if not got:
             holder = _holder(fd)
             os.close(fd)
-            raise _locked(directory, holder, summary=summary)
+            raise _locked(directory, holder, summary=not exclusive)
         # A writer that just ended removed the file it locked: lock the one at the path.
         try:
             same = os.path.samestat(os.fstat(fd), os.stat(path))

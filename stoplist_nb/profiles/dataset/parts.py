@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from stoplist_nb._parquet import pandas_metadata
 from stoplist_nb.profiles.schema import StreamSchema
-from stoplist_nb.profiles.stream import cast_frame, frame_from_table
+from stoplist_nb.profiles.stream import cast_columns, cast_frame, frame_from_table
 
 COMMON_METADATA = "_common_metadata"
 #: Every reader of a dataset reads it; a third smaller than the default (snappy) on profiles.
@@ -82,6 +82,12 @@ def parquet_schema(table: pa.Table, schema: StreamSchema, declared: Mapping[str,
     kinds = {name: schema.kind(name) for name in table.column_names}
     frame = cast_frame(frame_from_table(table.slice(0, 0), kinds, None), declared)
     return table.schema.remove_metadata().with_metadata(pandas_metadata(frame))
+
+
+def empty_table(schema: StreamSchema, declared: Mapping[str, Any]) -> pa.Table:
+    """No rows, in the file schema of the stream's columns so far: a file of them says which."""
+    empty = cast_columns(schema.arrow_schema.empty_table(), declared)
+    return empty.replace_schema_metadata(parquet_schema(empty, schema, declared).metadata)
 
 
 def sha256(path: pathlib.Path) -> str:

@@ -1,9 +1,7 @@
 """The files of a dataset checked against the checkpoint, repaired, and sealed.
 
-A dataset is sealed when its stream ends: the parts written before a column
-joined are rewritten with it (all null), so that every part has the final
-schema, and ``_common_metadata`` holds that schema. Files whose names start
-with ``_`` or ``.`` are ignored by pyarrow, DuckDB's ``*.parquet`` and Dask.
+Sealing rewrites the parts written before a column joined, so that every part
+has the final schema, and writes it to ``_common_metadata``.
 """
 
 from __future__ import annotations
@@ -39,11 +37,8 @@ class Damage:
 def checked_files(
     directory: pathlib.Path, state: Checkpoint, *, checksums: bool
 ) -> tuple[Checkpoint, Damage | None]:
-    """The checkpoint as its files on disk are, and the first file that differs from its record.
-
-    A part the sealing was replacing when it stopped may be either file: the
-    new one, where it is the one there, is recorded in the checkpoint returned.
-    """
+    """The checkpoint as its files are (a part being sealed may be either file), and the
+    first file that differs from its record."""
     parts = list(state.parts)
     for index, entry in enumerate(state.entries):
         path = directory / entry.name

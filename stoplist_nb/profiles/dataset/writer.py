@@ -1,22 +1,11 @@
 """The pull: the pages of a stream written into part files, their progress committed as it goes.
 
-Memory holds a few pages: each page of the stream
-(:func:`~stoplist_nb.profiles.stream.tables`) goes through a
-:class:`pyarrow.parquet.ParquetWriter` as one row group, on a thread of its
-own that works one page behind the stream (the next page is read and
-flattened meanwhile, and Ctrl-C, which Python raises in the calling thread,
-never lands between a page's rows and their record). A part is closed at
-``profiles_per_part`` profiles, or when a column joins the stream (a Parquet
-file has one schema). Between the two, its progress is committed every
-``commit_seconds`` or ``commit_bytes`` of pages: each page is also written
-into a hidden, uncompressed segment file (``.part-00003.parquet.seg-00001``),
-which a commit closes and records. The part's own file is written page by
-page beside them and takes its name when the part closes; a pull carried on
-after an interruption copies the part's committed segments into a new file
-first, so that a part is the same file however its pull went. On an error or
-Ctrl-C the pages written since the last commit are committed too, when their
-segment reads back whole; a killed process loses the window and the page
-being written.
+Each page goes, as one row group, into the part's hidden file and into an
+uncompressed segment file (``.part-00003.parquet.seg-00001``), which a commit
+closes and records. A part closes at ``profiles_per_part`` profiles or when a
+column joins (a Parquet file has one schema); a pull carried on after an
+interruption copies the part's committed segments into a new file first, so
+that a part is the same file however its pull went.
 """
 
 from __future__ import annotations
@@ -39,16 +28,15 @@ from stoplist_nb import errors
 from stoplist_nb._stream import Stream
 from stoplist_nb._threads import leave_signals_to_main
 from stoplist_nb.profiles.dataset.checkpoint import Checkpoint, Entry
-from stoplist_nb.profiles.dataset.parts import COMPRESSION, File, parquet_schema, sha256
-from stoplist_nb.profiles.schema import StreamSchema
-from stoplist_nb.profiles.stream import (
-    META_FROM,
-    META_NEXT,
-    META_PROFILES,
-    PageRead,
-    cast_columns,
-    tables,
+from stoplist_nb.profiles.dataset.parts import (
+    COMPRESSION,
+    File,
+    empty_table,
+    parquet_schema,
+    sha256,
 )
+from stoplist_nb.profiles.schema import StreamSchema
+from stoplist_nb.profiles.stream import META_FROM, META_NEXT, META_PROFILES, PageRead, tables
 
 #: Profiles per part file: some 15 MB of Parquet on profiles like the demo's.
 DEFAULT_PROFILES_PER_PART = 100_000
@@ -89,9 +77,9 @@ def pull_parts(
     pages = pages_from(state.next_from_id or None, list(state.cursors))
     stream = tables(schema, declared, pages)
     writer = _Writer(directory, state, declared, window)
-    # The writer has a thread of its own, a page behind the stream: the next
-    # page is read while one is written, and Ctrl-C (which Python raises in
-    # the calling thread) never falls between a page's rows and their record.
+    # A thread of its own, a page behind the stream: the next page is read
+    # meanwhile, and Ctrl-C (raised in the calling thread) never falls
+    # between a page's rows and their record.
     with ThreadPoolExecutor(1, "stoplist-nb-writer", leave_signals_to_main) as thread:
         writes: deque[Future[None]] = deque()
         try:
@@ -117,11 +105,7 @@ _WRITES_AHEAD = 1
 
 
 def _settled(futures: Iterable[Future[None]]) -> None:
-    """Wait until the writer is done with ``futures``, whatever they raise.
-
-    On the way out of an error: a page is written in milliseconds, and a
-    second Ctrl-C that stopped the wait would leave it half recorded.
-    """
+    """Wait until the writer is done with ``futures``, a second Ctrl-C too: else half recorded."""
     pending = set(futures)
     while pending:
         with contextlib.suppress(KeyboardInterrupt):
@@ -155,14 +139,7 @@ class _Page:
 
 
 class _Writer:
-    """The pages of a pull into part files, the part being written committed as it goes.
-
-    Each page goes into the part's file, under a hidden name until the part
-    closes, and into a segment file, which a commit closes and records: a
-    pull carried on after an interruption copies the part's segments into
-    its file first, so that a part is the same file however its pull went.
-    Segments are not compressed: they are read only by such a pull.
-    """
+    """The pages of a pull into part files, as the module says."""
 
     def __init__(
         self,
@@ -183,7 +160,9 @@ class _Writer:
         self.failed = False
         # The part whose segments a resumed pull goes on with has their file schema.
         self.file_schema: pa.Schema | None = (
-            _file_schema(state.open[-1].schema, declared) if state.open else None
+            empty_table(StreamSchema.from_dict(state.open[-1].schema), declared).schema
+            if state.open
+            else None
         )
 
     def add(self, table: pa.Table, schema: dict[str, Any]) -> None:
@@ -191,46 +170,45 @@ class _Writer:
         if self.failed:
             return
         try:
-            self._add(table, schema)
+            if self.file_schema is not None and not table.schema.equals(
+                self.file_schema, check_metadata=False
+            ):
+                self.close_part(ended=False)  # a column joined: a file has one schema
+            if self.file_schema is None:
+                self.file_schema = parquet_schema(
+                    table, StreamSchema.from_dict(schema), self.declared
+                )
+            if self.part is None:
+                self.part = self._open_part()
+            if self.segment is None:
+                self.segment = self._open_segment()
+                self.opened = time.monotonic()
+            # The part first: a part cut by a failed write goes, the segment stays whole.
+            self.part.write(table)
+            self.segment.write(table)
+            meta = table.schema.metadata
+            count = int(meta[META_PROFILES])
+            page = _Page(
+                profiles=count - self.read,
+                cursor=meta[META_FROM].decode(),
+                next_from_id=meta[META_NEXT].decode(),
+                schema=schema,
+                ending=meta[META_NEXT] == meta[META_FROM],
+                nbytes=table.nbytes,
+            )
+            self.read = count
+            self.pages.append(page)
+            window = self.window
+            if sum(e.profiles for e in self.state.open) + _profiles(self.pages) >= window.per_part:
+                self.close_part(ended=page.ending)
+            elif not page.ending and (
+                sum(p.nbytes for p in self.pages) >= window.bytes
+                or time.monotonic() - self.opened >= window.seconds
+            ):
+                self.commit()
         except BaseException:
             self.failed = True
             raise
-
-    def _add(self, table: pa.Table, schema: dict[str, Any]) -> None:
-        if self.file_schema is not None and not table.schema.equals(
-            self.file_schema, check_metadata=False
-        ):
-            self.close_part(ended=False)  # a column joined: a file has one schema
-        if self.file_schema is None:
-            self.file_schema = parquet_schema(table, StreamSchema.from_dict(schema), self.declared)
-        if self.part is None:
-            self.part = self._open_part()
-        if self.segment is None:
-            self.segment = self._open_segment()
-            self.opened = time.monotonic()
-        # The part first: a part cut by a failed write goes, the segment stays whole.
-        self.part.write(table)
-        self.segment.write(table)
-        meta = table.schema.metadata
-        count = int(meta[META_PROFILES])
-        page = _Page(
-            profiles=count - self.read,
-            cursor=meta[META_FROM].decode(),
-            next_from_id=meta[META_NEXT].decode(),
-            schema=schema,
-            ending=meta[META_NEXT] == meta[META_FROM],
-            nbytes=table.nbytes,
-        )
-        self.read = count
-        self.pages.append(page)
-        window = self.window
-        if sum(e.profiles for e in self.state.open) + _profiles(self.pages) >= window.per_part:
-            self.close_part(ended=page.ending)
-        elif not page.ending and (
-            sum(p.nbytes for p in self.pages) >= window.bytes
-            or time.monotonic() - self.opened >= window.seconds
-        ):
-            self.commit()
 
     def finish(self, schema: StreamSchema) -> None:
         """The stream ended: close the part being written, or say that it ended."""
@@ -238,8 +216,8 @@ class _Writer:
             self.close_part(ended=True)
         elif not self.state.parts:
             # No profile at all: one empty part still says which columns there are.
-            empty = cast_columns(schema.arrow_schema.empty_table(), self.declared)
-            self.file_schema = parquet_schema(empty, schema, self.declared)
+            empty = empty_table(schema, self.declared)
+            self.file_schema = empty.schema
             self.part = self._open_part()
             self.part.write(empty)
             self.pages.append(_Page(0, "", "", schema.to_dict(), ending=True, nbytes=0))
@@ -355,10 +333,3 @@ def _entry(name: str, file: File, pages: Sequence[_Page], before: Sequence[Entry
         cursors=sum(e.cursors for e in before) + len(_cursors(pages)),
         schema=last.schema,
     )
-
-
-def _file_schema(schema: Mapping[str, Any], declared: Mapping[str, Any]) -> pa.Schema:
-    """The file schema of the pages of a stream whose schema is ``schema``."""
-    stream = StreamSchema.from_dict(schema)
-    empty = cast_columns(stream.arrow_schema.empty_table(), declared)
-    return parquet_schema(empty, stream, declared)
