@@ -1,25 +1,18 @@
-"""HTTP for stoplist_nb: session, retries, timeouts, the deadline, redirects, the envelope check.
+"""HTTP for stoplist_nb: the only module that sends requests and catches requests' errors.
 
-This is the only module that sends requests and catches requests' and
-urllib3's errors; it turns each of them into an exception of
-:mod:`stoplist_nb.errors` (with :mod:`stoplist_nb._http.replies`) and scrubs the API
-token from the foreign exception before chaining it.
-
-Retries are urllib3's, on an ``HTTPAdapter``, with the policy of
-:mod:`stoplist_nb._http.retry`; a call that creates something
-(``suppresses/export``) goes through a second adapter that only retries
-connections that never opened. Every exchange runs under an overall deadline
-(:mod:`stoplist_nb._http.deadline`), retries included. Redirects are never left to
-requests: one to another origin would carry the token (in the replayed body,
-the query, the header) to whoever the ``Location`` names
-(:mod:`stoplist_nb._http.redirects` decides which are followed).
+Each foreign error becomes one of :mod:`stoplist_nb.errors`
+(:mod:`~stoplist_nb._http.replies`), chained to its cause scrubbed of the
+token. Retries are urllib3's (:mod:`~stoplist_nb._http.retry`), under the
+exchange's overall deadline (:mod:`~stoplist_nb._http.deadline`). Redirects
+are never left to requests, which would carry the token to whatever host the
+``Location`` names (:mod:`~stoplist_nb._http.redirects`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Any, NoReturn
 
 import requests
@@ -29,30 +22,10 @@ from urllib3.util.retry import Retry
 from stoplist_nb import errors
 from stoplist_nb._http.addresses import shown
 from stoplist_nb._http.deadline import Deadline, running, watch_pools
-from stoplist_nb._http.redirects import MAX_REDIRECTS, next_url
+from stoplist_nb._http.redirects import next_url
 from stoplist_nb._http.replies import check_envelope, error_from_status, too_large, translate
-from stoplist_nb._http.retry import (
-    NON_REPLAYABLE,
-    RETRY_STATUSES,
-    CappedRetry,
-    connect_only,
-    deadline_aware,
-    default_retry,
-)
+from stoplist_nb._http.retry import NON_REPLAYABLE, connect_only, deadline_aware, default_retry
 from stoplist_nb._redact import Redactor, filter_logs
-
-__all__ = [
-    "DEFAULT_DEADLINE",
-    "DEFAULT_MIN_DOWNLOAD_RATE",
-    "DEFAULT_TIMEOUT",
-    "MAX_REDIRECTS",
-    "NON_REPLAYABLE",
-    "RETRY_STATUSES",
-    "CappedRetry",
-    "Transport",
-    "check_envelope",
-    "default_retry",
-]
 
 log = logging.getLogger("stoplist_nb")
 log.addHandler(logging.NullHandler())  # silent unless the application configures logging
@@ -63,8 +36,7 @@ DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 120.0)
 #: Seconds one call may take in all, retries and their pauses included.
 DEFAULT_DEADLINE = 300.0
 
-#: Bytes per second a download must average beyond the deadline: each byte
-#: received extends the download's deadline by ``1 / rate`` seconds.
+#: Bytes per second: each byte a download receives extends its deadline by ``1 / rate`` s.
 DEFAULT_MIN_DOWNLOAD_RATE = 16 * 1024
 
 
@@ -82,22 +54,10 @@ class _Adapter(HTTPAdapter):
 
 
 class Transport:
-    """A requests session configured for one service and one token.
+    """A requests session configured for one service and one token (arguments: see ``Client``).
 
-    Args:
-        base_url: The service address.
-        token: The API token, or ``None``.
-        timeout: Socket timeouts, ``(connect, read)`` or one number, for each
-            socket operation.
-        deadline: Seconds one exchange may take in all (retries, pauses and
-            same-origin redirects included); ``None`` for no limit.
-        min_download_rate: Bytes per second; every byte a download receives
-            extends its deadline by ``1 / min_download_rate`` seconds.
-            ``None``: a download gets the plain deadline.
-        retry: The retry policy (see ``Client``).
-        session: A ``requests.Session`` to mount the adapters on (for
-            ``base_url`` prefixes only); it is the caller's: never closed here.
-        non_replayable: Methods whose requests must never be sent twice.
+    Methods that create something (``NON_REPLAYABLE``) go through a second
+    adapter that retries only connections that never opened.
     """
 
     def __init__(
@@ -110,7 +70,6 @@ class Transport:
         min_download_rate: float | None = DEFAULT_MIN_DOWNLOAD_RATE,
         retry: Retry | int | bool = True,
         session: requests.Session | None = None,
-        non_replayable: Iterable[str] = NON_REPLAYABLE,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
@@ -124,15 +83,15 @@ class Transport:
             retry = Retry(0, read=False, raise_on_status=False)
         elif isinstance(retry, int):
             retry = default_retry().new(total=retry)
-        self.retry = deadline_aware(retry)
+        retry = deadline_aware(retry)
         filter_logs()
         self._own_session = session is None
         self.session = session if session is not None else requests.Session()
         # (prefix, our adapter, the one it shadows): close() puts a caller's session back.
         self._mounted: list[tuple[str, BaseAdapter, Any]] = []
-        self._mount(self.base_url + "/", _Adapter(max_retries=self.retry))
-        once = _Adapter(max_retries=connect_only(self.retry))
-        for method in non_replayable:
+        self._mount(self.base_url + "/", _Adapter(max_retries=retry))
+        once = _Adapter(max_retries=connect_only(retry))
+        for method in NON_REPLAYABLE:
             self._mount(self.method_url(method), once)
 
     def _mount(self, prefix: str, adapter: BaseAdapter) -> None:
@@ -145,12 +104,7 @@ class Transport:
     def post(self, method: str, params: Mapping[str, Any]) -> bytes:
         """POST ``params`` (with the token) to ``method``; return the body of a 2xx reply.
 
-        The envelope inside the body is left to the caller, which may decode it
-        with pyarrow rather than ``json``.
-
-        Raises:
-            RequestTimeout: No complete reply within the deadline (or the socket timeout).
-            InvalidReply: A redirect that is not followed (see :meth:`_send`).
+        The envelope is left to the caller, which may decode it with pyarrow.
         """
         body = dict(params)
         if self._token is not None:
@@ -190,18 +144,11 @@ class Transport:
         chunk_size: int = 1 << 16,
         max_bytes: int | None = None,
     ) -> int:
-        """GET ``/api/download/<path>`` into ``out``; return the number of bytes written.
+        """GET ``/api/download/<path>`` (URL-quoted) into ``out``; return the bytes written.
 
-        ``path`` must already be URL-quoted. The token goes both in the query
-        (as the contract says) and as a Bearer header (as newer docs prefer);
-        the URL carrying it never reaches a message or a log record. Each chunk
-        extends the deadline by ``len(chunk) / min_download_rate`` once it has
-        arrived, so chunks are kept small (64 KiB).
-
-        Raises:
-            IncompleteDownload: The body ended before its ``Content-Length``.
-            ArchiveTooLarge: More than ``max_bytes`` bytes arrived or were announced.
-            RequestTimeout: The deadline, extended by what arrived, passed.
+        The token goes both in the query (as the contract says) and as a Bearer
+        header (as newer docs prefer). Each chunk extends the deadline once it
+        has arrived, so chunks are kept small.
         """
         params = {"token": self._token} if self._token else None
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
@@ -253,12 +200,7 @@ class Transport:
         return written
 
     def close(self) -> None:
-        """Close a session made here; give a caller's session back as it came.
-
-        A session passed in is never closed: only the adapters mounted on it
-        (for ``base_url`` prefixes) are closed and taken off again, restoring
-        whatever was mounted there before.
-        """
+        """Close a session made here; give a caller's session back as it came."""
         if self._own_session:
             self.session.close()
             return
@@ -274,12 +216,7 @@ class Transport:
         self._mounted.clear()
 
     def _send(self, verb: str, what: str, url: str, **kwargs: Any) -> requests.Response:
-        """Send one request, following redirects as ``redirects.next_url`` says.
-
-        Raises:
-            InvalidReply: A redirect to another origin, too many, or a 3xx reply
-                with no ``Location``.
-        """
+        """Send one request, following redirects as ``redirects.next_url`` says."""
         hop = 0
         while True:
             response = self.session.request(
@@ -302,10 +239,7 @@ class Transport:
             )
 
     def _socket_timeout(self) -> float | tuple[float, float | None] | None:
-        """The socket timeouts, the connect one capped at the deadline.
-
-        A connection being opened has no socket the deadline could shut down.
-        """
+        # A connection being opened has no socket the deadline could shut down.
         timeout, deadline = self.timeout, self.deadline
         if deadline is None:
             return timeout
@@ -317,7 +251,6 @@ class Transport:
     def _fail(
         self, verb: str, what: str, deadline: Deadline, exc: Exception, *, received: int = 0
     ) -> NoReturn:
-        """Raise the error that ``exc`` stands for: the deadline's, ours or a translation."""
         if deadline.passed and not isinstance(exc, errors.ArchiveTooLarge):
             ours: Exception = errors.RequestTimeout(
                 self._deadline_message(what, deadline, received)
