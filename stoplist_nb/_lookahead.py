@@ -36,16 +36,6 @@ from stoplist_nb._checks import check_int
 from stoplist_nb._json import Reply
 from stoplist_nb._threads import join, leave_signals_to_main
 
-__all__ = [
-    "MAX_WORKERS",
-    "Ahead",
-    "as_cursor",
-    "check_threads",
-    "default_workers",
-    "in_workers",
-    "peek_cursor",
-]
-
 _KEY = b'"next_from_id"'
 _WS = rb"[ \t\r\n]*"
 _VALUE = re.compile(_KEY + _WS + b":" + _WS + rb'("(?:[^"\\]|\\.)*"|-?[0-9]+)(?=' + _WS + b"[,}])")

@@ -31,8 +31,6 @@ from stoplist_nb._json import Reply
 from stoplist_nb._lookahead import Ahead, Post, Prepared, as_cursor, default_workers
 from stoplist_nb._stream import Owner, Stream
 
-__all__ = ["DEFAULT_LOOKAHEAD", "Page", "records_of", "row_id", "walk"]
-
 DEFAULT_LOOKAHEAD = 2
 """Requests sent ahead of the page being parsed (0: one request, then its parse)."""
 
