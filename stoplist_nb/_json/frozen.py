@@ -8,6 +8,7 @@ copy to send or to store.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 __all__ = ["FrozenDict", "freeze", "thaw"]
@@ -33,7 +34,7 @@ class FrozenDict(dict[str, Any]):
 
 def freeze(value: Any) -> Any:
     """A deep copy of a JSON value that refuses every change."""
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return FrozenDict({key: freeze(item) for key, item in value.items()})
     if isinstance(value, list | tuple):
         return tuple(freeze(item) for item in value)

@@ -32,19 +32,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from stoplist_nb._json.frozen import FrozenDict, freeze, thaw
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query.values import (
     FIELD_OPERATORS,
     MAX_DEPTH,
     OPTIONS_WITHOUT_REGEX,
-    FrozenDict,
     check_argument,
     check_field_operator,
     check_path,
-    freeze,
     json_depth,
     key_problem,
-    thaw,
     too_deep,
     value_key,
 )

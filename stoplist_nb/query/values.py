@@ -18,26 +18,8 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from stoplist_nb._json.frozen import FrozenDict
 from stoplist_nb.errors import InvalidQuery
-
-__all__ = [
-    "FIELD_OPERATORS",
-    "LOGICAL_OPERATORS",
-    "MAX_DEPTH",
-    "MAX_VALUES",
-    "OPTIONS_WITHOUT_REGEX",
-    "FrozenDict",
-    "check_argument",
-    "check_field_operator",
-    "check_path",
-    "freeze",
-    "json_depth",
-    "key_problem",
-    "plain",
-    "thaw",
-    "too_deep",
-    "value_key",
-]
 
 #: The deepest nesting a query may have. MongoDB "supports no more than 100
 #: levels of nesting for BSON documents", counting each object and each array
@@ -53,45 +35,6 @@ MAX_VALUES = 16 * 1024 * 1024 // 2
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _END = object()
-
-
-class FrozenDict(Mapping[str, Any]):
-    """A read-only dict, so an embedded document can sit inside a hashable node."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self._data = dict(data)
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return repr(thaw(self))
-
-
-def freeze(value: Any) -> Any:
-    """Lists become tuples and dicts ``FrozenDict``, all the way down."""
-    if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
-    if isinstance(value, Mapping) and not isinstance(value, FrozenDict):
-        return FrozenDict({k: freeze(v) for k, v in value.items()})
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """The inverse of :func:`freeze`: tuples back to lists, ``FrozenDict`` to dicts."""
-    if isinstance(value, tuple):
-        return [thaw(v) for v in value]
-    if isinstance(value, FrozenDict):
-        return {k: thaw(v) for k, v in value.items()}
-    return value
 
 
 def value_key(value: Any) -> Any:
