@@ -1,17 +1,13 @@
-"""JSON values that cannot change once checked: a request's query (pure).
+"""JSON values that cannot change once checked: what a request checked is what it sends.
 
-A request is checked once, when it is built; what it then sends must be what
-was checked. :func:`freeze` makes a deep copy that refuses every change (dicts
-become :class:`FrozenDict`, lists tuples), and :func:`thaw` a fresh, plain
-copy to send or to store.
+:func:`freeze` makes a deep copy that refuses every change (dicts become
+:class:`FrozenDict`, lists tuples), :func:`thaw` a fresh, plain copy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, NoReturn
-
-__all__ = ["FrozenDict", "freeze", "thaw"]
 
 
 class FrozenDict(dict[str, Any]):
