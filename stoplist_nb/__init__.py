@@ -4,13 +4,7 @@
 >>> client = sn.connect()  # doctest: +SKIP
 >>> df = sn.read_profiles(client, db_id=1)  # doctest: +SKIP
 
-``connect()`` reads your account from ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``.
-It reads the embedded demo service only when asked (``connect(demo=True)``, or
-``STOPLIST_NB_DEMO=1`` with no account set) and then says so; with neither, it
-raises ``InvalidInput``.
-
-The widget (:mod:`stoplist_nb.widgets`), the plots (:mod:`stoplist_nb.plots`)
-and the demo service (:mod:`stoplist_nb.demo`) are imported on demand.
+The widget, the plots and the demo service are imported on demand.
 """
 
 from stoplist_nb._connect import connect
