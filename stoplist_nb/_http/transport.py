@@ -150,19 +150,14 @@ class Transport:
         header (as newer docs prefer). Each chunk extends the deadline once it
         has arrived, so chunks are kept small.
         """
-        params = {"token": self._token} if self._token else None
-        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        auth = {"params": {"token": self._token}, "headers": {}} if self._token else {}
+        if self._token:
+            auth["headers"] = {"Authorization": f"Bearer {self._token}"}
+        url = f"{self.base_url}/api/download/{path}"
         written, expected, started = 0, None, False
         with running(self.deadline) as deadline:
             try:
-                with self._send(
-                    "GET",
-                    "download",
-                    f"{self.base_url}/api/download/{path}",
-                    params=params,
-                    headers=headers,
-                    stream=True,
-                ) as response:
+                with self._send("GET", "download", url, stream=True, **auth) as response:
                     if response.status_code >= 400:
                         raise error_from_status("download", response)
                     length = response.headers.get("Content-Length", "")
@@ -183,19 +178,15 @@ class Transport:
             except Exception as exc:
                 broke = isinstance(exc, requests.exceptions.RequestException) and started
                 if broke and not deadline.passed:
-                    ours = errors.IncompleteDownload(
-                        f"download: the connection broke after {written} of "
-                        f"{expected if expected is not None else 'unknown'} bytes"
+                    of = expected if expected is not None else "unknown"
+                    message = f"download: the connection broke after {written} of {of} bytes"
+                    self._raise(
+                        "GET", "download", deadline, errors.IncompleteDownload(message), exc
                     )
-                    self._log_failure("GET", "download", deadline, ours)
-                    raise ours from self.redact.scrub(exc)
                 self._fail("GET", "download", deadline, exc, received=written)
             if expected is not None and written != expected:
-                short = errors.IncompleteDownload(
-                    f"download: {written} of {expected} bytes arrived"
-                )
-                self._log_failure("GET", "download", deadline, short)
-                raise short
+                message = f"download: {written} of {expected} bytes arrived"
+                self._raise("GET", "download", deadline, errors.IncompleteDownload(message))
             self._log("GET", "download", response, written, deadline)
         return written
 
@@ -229,14 +220,9 @@ class Transport:
             location = response.headers.get("Location")
             url = next_url(what, verb, status, location, response.url or url, self.base_url, hop)
             hop += 1
-            log.debug(
-                "%s %s -> HTTP %d, redirect to %s followed",
-                verb,
-                what,
-                status,
-                shown(url),
-                extra={"api_method": what, "http_status": status},
-            )
+            extra = {"api_method": what, "http_status": status}
+            message = "%s %s -> HTTP %d, redirect to %s followed"
+            log.debug(message, verb, what, status, shown(url), extra=extra)
 
     def _socket_timeout(self) -> float | tuple[float, float | None] | None:
         # A connection being opened has no socket the deadline could shut down.
@@ -252,18 +238,34 @@ class Transport:
         self, verb: str, what: str, deadline: Deadline, exc: Exception, *, received: int = 0
     ) -> NoReturn:
         if deadline.passed and not isinstance(exc, errors.ArchiveTooLarge):
-            ours: Exception = errors.RequestTimeout(
-                self._deadline_message(what, deadline, received)
-            )
-        elif isinstance(exc, errors.StoplistError):
-            self._log_failure(verb, what, deadline, exc)
-            raise exc
-        elif isinstance(exc, requests.exceptions.RequestException):
-            ours = translate(what, exc, self.base_url)
-        else:
-            raise exc
-        self._log_failure(verb, what, deadline, ours)
-        raise ours from self.redact.scrub(exc)
+            message = self._deadline_message(what, deadline, received)
+            self._raise(verb, what, deadline, errors.RequestTimeout(message), exc)
+        if isinstance(exc, errors.StoplistError):
+            self._raise(verb, what, deadline, exc)
+        if isinstance(exc, requests.exceptions.RequestException):
+            self._raise(verb, what, deadline, translate(what, exc, self.base_url), exc)
+        raise exc
+
+    def _raise(
+        self,
+        verb: str,
+        what: str,
+        deadline: Deadline,
+        error: Exception,
+        cause: Exception | None = None,
+    ) -> NoReturn:
+        """Log ``error`` and raise it, from ``cause`` scrubbed of the token."""
+        status, name, elapsed = (
+            getattr(error, "http_status", None),
+            type(error).__name__,
+            deadline.elapsed(),
+        )
+        extra = {"api_method": what, "http_status": status, "elapsed": elapsed, "error": name}
+        http = f" (HTTP {status})" if status is not None else ""
+        log.debug("%s %s failed after %.3f s: %s%s", verb, what, elapsed, name, http, extra=extra)
+        if cause is None:
+            raise error
+        raise error from self.redact.scrub(cause)
 
     def _deadline_message(self, what: str, deadline: Deadline, received: int) -> str:
         if what != "download":
@@ -271,11 +273,8 @@ class Transport:
                 f"{what}: no complete reply within the deadline of {deadline.seconds:g} s, "
                 "retries included (Client(deadline=...) sets it)"
             )
-        earned = (
-            f", plus 1 s per {self.min_download_rate:g} bytes received"
-            if self.min_download_rate
-            else ""
-        )
+        rate = self.min_download_rate
+        earned = f", plus 1 s per {rate:g} bytes received" if rate else ""
         return (
             f"download: not complete within the deadline of {deadline.allowed:.1f} s "
             f"({deadline.seconds:g} s{earned}; {received} bytes arrived). "
@@ -288,38 +287,8 @@ class Transport:
         # urllib3 keeps the retries it made on the reply (history: one entry per retry)
         retries = getattr(response.raw, "retries", None)
         attempts = 1 + len(getattr(retries, "history", ()) or ())
-        elapsed = deadline.elapsed()
-        log.debug(
-            "%s %s -> HTTP %d, %d bytes in %.3f s, attempt %d",
-            verb,
-            what,
-            response.status_code,
-            size,
-            elapsed,
-            attempts,
-            extra={
-                "api_method": what,
-                "http_status": response.status_code,
-                "nbytes": size,
-                "elapsed": elapsed,
-                "attempts": attempts,
-            },
-        )
-
-    def _log_failure(self, verb: str, what: str, deadline: Deadline, error: Exception) -> None:
-        elapsed = deadline.elapsed()
-        status = getattr(error, "http_status", None)
-        log.debug(
-            "%s %s failed after %.3f s: %s%s",
-            verb,
-            what,
-            elapsed,
-            type(error).__name__,
-            f" (HTTP {status})" if status is not None else "",
-            extra={
-                "api_method": what,
-                "http_status": status,
-                "elapsed": elapsed,
-                "error": type(error).__name__,
-            },
-        )
+        status, elapsed = response.status_code, deadline.elapsed()
+        extra = {"api_method": what, "http_status": status, "nbytes": size, "elapsed": elapsed}
+        extra["attempts"] = attempts
+        message = "%s %s -> HTTP %d, %d bytes in %.3f s, attempt %d"
+        log.debug(message, verb, what, status, size, elapsed, attempts, extra=extra)
