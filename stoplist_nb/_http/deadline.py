@@ -338,23 +338,15 @@ class _Watched:
         return super().getresponse()  # type: ignore[misc]
 
 
-class _WatchedHTTPConnection(_Watched, HTTPConnection):
-    pass
-
-
-class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
-    pass
-
-
-class _WatchedHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _WatchedHTTPConnection
-
-
-class _WatchedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
-
-
-_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+_WATCHED_POOLS = {
+    scheme: type(
+        f"Watched{pool.__name__}", (pool,), {"ConnectionCls": type("Watched", (_Watched, conn), {})}
+    )
+    for scheme, pool, conn in (
+        ("http", HTTPConnectionPool, HTTPConnection),
+        ("https", HTTPSConnectionPool, HTTPSConnection),
+    )
+}
 
 
 def watch_pools(manager: Any) -> None:

@@ -104,18 +104,13 @@ class DeadlineRetry(Retry):
             raise MaxRetryError(_pool, url or "", error) from error
         new = super().increment(method, url, response, error, _pool, _stacktrace)
         deadline = current()
-        if deadline is not None and new._pause(response) >= deadline.remaining():
+        pause = None
+        if new.respect_retry_after_header and response is not None:
+            pause = new.get_retry_after(response)  # what sleep() would wait (urllib3's rule)
+        if deadline is not None and (pause or new.get_backoff_time()) >= deadline.remaining():
             reason = error or ResponseError("the deadline leaves no time for another try")
             raise MaxRetryError(_pool, url or "", reason) from reason
         return new
-
-    def _pause(self, response: Any) -> float:
-        """What :meth:`sleep` would wait before the next attempt (urllib3's rule)."""
-        if self.respect_retry_after_header and response is not None:
-            after = self.get_retry_after(response)
-            if after:
-                return after
-        return self.get_backoff_time()
 
 
 _AWARE: dict[type[Retry], type[Retry]] = {}

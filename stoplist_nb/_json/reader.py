@@ -56,8 +56,11 @@ def read_reply(content: bytes) -> Reply:
     if not isinstance(content, bytes | bytearray | memoryview):
         raise ValueError(_NOT_AN_OBJECT)
     _require_utf8(content)
-    if depth_bound(content) > MAX_DEPTH:
-        _require_depth(text_depth(content))
+    if depth_bound(content) > MAX_DEPTH and (depth := text_depth(content)) > MAX_DEPTH:
+        raise ValueError(
+            f"the reply nests values more than {MAX_DEPTH} levels deep ({depth} or more); "
+            "nothing of it was read (MongoDB itself stores at most 100 levels)"
+        )
     table = _arrow_table(content)
     if table is not None:
         return _reply_from_table(table)
@@ -87,14 +90,6 @@ def _require_utf8(content: bytes | bytearray | memoryview) -> None:
         text.validate(full=True)
     except pa.ArrowInvalid:
         raise ValueError("the reply is not valid UTF-8, as JSON must be") from None
-
-
-def _require_depth(depth: int) -> None:
-    if depth > MAX_DEPTH:
-        raise ValueError(
-            f"the reply nests values more than {MAX_DEPTH} levels deep ({depth} or more); "
-            "nothing of it was read (MongoDB itself stores at most 100 levels)"
-        )
 
 
 def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:

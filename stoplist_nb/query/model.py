@@ -18,7 +18,7 @@ deeper than :data:`~stoplist_nb.query.values.MAX_DEPTH`, so its recursive
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,13 +244,10 @@ def _merges(items: tuple[Query, ...]) -> bool:
 def _wrap(item: Query, group: type[_Group]) -> str:
     # & binds tighter than ==, so comparisons need brackets; a group of the
     # other kind gets them for the reader.
-    if _is_comparison(item) or isinstance(item, group):
+    comparison = isinstance(item, Condition) and item.op in _SYMBOL and not item.negated
+    if comparison or isinstance(item, group):
         return f"({item!r})"
     return repr(item)
-
-
-def _is_comparison(item: Query) -> bool:
-    return isinstance(item, Condition) and item.op in _SYMBOL and not item.negated
 
 
 def _check_path(path: Any) -> None:
@@ -373,6 +370,10 @@ class Condition(Query):
         return f"~({text})" if op in _SYMBOL else f"~{text}"
 
 
+def _operator(op: str) -> Callable[[F, Any], Condition]:
+    return lambda field, value: field.op(op, value)
+
+
 class F:
     """A field, for building conditions: ``F("_city") == "Moscow"``.
 
@@ -404,23 +405,10 @@ class F:
         """Return the condition ``{path: {op: value}}``, e.g. ``F("phones").op("$size", 0)``."""
         return Condition(self.path, op, value)
 
-    def __eq__(self, value: object) -> Condition:  # type: ignore[override]
-        return self.op("$eq", value)
-
-    def __ne__(self, value: object) -> Condition:  # type: ignore[override]
-        return self.op("$ne", value)
-
-    def __lt__(self, value: Any) -> Condition:
-        return self.op("$lt", value)
-
-    def __le__(self, value: Any) -> Condition:
-        return self.op("$lte", value)
-
-    def __gt__(self, value: Any) -> Condition:
-        return self.op("$gt", value)
-
-    def __ge__(self, value: Any) -> Condition:
-        return self.op("$gte", value)
+    __eq__ = _operator("$eq")  # type: ignore[assignment]
+    __ne__ = _operator("$ne")  # type: ignore[assignment]
+    __lt__, __le__ = _operator("$lt"), _operator("$lte")
+    __gt__, __ge__ = _operator("$gt"), _operator("$gte")
 
     def isin(self, values: Iterable[Any]) -> Condition:
         """Return ``$in``: the field equals one of ``values`` (a list or tuple)."""
