@@ -14,13 +14,6 @@ from stoplist_nb._http.transport import (
 )
 
 __all__ = [
-    "DEFAULT_DEADLINE",
-    "DEFAULT_MIN_DOWNLOAD_RATE",
-    "DEFAULT_TIMEOUT",
-    "Transport",
-    "address_fault",
-    "check_envelope",
-    "origin",
-    "safe_download_path",
-    "secret_in_address",
-]
+    "DEFAULT_DEADLINE", "DEFAULT_MIN_DOWNLOAD_RATE", "DEFAULT_TIMEOUT", "Transport",
+    "address_fault", "check_envelope", "origin", "safe_download_path", "secret_in_address"
+]  # fmt: skip

@@ -85,9 +85,7 @@ _TABLE = (
     ),
     _Row(
         _kind(
-            urllib3.exceptions.ConnectTimeoutError,
-            requests.exceptions.ConnectTimeout,
-            but=(_NEW,),
+            urllib3.exceptions.ConnectTimeoutError, requests.exceptions.ConnectTimeout, but=(_NEW,)
         ),
         errors.RequestTimeout,
         "no connection to {address} within the timeout",

@@ -5,15 +5,6 @@ from stoplist_nb.query.parse import parse_query, validate_query
 from stoplist_nb.query.values import FIELD_OPERATORS, LOGICAL_OPERATORS, MAX_DEPTH
 
 __all__ = [
-    "FIELD_OPERATORS",
-    "LOGICAL_OPERATORS",
-    "MAX_DEPTH",
-    "And",
-    "Condition",
-    "F",
-    "Nor",
-    "Or",
-    "Query",
-    "parse_query",
-    "validate_query",
-]
+    "FIELD_OPERATORS", "LOGICAL_OPERATORS", "MAX_DEPTH", "And", "Condition", "F", "Nor", "Or",
+    "Query", "parse_query", "validate_query"
+]  # fmt: skip
