@@ -66,11 +66,7 @@ def _new_writer() -> str:
 
 
 def writer_alive(host: str, pid: int) -> bool:
-    """Whether the writer ``pid`` of ``host`` may run: only a gone process of this host is dead.
-
-    >>> writer_alive(_host(), os.getpid()), writer_alive("00000000", 1)
-    (True, True)
-    """
+    """Whether the writer ``pid`` of ``host`` may run: only a gone process of this host is dead."""
     if host != _host() or pid <= 0 or pid == os.getpid() or os.name != "posix":
         return True  # on Windows, os.kill would end the process
     try:
@@ -83,15 +79,7 @@ def writer_alive(host: str, pid: int) -> bool:
 
 
 def remove_debris(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
-    """Remove the temporaries in ``directory`` whose writer is dead; return what went.
-
-    A failure to remove one is passed over: clearing debris never stops a write.
-
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     pathlib.Path(tmp, "stop.parquet").touch()
-    ...     remove_debris(tmp)
-    []
-    """
+    """Remove the temporaries in ``directory`` whose writer is dead; return what went."""
     gone: list[pathlib.Path] = []
     try:
         entries = list(os.scandir(directory))
@@ -115,15 +103,7 @@ def remove_debris(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
 
 
 def check_target(path: object) -> pathlib.Path:
-    """``path`` as a :class:`~pathlib.Path` of a file that can be written.
-
-    Raises:
-        InvalidInput: Not a ``str`` or ``os.PathLike``, a directory, or in a
-            directory that does not exist.
-
-    >>> check_target("stop.parquet")
-    PosixPath('stop.parquet')
-    """
+    """``path`` as a :class:`~pathlib.Path` of a file that can be written, else ``InvalidInput``."""
     if not isinstance(path, str | os.PathLike) or isinstance(path, bytes):
         raise errors.InvalidInput(f"path must be a file name (str or os.PathLike), not {path!r}")
     out = pathlib.Path(path)

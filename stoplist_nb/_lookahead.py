@@ -1,20 +1,13 @@
 """Requests of a cursor walk sent ahead on a fetch thread, their replies parsed on workers.
 
-With ``lookahead > 0`` a fetch thread sends each request, in the order plain
-paging would, as soon as its cursor is read from the previous reply's raw
-bytes, and hands the reply to a pool of workers that parse it (pyarrow
-releases the GIL) and, given ``prepare``, flatten its rows; the caller's
-thread only takes the results, in order. A reply's parse starts once the
-next request is on the wire: a parse holding the GIL would otherwise hold
-that request back by up to the interpreter's switch interval. At most
-``lookahead + workers`` pages are in flight, so memory stays bounded; the
-fetch thread waits on a condition, never polls.
-
-The cursor read from bytes is a guess: :class:`Ahead` answers each request of
-the walk from one sent ahead only when that one carried exactly the same
-body, otherwise it drops those sent ahead and sends it again. Looking ahead
-changes when pages arrive, never which. Closing it cuts the request on the
-wire short, cancels the parses and joins every thread: nothing is sent after.
+A fetch thread sends each request as soon as its cursor is read from the
+previous reply's raw bytes, and hands the reply to workers that parse (and
+``prepare``) it once the next request is on the wire (a parse holding the GIL
+would hold the send back). At most ``lookahead + workers`` pages are in
+flight. The cursor read from bytes is a guess: :class:`Ahead` answers a
+request from one sent ahead only if that one had the same body, else drops
+them and sends it again, so looking ahead changes when pages arrive, never
+which. Closing cuts the request on the wire and joins every thread.
 """
 
 from __future__ import annotations
@@ -62,11 +55,7 @@ def check_threads(lookahead: Any, workers: Any) -> None:
 
 
 def default_workers() -> int:
-    """Worker threads that parse and flatten replies by default: one per core, at most 8.
-
-    >>> 1 <= default_workers() <= MAX_WORKERS
-    True
-    """
+    """Worker threads that parse and flatten replies by default: one per core, at most 8."""
     return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
 
 

@@ -1,19 +1,14 @@
 """Cursor paging (``from_id`` / ``next_from_id``): the walk and its rules.
 
-The walk asks for the pages of plain paging (sent ahead by
-:mod:`stoplist_nb._lookahead`) as a :class:`~stoplist_nb._stream.Stream`.
-A page whose cursor does not move forward (to one the walk, or an earlier
-walk in ``seen``, was at) is never yielded: the error carries the cursor it
+A page whose cursor does not move forward (to one this walk, or an earlier
+one in ``seen``, was at) is never yielded: the error carries the cursor it
 was asked with as ``resume_from``, so what was yielded plus a read resumed
-there is exactly the whole list.
-
-Where the cursor is evidently the last row's id (a page's ``next_from_id``
-equals its last row's ``id`` or ``_id``), a row's id serves as a cursor: a
-page past ``max_rows`` (a service that ignores ``limit``) is cut and goes on
-from its last row kept, and a page of ``limit`` rows or more without a cursor
-goes on from its last row's id (``CursorStalled`` with ``resume_from=None``
-after yielding it, when that row has no id). An opaque cursor is never cut
-inside a page.
+there is the whole list. Where the cursor is evidently the last row's id
+(``next_from_id`` equals the last row's ``id`` or ``_id``), a row's id
+serves as one: a page past ``max_rows`` is cut, and a page of ``limit`` rows
+without a cursor goes on from its last row's id (``CursorStalled`` with
+``resume_from=None`` after yielding it, when that row has none). An opaque
+cursor is never cut inside a page.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """A stream of pages: an iterator and a context manager that cleans up after itself.
 
-What a stream's pages need (the fetch thread, the parse workers, a progress
-bar) is adopted by its :class:`Owner`, and :meth:`Owner.close` ends each of
-them on every path: when the stream is exhausted; when an exception (Ctrl-C
-included) leaves :meth:`Stream.__next__`, before it reaches the caller, who
-may keep its traceback for long; on ``close()`` or at the end of a ``with``
-block; and, as a backstop, when a stream is dropped half-read. Closing is
-bounded in time (:data:`~stoplist_nb._threads.JOIN_SECONDS` a thread), and a
-second Ctrl-C that comes while it runs is held until it ends.
+What its pages need (threads, a progress bar) is adopted by its
+:class:`Owner`, and ended on every path: exhausted, an exception (Ctrl-C
+included) leaving :meth:`Stream.__next__` before it reaches the caller,
+``close()`` or ``with``, and as a backstop when dropped half-read. Closing is
+bounded in time, and a second Ctrl-C during it is held until it ends.
 """
 
 from __future__ import annotations
