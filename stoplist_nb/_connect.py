@@ -74,9 +74,7 @@ def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings
         )
     else:
         return None
-    exc = errors.InvalidInput(f"{other} is set but {missing} is not")
-    exc.hint = hint
-    raise exc
+    raise errors.InvalidInput(f"{other} is set but {missing} is not", hint=hint)
 
 
 _LOOPBACK = ("localhost", "127.", "::1", "[::1]")
@@ -90,11 +88,12 @@ def _check_env_url(url: str) -> None:
     if fault == "secret":
         raise secret_in_address(ENV_URL, f"the token goes in {ENV_TOKEN}")
     shown = url.split("?", 1)[0].rsplit("@", 1)[-1]  # never a query or a user's password
-    exc = errors.InvalidInput(f"{ENV_URL} must be an http:// or https:// address, not {shown!r}")
     bare = shown.split("://", 1)[-1].lstrip("/")
     scheme = "http" if bare.startswith(_LOOPBACK) else "https"
-    exc.hint = f"e.g. export {ENV_URL}={scheme}://{bare}"
-    raise exc
+    raise errors.InvalidInput(
+        f"{ENV_URL} must be an http:// or https:// address, not {shown!r}",
+        hint=f"e.g. export {ENV_URL}={scheme}://{bare}",
+    )
 
 
 #: With no account in the environment, ``connect()`` reads the demo service when
@@ -181,13 +180,13 @@ def _demo_from_env() -> bool:
         return True
     if value.lower() in _NO:
         return False
-    exc = errors.InvalidInput(f"{ENV_DEMO} must be 1 or 0, not {value!r}")
-    exc.hint = f"{ENV_DEMO}=1 lets connect() read the embedded demo service when no account is set"
-    raise exc
+    raise errors.InvalidInput(
+        f"{ENV_DEMO} must be 1 or 0, not {value!r}",
+        hint=f"{ENV_DEMO}=1 lets connect() read the embedded demo service when no account is set",
+    )
 
 
 def _no_account(*, demo_allowed: bool) -> errors.InvalidInput:
-    exc = errors.InvalidInput(f"no account to read: {ENV_URL} and {ENV_TOKEN} are not set")
     hint = (
         f"export {ENV_URL}=https://your-platform.example and {ENV_TOKEN} before starting "
         f"Python, or only {ENV_URL} with sn.connect(ask_token=True)"
@@ -196,8 +195,8 @@ def _no_account(*, demo_allowed: bool) -> errors.InvalidInput:
         hint += (
             f"; to read the embedded demo service instead, sn.connect(demo=True) or {ENV_DEMO}=1"
         )
-    exc.hint = hint
-    return exc
+    message = f"no account to read: {ENV_URL} and {ENV_TOKEN} are not set"
+    return errors.InvalidInput(message, hint=hint)
 
 
 def _ask_token(url: str) -> str:

@@ -63,8 +63,10 @@ class StoplistError(Exception):
     task_id: str | None = None
     hint: str | None = None
 
-    def __init__(self, *args: Any) -> None:
+    def __init__(self, *args: Any, hint: str | None = None) -> None:
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
+        if hint is not None:
+            self.hint = hint
 
     def __str__(self) -> str:
         text = super().__str__()

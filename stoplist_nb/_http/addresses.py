@@ -49,9 +49,10 @@ def address_fault(url: object) -> Literal["scheme", "secret"] | None:
 
 def secret_in_address(name: str, where: str) -> errors.InvalidInput:
     """Refuse the address in ``name`` that holds a secret; ``where``: where the token goes."""
-    exc = errors.InvalidInput(f"{name} must not hold a user name, a password or a query")
-    exc.hint = f"{where}, and only the address in {name}: it is shown in reprs and messages"
-    return exc
+    return errors.InvalidInput(
+        f"{name} must not hold a user name, a password or a query",
+        hint=f"{where}, and only the address in {name}: it is shown in reprs and messages",
+    )
 
 
 def _port(parts: SplitResult) -> int | None:
