@@ -38,8 +38,8 @@ def freeze(value: Any) -> Any:
 
 
 def thaw(value: Any) -> Any:
-    """A fresh, plain deep copy of a JSON value (dicts and lists)."""
-    if isinstance(value, dict):
+    """A fresh, plain deep copy of a JSON value: dicts (of any ``Mapping``) and lists."""
+    if isinstance(value, Mapping):
         return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [thaw(item) for item in value]

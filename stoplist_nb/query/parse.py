@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stoplist_nb._json.frozen import thaw
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query.model import And, Condition, Nor, Or, Query
 from stoplist_nb.query.values import (
@@ -24,7 +25,6 @@ from stoplist_nb.query.values import (
     check_field_operator,
     check_path,
     json_depth,
-    plain,
 )
 
 
@@ -59,7 +59,7 @@ def validate_query(query: Any) -> dict[str, Any]:
     json_depth(query, "query")
     # The walks below recurse, which is safe only within the depth checked above.
     _check_filter(query, "query")
-    result: dict[str, Any] = plain(query)
+    result: dict[str, Any] = thaw(query)
     return result
 
 

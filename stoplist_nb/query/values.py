@@ -183,15 +183,6 @@ def json_depth(value: Any, where: str, *, limit: int = MAX_DEPTH) -> int:
     return int(finished[id(value)][1])
 
 
-def plain(value: Any) -> Any:
-    """A copy of ``value`` as ``json.dumps`` takes it (recursive: only after :func:`json_depth`)."""
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
-
-
 #: Operators that combine whole conditions, allowed where a query is.
 LOGICAL_OPERATORS = frozenset({"$and", "$or", "$nor", "$comment"})
 
