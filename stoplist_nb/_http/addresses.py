@@ -156,15 +156,10 @@ def safe_download_path(path: str, *, base_url: str | None = None) -> str:
     """Check a download path and return it URL-quoted for ``/api/download/``.
 
     The token travels with every download, so only paths within the service's
-    own download area are allowed: a plain relative path, as the contract gives
-    it, or with ``base_url`` the same file named from the root
-    (``/api/download/...``) or by a URL on that origin.
-
-    Raises:
-        UnsafePath: ``path`` is empty; a URL on another scheme, host or port,
-            or with a user name; outside ``/api/download/``; or has ``.``,
-            ``..`` (also percent-encoded) or empty segments, backslashes or
-            control characters.
+    download area are taken: a plain relative path, as the contract gives it,
+    or with ``base_url`` the same file named from the root or by a URL on that
+    origin. Anything else (``..``, backslashes, control characters, another
+    host) is ``UnsafePath``.
 
     >>> safe_download_path("suppress/1f0c/Стоп-лист 1.md5.zip")
     'suppress/1f0c/%D0%A1%D1%82%D0%BE%D0%BF-%D0%BB%D0%B8%D1%81%D1%82%201.md5.zip'
