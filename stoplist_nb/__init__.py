@@ -4,13 +4,7 @@
 >>> client = sn.connect()  # doctest: +SKIP
 >>> df = sn.read_profiles(client, db_id=1)  # doctest: +SKIP
 
-``connect()`` reads your account from ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``.
-It reads the embedded demo service only when asked (``connect(demo=True)``, or
-``STOPLIST_NB_DEMO=1`` with no account set) and then says so; with neither, it
-raises ``InvalidInput``.
-
-The widget (:mod:`stoplist_nb.widgets`), the plots (:mod:`stoplist_nb.plots`)
-and the demo service (:mod:`stoplist_nb.demo`) are imported on demand.
+The widget, the plots and the demo service are imported on demand.
 """
 
 from stoplist_nb._connect import connect
@@ -60,63 +54,16 @@ from stoplist_nb.suppression.hashing import hash_email, hash_emails, hash_phone,
 from stoplist_nb.suppression.tasks import TaskStatus, get_task, wait_for_task
 
 __all__ = [
-    "APIError",
-    "And",
-    "ArchiveTooLarge",
-    "AuthError",
-    "BadArchive",
-    "BadRequest",
-    "Client",
-    "Condition",
-    "ConnectError",
-    "CursorStalled",
-    "DatasetDamaged",
-    "DatasetLocked",
-    "DatasetMismatch",
-    "DatasetSummary",
-    "F",
-    "FileSummary",
-    "IncompleteDownload",
-    "InvalidInput",
-    "InvalidQuery",
-    "InvalidReply",
-    "Nor",
-    "Or",
-    "OutputExists",
-    "Page",
-    "ProfilesRequest",
-    "Query",
-    "RateLimited",
-    "RequestTimeout",
-    "ServerError",
-    "StoplistError",
-    "SuppressionSummary",
-    "TariffLimit",
-    "TaskFailed",
-    "TaskStatus",
-    "TaskTimeout",
-    "TransportError",
-    "UnsafePath",
-    "connect",
-    "database_fields",
-    "dataset_summary",
-    "default_retry",
-    "download_export",
-    "flag_suppressed",
-    "get_task",
-    "hash_email",
-    "hash_emails",
-    "hash_phone",
-    "hash_phones",
-    "normalize_profiles",
-    "parse_query",
-    "read_hashed_csv",
-    "read_profiles",
-    "read_suppression_list",
-    "split_channels",
-    "start_suppression_export",
-    "validate_query",
-    "wait_for_task",
-    "write_suppression_parquet",
-]
+    "APIError", "And", "ArchiveTooLarge", "AuthError", "BadArchive", "BadRequest", "Client",
+    "Condition", "ConnectError", "CursorStalled", "DatasetDamaged", "DatasetLocked",
+    "DatasetMismatch", "DatasetSummary", "F", "FileSummary", "IncompleteDownload", "InvalidInput",
+    "InvalidQuery", "InvalidReply", "Nor", "Or", "OutputExists", "Page", "ProfilesRequest", "Query",
+    "RateLimited", "RequestTimeout", "ServerError", "StoplistError", "SuppressionSummary",
+    "TariffLimit", "TaskFailed", "TaskStatus", "TaskTimeout", "TransportError", "UnsafePath",
+    "connect", "database_fields", "dataset_summary", "default_retry", "download_export",
+    "flag_suppressed", "get_task", "hash_email", "hash_emails", "hash_phone", "hash_phones",
+    "normalize_profiles", "parse_query", "read_hashed_csv", "read_profiles",
+    "read_suppression_list", "split_channels", "start_suppression_export", "validate_query",
+    "wait_for_task", "write_suppression_parquet"
+]  # fmt: skip
 __version__ = "0.1.0"

@@ -1,40 +1,25 @@
 """A file put in place whole: written under hidden names beside it, given its name when complete.
 
-Every writer of one file (a profiles file, a suppression list's Parquet file,
-a download, the command line's frames) writes through :class:`Output`, which
-holds the rules they share:
+Every writer of one file writes through :class:`Output`, which holds the rules they share:
 
-- **Hidden temporaries, one naming scheme.** Whatever a write makes on its
-  way (the file's body, segments, a directory of downloads) is named
+- **Hidden temporaries, one naming scheme.**
   ``.<target name>.stoplist_nb-<host>-<pid>-<nonce>.<label>`` beside the
-  target: ``<host>`` is eight hex digits of a hash of the host name,
-  ``<pid>`` the writing process, ``<nonce>`` eight random hex digits,
-  ``<label>`` what it is (``part``, ``segment0``, ``zips``). A scratch
-  directory with no target (:func:`scratch_directory`) is
-  ``.stoplist_nb-<host>-<pid>-<nonce>.<label>``, in the system's temporary
-  directory. On every way out but success (an error, Ctrl-C, SIGTERM as the
-  command line turns it into ``KeyboardInterrupt``) they are removed.
-- **Debris is cleared by the next write.** A run that is killed (SIGKILL, a
-  power cut) cannot clean up, nor can a cleanup that Ctrl-C cut short. A
-  later write in the same directory removes the temporaries whose writer is
-  over: made on this host by a process id that no longer runs, or by this
-  process in a write that has ended. Anything else stays: a live writer's
-  (whatever it is now: a process id taken again keeps the files), another
-  host's (a shared disk), a name of any other shape. (Ctrl-C on the very
-  call into a cleanup leaves the write's temporaries until its process ends.)
-- **No file is replaced unasked.** With ``overwrite`` false a file at the
-  target raises :class:`~stoplist_nb.errors.OutputExists` when the output is
-  opened, before anything is sent; the file is then given its name with a
-  hard link, which fails if the name was taken meanwhile, so a file that
-  appeared during the write is kept too (``OutputExists`` again). Where hard
-  links are not supported the name is claimed with an empty file first,
-  then replaced by the written one.
-- **One mode.** Files are created ``0o666`` and directories ``0o777``, less
-  the user's umask, as any file they make: Parquet, CSV and ZIP alike.
-- **A clean error.** An ``OSError`` of the write (a full disk, a read-only
-  directory) leaves as a plain ``OSError`` of the same kind naming the
-  target; cleaning up never hides it, and a file already at the target is
-  left as it was.
+  target (``<host>``: eight hex digits of a hash of the host name;
+  ``<nonce>``: eight random hex digits), or without ``<target name>.`` for a
+  :func:`scratch_directory`. On every way out but success (an error, Ctrl-C,
+  SIGTERM turned into it) they are removed.
+- **Debris is cleared by the next write.** A later write in the same
+  directory removes the temporaries whose writer is over (this host, a
+  process id no longer running, or this process in a write that has ended);
+  another host's, a live writer's or a name of any other shape stays.
+- **No file is replaced unasked.** Without ``overwrite`` a file at the target
+  raises :class:`~stoplist_nb.errors.OutputExists` before anything is sent,
+  and the file is given its name with a hard link, which fails if the name
+  was taken meanwhile (where there are no hard links, the name is claimed
+  with an empty file first).
+- **One mode.** Files ``0o666`` and directories ``0o777``, less the umask.
+- **A clean error.** An ``OSError`` of the write leaves as a plain
+  ``OSError`` of the same kind naming the target; cleaning up never hides it.
 """
 
 from __future__ import annotations
@@ -54,15 +39,6 @@ from types import TracebackType
 
 from stoplist_nb import errors
 
-__all__ = [
-    "Output",
-    "check_target",
-    "refuse_existing",
-    "remove_debris",
-    "scratch_directory",
-    "writer_alive",
-]
-
 _TAG = "stoplist_nb"
 _LABEL = re.compile(r"[a-z0-9]+")
 #: ``.<name>.stoplist_nb-<host>-<pid>-<nonce>.<label>``, or without ``<name>.``.
@@ -71,9 +47,7 @@ _TEMPORARY = re.compile(
     r"[0-9a-f]{8})\.[a-z0-9]+",
     re.DOTALL,
 )
-#: The writes of this process that are not over (``<host>-<pid>-<nonce>``): the
-#: temporaries of any other write of this process are debris too. Ctrl-C can
-#: land in a cleanup; what it leaves, the next write clears.
+#: The writes of this process that are not over: any other's temporaries are debris.
 _WRITING: set[str] = set()
 # link() errors that say the file system has no hard links (FAT, some network disks).
 _NO_LINKS = frozenset(
@@ -92,15 +66,7 @@ def _new_writer() -> str:
 
 
 def writer_alive(host: str, pid: int) -> bool:
-    """Whether the writer ``pid`` of ``host`` (as in the temporaries' names) may still run.
-
-    Only a process of this host that is gone is known to be dead; where that
-    cannot be told (another host, a system without ``kill(pid, 0)``), it
-    counts as alive.
-
-    >>> writer_alive(_host(), os.getpid()), writer_alive("00000000", 1)
-    (True, True)
-    """
+    """Whether the writer ``pid`` of ``host`` may run: only a gone process of this host is dead."""
     if host != _host() or pid <= 0 or pid == os.getpid() or os.name != "posix":
         return True  # on Windows, os.kill would end the process
     try:
@@ -113,17 +79,7 @@ def writer_alive(host: str, pid: int) -> bool:
 
 
 def remove_debris(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
-    """Remove the temporaries in ``directory`` whose writer is dead; return what went.
-
-    Each is removed on its own and a failure (a file another user owns, a
-    directory that cannot be listed) is passed over: clearing debris never
-    stops a write.
-
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     pathlib.Path(tmp, "stop.parquet").touch()
-    ...     remove_debris(tmp)
-    []
-    """
+    """Remove the temporaries in ``directory`` whose writer is dead; return what went."""
     gone: list[pathlib.Path] = []
     try:
         entries = list(os.scandir(directory))
@@ -147,15 +103,7 @@ def remove_debris(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
 
 
 def check_target(path: object) -> pathlib.Path:
-    """``path`` as a :class:`~pathlib.Path` of a file that can be written.
-
-    Raises:
-        InvalidInput: Not a ``str`` or ``os.PathLike``, a directory, or in a
-            directory that does not exist.
-
-    >>> check_target("stop.parquet")
-    PosixPath('stop.parquet')
-    """
+    """``path`` as a :class:`~pathlib.Path` of a file that can be written, else ``InvalidInput``."""
     if not isinstance(path, str | os.PathLike) or isinstance(path, bytes):
         raise errors.InvalidInput(f"path must be a file name (str or os.PathLike), not {path!r}")
     out = pathlib.Path(path)
@@ -167,10 +115,7 @@ def check_target(path: object) -> pathlib.Path:
 
 
 def refuse_existing(path: pathlib.Path, overwrite: bool) -> None:
-    """Raise ``OutputExists`` if something is at ``path`` and ``overwrite`` is false.
-
-    A broken symbolic link counts: the name is taken.
-    """
+    """Raise ``OutputExists`` if anything (a broken link too) is at ``path``, unless overwriting."""
     if not overwrite and (path.exists() or path.is_symlink()):
         raise errors.OutputExists(
             f"{str(path)!r} exists; nothing was written (overwrite=True replaces it)", path=path
@@ -181,10 +126,8 @@ class Output:
     """One file, written under hidden temporaries beside it and given its name when complete.
 
     Opening it (``with``) refuses a file already at ``path`` unless
-    ``overwrite``, and clears the debris of dead writers beside it;
-    :meth:`temporary` and :meth:`temporary_directory` make the hidden names
-    the write uses, :meth:`put` gives one of them the name ``path``. Leaving
-    the block removes every temporary still there. See the module's description.
+    ``overwrite`` and clears the debris beside it; :meth:`put` gives a
+    temporary the name ``path``; leaving removes every temporary still there.
 
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> with Output(tmp / "note.txt") as out:
@@ -258,7 +201,7 @@ class Output:
         return path
 
     def temporary_directory(self, label: str) -> pathlib.Path:
-        """A new hidden directory beside the target, removed with what it holds on leaving."""
+        """A new hidden directory beside the target, removed with what it holds."""
         path = self._name(label)
         self._made.append(path)
         try:
@@ -269,12 +212,7 @@ class Output:
         return path
 
     def put(self, temporary: pathlib.Path) -> pathlib.Path:
-        """Give the file ``temporary`` the target's name; return the target.
-
-        Raises:
-            OutputExists: ``overwrite`` is false and a file appeared at the
-                target during the write; it is left as it is.
-        """
+        """Give the file ``temporary`` the target's name (``OutputExists`` if one appeared)."""
         if self.overwrite:
             os.replace(temporary, self.path)
         else:
@@ -285,8 +223,7 @@ class Output:
     def discard(self) -> None:
         """Remove every temporary still there; a failure to remove is passed over.
 
-        Ctrl-C during the cleanup does not stop it: the cleanup ends (a few
-        removals), then the ``KeyboardInterrupt`` goes on.
+        Ctrl-C during the cleanup does not stop it: the ``KeyboardInterrupt`` goes on after.
         """
         interrupted: KeyboardInterrupt | None = None
         while self._made:
@@ -339,10 +276,6 @@ def scratch_directory(
     label: str, where: str | os.PathLike[str] | None = None
 ) -> Iterator[pathlib.Path]:
     """A hidden directory of this scheme in ``where`` (default: the system's temporary one).
-
-    For files a step needs for a while and no target stands beside (the
-    downloads of :func:`~stoplist_nb.suppression.export.read_suppression_list`);
-    removed on leaving, and as debris by a later one once its process is gone.
 
     >>> with scratch_directory("zips") as tmp:
     ...     tmp.name.startswith(".stoplist_nb-"), tmp.is_dir()

@@ -1,8 +1,7 @@
 """The rules for a caller's plain arguments, each written once: a whole number, a flag, a number.
 
-Each check returns the value or raises :class:`~stoplist_nb.errors.InvalidInput`
-naming the argument and what it was given, before anything is sent or written.
-A ``bool`` is never taken for a number, though Python counts it as one.
+Each returns the value or raises :class:`~stoplist_nb.errors.InvalidInput`
+naming the argument; a ``bool`` is never taken for a number.
 """
 
 from __future__ import annotations
@@ -10,8 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from stoplist_nb.errors import InvalidInput
-
-__all__ = ["check_flag", "check_int", "check_number"]
 
 
 def check_int(name: str, value: Any, *, minimum: int | None = None) -> int:
@@ -42,9 +39,9 @@ def check_flag(name: str, value: Any) -> bool:
 def check_number(
     name: str, value: Any, *, unit: str = "", zero: bool = False, none: bool = False
 ) -> Any:
-    """``value`` if it is a number above 0 (``zero``: of at least 0), or ``None`` with ``none``.
+    """``value`` if it is a number above 0 (``zero``: at least 0; ``none``: or ``None``).
 
-    ``unit`` names what it counts in the message (``"seconds"``); NaN is refused.
+    ``unit`` names what it counts in the message; NaN is refused.
 
     >>> check_number("deadline", -1, none=True)
     Traceback (most recent call last):

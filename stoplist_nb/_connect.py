@@ -1,15 +1,10 @@
 """``connect()``: your account when the environment names one, the demo service when asked.
 
 The answer of this package decides whom a campaign may contact, so demo data
-must never pass for an account's. ``sn.connect()`` reads the account that
-``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` name; it reads the embedded demo
-service only when asked to, by ``sn.connect(demo=True)`` or by
-``STOPLIST_NB_DEMO=1`` in an environment with no account (Binder sets it, and
-so does the notebooks' test run), and then says so in one line. With neither
-an account nor the demo asked for, it raises ``InvalidInput``.
-
-:func:`settings_from_env` is the one rule that reads the two variables, for
-``connect()`` and the command line alike.
+must never pass for an account's: the demo service is read only when asked
+(``demo=True``, or ``STOPLIST_NB_DEMO=1`` with no account set), and then a
+line says so. :func:`settings_from_env` is the one rule that reads the two
+variables, for ``connect()`` and the command line alike.
 """
 
 from __future__ import annotations
@@ -30,7 +25,6 @@ from stoplist_nb.client import Client
 if TYPE_CHECKING:
     from stoplist_nb.demo import DemoService
 
-__all__ = ["ENV_TOKEN", "ENV_URL", "EnvSettings", "connect", "settings_from_env"]
 
 #: The account's address and API token, kept in the environment, out of the notebook.
 ENV_URL = "STOPLIST_NB_URL"
@@ -48,24 +42,15 @@ class EnvSettings:
 def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings | None:
     """Read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``: the one rule for every entry point.
 
-    Both set: that service. Neither set: ``None`` (``connect()`` then starts
-    the embedded demo service only when asked, by ``demo=True`` or
-    ``STOPLIST_NB_DEMO=1``; ``connect(demo=False)`` and the command line refuse).
-    Only one set: ``InvalidInput`` naming the missing one, since the API takes
-    no call without a token. Blank values count as unset; both are stripped.
+    Both set: that service. Neither: ``None``. Blank values count as unset.
 
     Args:
-        ask: Called with the URL when only the URL is set, to supply the token
-            (``connect(ask_token=True)`` passes :func:`getpass.getpass`); an
-            empty answer is refused like a missing variable.
+        ask: Called with the URL when only the URL is set, to supply the token.
 
     Raises:
         InvalidInput: Only one of the two is set (the message names the
-            variables, never their values), or ``STOPLIST_NB_URL`` is no
-            ``http://`` or ``https://`` address (the message names it, and
-            the hint gives it with a scheme) or holds a user name, a
-            password or a query (the hint says the token goes in
-            ``STOPLIST_NB_TOKEN``).
+            variables, never their values), or ``STOPLIST_NB_URL`` is not an
+            ``http://`` or ``https://`` address or holds a secret.
     """
     url = os.environ.get(ENV_URL, "").strip()
     token = os.environ.get(ENV_TOKEN, "").strip()
@@ -89,34 +74,26 @@ def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings
         )
     else:
         return None
-    exc = errors.InvalidInput(f"{other} is set but {missing} is not")
-    exc.hint = hint
-    raise exc
+    raise errors.InvalidInput(f"{other} is set but {missing} is not", hint=hint)
 
 
 _LOOPBACK = ("localhost", "127.", "::1", "[::1]")
 
 
 def _check_env_url(url: str) -> None:
-    """Refuse a ``STOPLIST_NB_URL`` that ``Client`` would refuse, naming the variable.
-
-    Raises:
-        InvalidInput: Not ``http://`` or ``https://`` and a host; the hint
-            gives the same address with a scheme (``http://`` for this
-            machine, ``https://`` elsewhere). Or it holds a user name, a
-            password or a query; the hint says the token goes in ``STOPLIST_NB_TOKEN``.
-    """
+    """Refuse a ``STOPLIST_NB_URL`` that ``Client`` would refuse, naming the variable."""
     fault = address_fault(url)
     if fault is None:
         return
     if fault == "secret":
         raise secret_in_address(ENV_URL, f"the token goes in {ENV_TOKEN}")
     shown = url.split("?", 1)[0].rsplit("@", 1)[-1]  # never a query or a user's password
-    exc = errors.InvalidInput(f"{ENV_URL} must be an http:// or https:// address, not {shown!r}")
     bare = shown.split("://", 1)[-1].lstrip("/")
     scheme = "http" if bare.startswith(_LOOPBACK) else "https"
-    exc.hint = f"e.g. export {ENV_URL}={scheme}://{bare}"
-    raise exc
+    raise errors.InvalidInput(
+        f"{ENV_URL} must be an http:// or https:// address, not {shown!r}",
+        hint=f"e.g. export {ENV_URL}={scheme}://{bare}",
+    )
 
 
 #: With no account in the environment, ``connect()`` reads the demo service when
@@ -142,46 +119,27 @@ def connect(
 ) -> Client:
     """Return a client for your account, or for the embedded demo service when asked.
 
-    The account comes from the environment, ``STOPLIST_NB_URL`` and
-    ``STOPLIST_NB_TOKEN``, read by :func:`settings_from_env` as everywhere.
-    The demo service runs only when asked for:
-
-    - ``demo=True``: the demo service, whatever the environment says.
-    - ``demo=None`` (the default): your account when the environment names
-      one; with neither variable set, the demo service if ``STOPLIST_NB_DEMO``
-      is ``1`` (Binder sets it for the notebooks), else ``InvalidInput``.
-    - ``demo=False``: your account, never the demo service.
-
-    The demo service starts on loopback (once per Python process and data set),
-    and a line says that the data are demo data, with the demo's database id
-    (1) and suppression-list id (7).
+    The account comes from ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``. The
+    demo service (started on loopback once per process and data set) is read
+    with ``demo=True``; with ``demo=None`` only when no account is set and
+    ``STOPLIST_NB_DEMO`` is ``1`` (Binder sets it); never with ``demo=False``.
+    A line then says the data are demo data, with the demo's database id (1)
+    and suppression-list id (7).
 
     Args:
-        demo: Read the embedded demo service (``True``), never read it
-            (``False``), or let ``STOPLIST_NB_DEMO`` decide when no account is
-            set (``None``).
-        ask_token: When ``STOPLIST_NB_URL`` is set but ``STOPLIST_NB_TOKEN`` is
-            not, ask for the token with :func:`getpass.getpass`. What you type
-            is neither echoed nor kept in the notebook; it lives only in the
-            returned client. It asks for your account, so it never falls back
-            to the demo service.
+        demo: ``True``, ``False`` or ``None``, as above.
+        ask_token: When only ``STOPLIST_NB_URL`` is set, ask for the token with
+            :func:`getpass.getpass` (not echoed, not kept in the notebook).
         profiles: Size of the demo data set.
         seed: Seed of the demo data set.
         quiet: Do not print the demo line.
-        **client_options: Passed to :class:`Client` (``timeout``, ``retry``,
-            ``session``).
-
-    Returns:
-        A :class:`Client`.
+        **client_options: Passed to :class:`Client` (``timeout``, ``retry``, ...).
 
     Raises:
-        InvalidInput: No account in the environment and the demo service not
-            asked for (the message names ``STOPLIST_NB_URL`` and how to ask for
-            the demo); only one of the two variables set (and ``ask_token``
-            cannot supply the missing token); ``STOPLIST_NB_DEMO`` neither
-            ``1`` nor ``0``; or ``demo=True`` with ``ask_token=True``.
-        ImportError: The demo service is needed but ``mongomock`` is missing
-            (``pip install "stoplist_nb[demo]"``).
+        InvalidInput: No account and the demo service not asked for; only one
+            variable set; ``STOPLIST_NB_DEMO`` neither ``1`` nor ``0``; or
+            ``demo=True`` with ``ask_token=True``.
+        ImportError: The demo service is needed but ``mongomock`` is missing.
 
     >>> import stoplist_nb as sn
     >>> client = sn.connect()  # doctest: +SKIP
@@ -216,19 +174,19 @@ def connect(
 
 
 def _demo_from_env() -> bool:
-    """Whether ``STOPLIST_NB_DEMO`` asks for the demo service (read only when no account is set)."""
+    """Whether ``STOPLIST_NB_DEMO`` asks for the demo service."""
     value = os.environ.get(ENV_DEMO, "").strip()
     if value.lower() in _YES:
         return True
     if value.lower() in _NO:
         return False
-    exc = errors.InvalidInput(f"{ENV_DEMO} must be 1 or 0, not {value!r}")
-    exc.hint = f"{ENV_DEMO}=1 lets connect() read the embedded demo service when no account is set"
-    raise exc
+    raise errors.InvalidInput(
+        f"{ENV_DEMO} must be 1 or 0, not {value!r}",
+        hint=f"{ENV_DEMO}=1 lets connect() read the embedded demo service when no account is set",
+    )
 
 
 def _no_account(*, demo_allowed: bool) -> errors.InvalidInput:
-    exc = errors.InvalidInput(f"no account to read: {ENV_URL} and {ENV_TOKEN} are not set")
     hint = (
         f"export {ENV_URL}=https://your-platform.example and {ENV_TOKEN} before starting "
         f"Python, or only {ENV_URL} with sn.connect(ask_token=True)"
@@ -237,8 +195,8 @@ def _no_account(*, demo_allowed: bool) -> errors.InvalidInput:
         hint += (
             f"; to read the embedded demo service instead, sn.connect(demo=True) or {ENV_DEMO}=1"
         )
-    exc.hint = hint
-    return exc
+    message = f"no account to read: {ENV_URL} and {ENV_TOKEN} are not set"
+    return errors.InvalidInput(message, hint=hint)
 
 
 def _ask_token(url: str) -> str:

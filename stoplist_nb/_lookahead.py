@@ -1,35 +1,13 @@
 """Requests of a cursor walk sent ahead on a fetch thread, their replies parsed on workers.
 
-Requests go out one at a time, in the order plain paging would send them, but
-never wait for the caller: with ``lookahead > 0`` a fetch thread sends each one
-as soon as its cursor is known, read from the previous reply's raw bytes by a
-plain text search, and hands the reply to a ``concurrent.futures`` pool of
-workers (one per core by default, at most :data:`MAX_WORKERS`) that parse it
-(pyarrow releases the GIL while it parses) and, given ``prepare``, flatten its
-rows. The caller's thread only takes the results, in order, and checks them.
-A reply's parse starts once the next request is on the wire (or at once when
-none is to be sent yet): sending takes the GIL for a millisecond or so, and a
-parse that starts at the same instant (much of the guards' and the
-flattening's work holds the GIL) would hold that request back by up to the
-interpreter's switch interval, on every page.
-At most ``lookahead + workers`` pages are in flight (received and not yet
-taken): one for each worker to parse and ``lookahead`` more, so that every
-core has a page when replies come faster than they are parsed, and memory
-stays bounded when they come faster than the caller takes them. The fetch
-thread waits on a condition, never polls, when that many wait.
-
-That cursor is a guess until the reply is parsed. The walk
-(:mod:`stoplist_nb._paging`) is plain paging; :class:`Ahead` answers each of
-its requests, from one sent ahead only when that one carried exactly the same
-body (cursor, ``limit``, every param), otherwise by dropping those sent ahead
-(and the reply on the wire, once it arrives) and having the fetch thread send
-it again. So looking ahead changes when pages arrive, never which: at worst it
-costs ``lookahead + workers`` requests of a read-only method whose replies are
-thrown away.
-
-Closing it stops the fetch thread, cuts the request on the wire short
-(``cut``: its socket shut down, no retry), cancels the parses and joins every
-thread before it returns: no request is sent after it.
+A fetch thread sends each request as soon as its cursor is read from the
+previous reply's raw bytes, and hands the reply to workers that parse (and
+``prepare``) it once the next request is on the wire (a parse holding the GIL
+would hold the send back). At most ``lookahead + workers`` pages are in
+flight. The cursor read from bytes is a guess: :class:`Ahead` answers a
+request from one sent ahead only if that one had the same body, else drops
+them and sends it again, so looking ahead changes when pages arrive, never
+which. Closing cuts the request on the wire and joins every thread.
 """
 
 from __future__ import annotations
@@ -51,39 +29,22 @@ from stoplist_nb._checks import check_int
 from stoplist_nb._json import Reply
 from stoplist_nb._threads import join, leave_signals_to_main
 
-__all__ = [
-    "MAX_WORKERS",
-    "Ahead",
-    "as_cursor",
-    "check_threads",
-    "default_workers",
-    "in_workers",
-    "peek_cursor",
-]
-
 _KEY = b'"next_from_id"'
 _WS = rb"[ \t\r\n]*"
 _VALUE = re.compile(_KEY + _WS + b":" + _WS + rb'("(?:[^"\\]|\\.)*"|-?[0-9]+)(?=' + _WS + b"[,}])")
 _EMPTY_DATA = re.compile(rb'"data"' + _WS + b":" + _WS + rb"(?:\[" + _WS + rb"\]|null)")
 
+#: What ``prepare`` made of a page's rows: call it for the value (or its exception).
 Prepared = Callable[[], Any]
-"""What ``prepare`` made of a page's rows: call it for the value (or its exception)."""
-
+#: ``post(body, sent)``: send one request, call ``sent()`` once it is on the wire.
 Post = Callable[[dict[str, Any], Callable[[], None] | None], bytes]
-"""``post(body, sent)``: send one request, call ``sent()`` once it is on the wire."""
 
 
-# CPython runs signal handlers (Ctrl-C's KeyboardInterrupt, the command line's
-# SIGTERM) in the main thread only, and the kernel may hand a process's signal
-# to any thread that does not block it (ours do: stoplist_nb._threads; another
-# library's may not): one that lands there leaves a caller asleep on a lock
-# until the lock is let go, which a held reply may not do for minutes. So the
-# caller's waits wake this often (seconds) to let a pending handler run, then
-# wait again; they are also woken when a page comes.
+# A signal the kernel hands to another library's thread leaves the main thread
+# asleep on a lock, its handler pending: the caller's waits wake this often.
 _WAKE = 0.25
 
 MAX_WORKERS = 8
-"""The most worker threads :func:`default_workers` gives, whatever the cores."""
 
 
 def check_threads(lookahead: Any, workers: Any) -> None:
@@ -94,11 +55,7 @@ def check_threads(lookahead: Any, workers: Any) -> None:
 
 
 def default_workers() -> int:
-    """Worker threads that parse and flatten replies by default: one per core, at most 8.
-
-    >>> 1 <= default_workers() <= MAX_WORKERS
-    True
-    """
+    """Worker threads that parse and flatten replies by default: one per core, at most 8."""
     return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
 
 
@@ -117,10 +74,9 @@ def in_workers(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> 
 def peek_cursor(content: bytes) -> str | None:
     """The ``next_from_id`` a reply most likely holds, found without parsing it.
 
-    The last occurrence of the key is taken: services write the envelope after
-    ``data`` or before it, and in the second case a row would need a field of
-    that very name to mislead the search. ``None`` when there is no usable
-    value, or when the reply looks empty (no page follows an empty one).
+    The last occurrence of the key is taken (services write the envelope after
+    ``data`` or before it); ``None`` when there is no usable value, or when the
+    reply looks empty.
 
     >>> peek_cursor(b'{"data":[{"id":"a"}],"error":0,"next_from_id":"a"}')
     'a'
@@ -137,7 +93,6 @@ def peek_cursor(content: bytes) -> str | None:
     return as_cursor(value)
 
 
-# The walk reads a cursor by this same rule: it is here, below both.
 def as_cursor(value: Any) -> str | None:
     """A ``next_from_id`` value as the cursor to send: ``None`` for null or empty."""
     return None if value is None or value == "" else str(value)
@@ -151,20 +106,13 @@ class _Sent:
     body: dict[str, Any]
     content: bytes
     reply: Future[tuple[Reply, Prepared | None]] | Exception
-    guess: str | None  # the next cursor, read from ``content`` before the parse
 
 
 class Ahead:
     """Replies to the requests of plain paging, with up to ``lookahead`` more sent ahead.
 
-    With ``lookahead > 0`` a fetch thread sends the requests, each as soon as
-    its cursor is read from the previous reply's bytes, and hands every reply
-    to the workers to be parsed (and prepared); the caller's thread only takes
-    the results, in order. ``get`` returns the reply to exactly the request it
-    is given: one sent ahead is used only if it asked the same thing (cursor
-    and whole body), otherwise every one sent ahead is dropped and the fetch
-    thread starts again from the request asked. With ``lookahead=0`` nothing
-    is sent ahead and replies are parsed in the caller's thread.
+    ``get`` returns the reply to exactly the request it is given. With
+    ``lookahead=0`` nothing is sent ahead and replies are parsed in the caller's thread.
     """
 
     def __init__(
@@ -210,8 +158,7 @@ class Ahead:
     def get(
         self, cursor: str | None, body: dict[str, Any], *, fetched: int
     ) -> tuple[Reply, bytes, Prepared | None]:
-        """The reply to ``body`` (on ``cursor``, ``fetched`` rows in), parsed, its bytes, and
-        what ``prepare`` made of its rows (``None`` when it did not run)."""
+        """The parsed reply to ``body`` (``fetched`` rows in), its bytes, its prepared rows."""
         if self._pool is None:
             content = self._post(body, None)
             return self._parse(content), content, None
@@ -249,8 +196,8 @@ class Ahead:
     def close(self) -> None:
         """Stop the fetch thread (cutting the request on the wire), cancel parses, join all.
 
-        Each step runs whatever the one before it raised (a second Ctrl-C),
-        and each join is bounded (:func:`~stoplist_nb._threads.join`).
+        Each step runs whatever the one before it raised (a second Ctrl-C), and
+        each join is bounded (:func:`~stoplist_nb._threads.join`).
         """
         with self._cond:
             self._closed = True
@@ -269,7 +216,6 @@ class Ahead:
                     join(worker)
 
     def _fetch(self) -> None:
-        """The fetch thread: send each request as soon as its cursor is known."""
         leave_signals_to_main()
         try:
             self._send_all()
@@ -308,14 +254,14 @@ class Ahead:
                     self._cond.notify_all()
                     continue  # dropped while on the wire: its reply answers nothing asked
                 if failure is not None:
-                    self._queue.append(_Sent(cursor, body, b"", failure, None))
+                    self._queue.append(_Sent(cursor, body, b"", failure))
                     self._cond.notify_all()
                     continue  # the caller raises it; nothing follows a failed page
-                guess = peek_cursor(content)
                 reply: Future[tuple[Reply, Prepared | None]] = Future()
                 self._unparsed.append((reply, content))  # see _start_parses
-                self._queue.append(_Sent(cursor, body, content, reply, guess))
-                self._next = self._ahead(cursor, guess, fetched + int(body.get("limit") or 0))
+                self._queue.append(_Sent(cursor, body, content, reply))
+                fetched += int(body.get("limit") or 0)
+                self._next = self._ahead(cursor, peek_cursor(content), fetched)
                 self._cond.notify_all()
 
     def _stopped(self) -> bool:
@@ -323,8 +269,7 @@ class Ahead:
         return self._closed
 
     def _start_parses(self) -> None:
-        """Hand the replies received to the workers (in the fetch thread, as the next
-        request goes on the wire, or before it waits with none to send)."""
+        """Hand the replies received to the workers (the next request is on the wire)."""
         assert self._pool is not None
         with self._cond:  # held while submitting: close() shuts the pool down after it
             unparsed, self._unparsed = self._unparsed, []
@@ -366,7 +311,7 @@ def _work(
         value = prepare(reply.data, content)
     except Exception as exc:  # raised where the page is taken, as if prepared there
         return reply, partial(_reraise, exc)
-    return reply, partial(_identity, value)
+    return reply, lambda: value
 
 
 def _work_into(
@@ -375,17 +320,12 @@ def _work_into(
     prepare: Callable[[pa.Array, bytes], Any] | None,
     content: bytes,
 ) -> None:
-    """:func:`_work` for a reply the fetch thread received, unless it was dropped since."""
     if not future.set_running_or_notify_cancel():
         return
     try:
         future.set_result(_work(parse, prepare, content))
     except BaseException as exc:  # the caller's thread raises it when it takes the page
         future.set_exception(exc)
-
-
-def _identity(value: Any) -> Any:
-    return value
 
 
 def _reraise(exc: Exception) -> Any:

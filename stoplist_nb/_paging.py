@@ -1,31 +1,20 @@
 """Cursor paging (``from_id`` / ``next_from_id``): the walk and its rules.
 
-The walk asks for the pages of plain paging; with ``lookahead > 0`` its
-requests go out ahead of the caller (:mod:`stoplist_nb._lookahead`), which
-changes when pages arrive, never which. The walk is a
-:class:`~stoplist_nb._stream.Stream`: closing it (and so its end, an exception
-through it, Ctrl-C included, or dropping it) closes that look-ahead, and every
-thread it started, before it returns: no request is sent after it.
-
-A page whose cursor does not move the walk forward is never yielded: the
-error raised for it carries the cursor it was asked with as ``resume_from``,
-so what was yielded plus a read resumed there is exactly the whole list. The
-cursor the walk starts from counts as one it has been at (``seen`` adds those
-of an earlier, interrupted walk), so a cursor that goes back to it is caught.
-
-Where the cursor is evidently the last row's id (a page's ``next_from_id``
-equals its last row's ``id``, or ``_id``), a row's id serves as a cursor: a
-page that overshoots ``max_rows`` (a service that ignores ``limit``) is cut,
-and goes on from its last row kept; a page with as many rows as were asked for
-(or more) and no cursor goes on from its last row's id, until a page comes
-back empty. An opaque cursor is never cut inside a page: the whole page is
-kept, even past ``max_rows``.
+A page whose cursor does not move forward (to one this walk, or an earlier
+one in ``seen``, was at) is never yielded: the error carries the cursor it
+was asked with as ``resume_from``, so what was yielded plus a read resumed
+there is the whole list. Where the cursor is evidently the last row's id
+(``next_from_id`` equals the last row's ``id`` or ``_id``), a row's id
+serves as one: a page past ``max_rows`` is cut, and a page of ``limit`` rows
+without a cursor goes on from its last row's id (``CursorStalled`` with
+``resume_from=None`` after yielding it, when that row has none). An opaque
+cursor is never cut inside a page.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any
@@ -36,8 +25,6 @@ from stoplist_nb import errors
 from stoplist_nb._json import Reply
 from stoplist_nb._lookahead import Ahead, Post, Prepared, as_cursor, default_workers
 from stoplist_nb._stream import Owner, Stream
-
-__all__ = ["DEFAULT_LOOKAHEAD", "Page", "records_of", "row_id", "walk"]
 
 DEFAULT_LOOKAHEAD = 2
 """Requests sent ahead of the page being parsed (0: one request, then its parse)."""
@@ -50,7 +37,7 @@ class Page:
     Attributes:
         data: The page's rows as an Arrow array of structs (empty when no rows).
         from_id: The cursor this page was requested with (``None`` for the first).
-        next_from_id: The cursor the service returned for the next page.
+        next_from_id: The cursor the walk goes on from.
         envelope: The reply's other top-level keys (``error``, ``error_text``, ...).
     """
 
@@ -67,8 +54,8 @@ class Page:
     def prepared(self) -> Prepared | None:
         """What the walk's ``prepare`` made of these rows in a worker, if it ran on them.
 
-        ``None`` when it did not (no ``prepare``, ``lookahead=0``, or a page
-        cut at ``max_rows``): the reader prepares the page itself.
+        ``None`` when it did not (no ``prepare``, ``lookahead=0``, or a page cut at
+        ``max_rows``): the reader prepares the page itself.
         """
         return self._prepared
 
@@ -118,131 +105,89 @@ def walk(
 ) -> Stream[Page]:
     """The pages of a cursor endpoint, until one comes back without rows, as a stream.
 
-    ``post(body, sent)`` sends one request body and returns the reply's
-    bytes, calling ``sent()`` once the request is on the wire (or when it
-    returns, if it never got there); ``parse``
-    turns them into a :class:`Reply` (raising for an error envelope). Both raise
-    :class:`~stoplist_nb.errors.StoplistError`, which leaves here with
-    ``resume_from`` set to the cursor of the page that failed. ``seen``: cursors
-    an earlier walk of the same list was at; coming back to one is a stall.
-
-    A page's ``next_from_id`` is where the walk goes on after it: the service's
-    cursor, or the id of the page's last row kept (see the module's text). A
-    page of ``limit`` rows or more without a cursor, whose last row has no id,
-    is yielded, then :class:`~stoplist_nb.errors.CursorStalled` is raised with
-    ``resume_from`` ``None``: no cursor leads on from it.
-
-    With ``lookahead > 0``, ``post`` runs in a fetch thread and ``parse`` in
-    ``workers`` threads (``None``: :func:`default_workers`); so does
-    ``prepare(rows, content)`` when given, whose result (or exception) a page
-    carries for its reader to take (:meth:`Page.prepared`); ``cut`` ends the
-    request on the wire when the walk is closed. ``owner``: the stream's, if
-    the caller has adopted something in it already (ended after the walk).
+    ``post(body, sent)`` sends one request body and returns the reply's bytes
+    (see :data:`~stoplist_nb._lookahead.Post`); ``parse`` turns them into a
+    :class:`Reply`. A :class:`~stoplist_nb.errors.StoplistError` of either
+    leaves with ``resume_from`` set to the cursor of the page that failed.
+    ``cut`` ends the request on the wire when the walk is closed; ``owner``:
+    the stream's, if the caller has adopted something in it already. The other
+    arguments are :meth:`~stoplist_nb.Client.pages`'.
     """
-    return Stream(
-        partial(
-            _walk,
+
+    def pages(owner: Owner) -> Iterator[Page]:
+        nonlocal from_id
+        plan = partial(_plan, params, max_rows)
+        # Every cursor moved to, the first one included: coming back to one is a stall.
+        visited = {cursor for cursor in (from_id, *seen) if cursor}
+        fetched = 0
+        ahead = Ahead(
             post,
             parse,
-            method,
-            params,
-            from_id=from_id,
-            max_rows=max_rows,
             lookahead=lookahead,
-            seen=seen,
-            workers=workers,
+            plan=plan,
+            seen=visited,
+            workers=default_workers() if workers is None else workers,
             prepare=prepare,
             cut=cut,
-        ),
-        owner,
-    )
-
-
-def _walk(
-    post: Post,
-    parse: Callable[[bytes], Reply],
-    method: str,
-    params: Mapping[str, Any],
-    owner: Owner,
-    *,
-    from_id: str | None,
-    max_rows: int | None,
-    lookahead: int,
-    seen: Iterable[str],
-    workers: int | None,
-    prepare: Callable[[pa.Array, bytes], Any] | None,
-    cut: Callable[[], None] | None,
-) -> Generator[Page, None, None]:
-    plan = partial(_plan, params, max_rows)
-    # Every cursor moved to, the first one included: coming back to one is a stall.
-    visited = {cursor for cursor in (from_id, *seen) if cursor}
-    fetched = 0
-    ahead = Ahead(
-        post,
-        parse,
-        lookahead=lookahead,
-        plan=plan,
-        seen=visited,
-        workers=default_workers() if workers is None else workers,
-        prepare=prepare,
-        cut=cut,
-    )
-    owner.adopt(ahead.close)
-    while (body := plan(from_id, fetched)) is not None:
-        try:
-            reply, content, prepared = ahead.get(from_id, body, fetched=fetched)
-        except errors.StoplistError as exc:
-            exc.resume_from = from_id or ""
-            raise
-        data = reply.data if reply.data is not None else pa.array([], pa.null())
-        if len(data) == 0:
-            return
-        raw_next = reply.envelope.get("next_from_id")
-        next_id = as_cursor(raw_next)
-        limit = body.get("limit")
-        last = row_id(data, len(data) - 1)
-        if next_id is None and (limit is None or len(data) < limit):
+        )
+        owner.adopt(ahead.close)
+        while (body := plan(from_id, fetched)) is not None:
+            try:
+                reply, content, prepared = ahead.get(from_id, body, fetched=fetched)
+            except errors.StoplistError as exc:
+                exc.resume_from = from_id or ""
+                raise
+            data = reply.data if reply.data is not None else pa.array([], pa.null())
+            if len(data) == 0:
+                return
+            raw_next = reply.envelope.get("next_from_id")
+            next_id = as_cursor(raw_next)
+            limit = body.get("limit")
+            last = row_id(data, len(data) - 1)
+            if next_id is None and (limit is None or len(data) < limit):
+                fetched += len(data)
+                yield Page(data, from_id, None, reply.envelope, content, prepared)
+                return  # a short page without a cursor can only be the last one
+            if next_id is None and last is None:
+                fetched += len(data)
+                yield Page(data, from_id, None, reply.envelope, content, prepared)  # rows kept
+                lost = errors.CursorStalled(
+                    f"{method}: {len(data)} rows (as many as the limit of {limit} asked) came "
+                    "without next_from_id, and the last of them has no id to go on from: "
+                    "they were kept, but whether more rows follow cannot be told; read with "
+                    "a larger limit, or with fields that include _id"
+                )
+                lost.resume_from = None
+                raise lost
+            if next_id is None or next_id == last:
+                # The cursor is the last row's id (or there is none, and a full page
+                # goes on from it): any row's id points after that row.
+                next_id = last
+                if max_rows is not None and fetched + len(data) > max_rows:
+                    at = row_id(data, max_rows - fetched - 1)
+                    if at is not None:  # a service that ignored limit: keep what was asked
+                        data, next_id, prepared = data.slice(0, max_rows - fetched), at, None
+            page = Page(data, from_id, next_id, reply.envelope, content, prepared)
             fetched += len(data)
-            yield Page(data, from_id, None, reply.envelope, content, prepared)
-            return  # a short page without a cursor can only be the last one
-        if next_id is None and last is None:
-            fetched += len(data)
-            yield Page(data, from_id, None, reply.envelope, content, prepared)  # rows kept
-            lost = errors.CursorStalled(
-                f"{method}: {len(data)} rows (as many as the limit of {limit} asked) came "
-                "without next_from_id, and the last of them has no id to go on from: "
-                "they were kept, but whether more rows follow cannot be told; read with "
-                "a larger limit, or with fields that include _id"
-            )
-            lost.resume_from = None
-            raise lost
-        if next_id is None or next_id == last:
-            # The cursor is the last row's id (or there is none, and a full page
-            # goes on from it): any row's id points after that row.
-            next_id = last
-            if max_rows is not None and fetched + len(data) > max_rows:
-                at = row_id(data, max_rows - fetched - 1)
-                if at is not None:  # a service that ignored limit: keep what was asked
-                    data, next_id, prepared = data.slice(0, max_rows - fetched), at, None
-        page = Page(data, from_id, next_id, reply.envelope, content, prepared)
-        fetched += len(data)
-        if next_id is None or next_id == from_id or next_id in visited:
-            # Not yielded: its rows come again with the request resumed from here.
-            said = (
-                f"next_from_id={raw_next!r}"
-                if as_cursor(raw_next) is not None
-                else f"no next_from_id, and the last one's id {next_id!r}"
-            )
-            stalled = errors.CursorStalled(
-                f"{method}: {len(data)} rows came with {said}, which does not move "
-                "the cursor forward (it was reached before); the rows of that page "
-                "were not taken"
-            )
-            stalled.resume_from = from_id or ""
-            raise stalled
-        yield page
-        visited.add(next_id)
-        from_id = next_id
+            if next_id is None or next_id == from_id or next_id in visited:
+                # Not yielded: its rows come again with the request resumed from here.
+                said = (
+                    f"next_from_id={raw_next!r}"
+                    if as_cursor(raw_next) is not None
+                    else f"no next_from_id, and the last one's id {next_id!r}"
+                )
+                stalled = errors.CursorStalled(
+                    f"{method}: {len(data)} rows came with {said}, which does not move "
+                    "the cursor forward (it was reached before); the rows of that page "
+                    "were not taken"
+                )
+                stalled.resume_from = from_id or ""
+                raise stalled
+            yield page
+            visited.add(next_id)
+            from_id = next_id
+
+    return Stream(pages, owner)
 
 
 def _plan(

@@ -1,11 +1,9 @@
 """What a Parquet file of ours tells pandas about its dtypes: the same on every pandas.
 
-pandas records a string column's dtype in a file as ``"string"`` alone and
-reads that back with its default storage, which is ``python`` on pandas 2 and
-``pyarrow`` on pandas 3. Every frame of the package holds its text as
-``string[pyarrow]`` (``pd.StringDtype("pyarrow")``, missing values ``pd.NA``),
-so every file names the storage: ``pd.read_parquet`` of a file the package
-wrote gives the frame it was written from, on every pandas from 2.2.
+pandas records a string column's dtype as ``"string"`` alone and reads it back
+with its default storage (``python`` on pandas 2, ``pyarrow`` on 3); every file
+of the package names ``string[pyarrow]``, so ``pd.read_parquet`` gives the
+frame it was written from.
 """
 
 from __future__ import annotations
@@ -15,15 +13,9 @@ import json
 import pandas as pd
 import pyarrow as pa
 
-__all__ = ["pandas_metadata", "to_table"]
-
 
 def pandas_metadata(frame: pd.DataFrame) -> dict[bytes, bytes]:
-    """The schema metadata of ``frame``'s file, without its index.
-
-    What ``frame.to_parquet(index=False)`` writes (the dtypes, and ``attrs``,
-    which must be JSON), with each string column's storage named.
-    """
+    """The schema metadata of ``frame``'s file, without its index (``attrs`` too, as JSON)."""
     return _named(frame, pa.Schema.from_pandas(frame, preserve_index=False).metadata)
 
 

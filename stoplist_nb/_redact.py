@@ -1,17 +1,12 @@
 """Keeping the API token out of text: messages, chained exceptions, log records.
 
-Notebooks are saved and shared, so a traceback or a log line that shows the
-token leaks it. Everything a user may see passes through here first.
-
-Each token given to a client is looked for in the forms a service could echo
-it in: as is, URL-quoted (``%2F`` or ``%2f``, ``+`` for spaces; also twice),
-JSON-escaped (``\\u00e9``, ``\\/``) and as a Python ``repr``. Tokens of at least
-``MIN_SECRET`` characters are also registered for the whole process, so text
-that reaches a message far from the client (a service's ``error_text`` read by
-the paging code, an export task's failure reason) is scrubbed of them by
-:func:`redact`, and every :class:`~stoplist_nb.errors.StoplistError` scrubs its
-message with it. Shorter ones would match ordinary words in unrelated text;
-they are scrubbed only from their own client's transport messages.
+Notebooks are saved and shared, so everything a user may see passes through
+here first. A token is looked for in every form a service could echo it in
+(URL-quoted once or twice, JSON-escaped, as a ``repr``). Tokens of at least
+``MIN_SECRET`` characters are registered for the whole process, so that
+:func:`redact` scrubs them from text far from their client (every
+:class:`~stoplist_nb.errors.StoplistError` does); shorter ones would match
+ordinary words, and only their own client's transport scrubs them.
 """
 
 from __future__ import annotations
@@ -22,8 +17,6 @@ import re
 import threading
 from typing import Any
 from urllib.parse import quote, quote_plus
-
-__all__ = ["MIN_SECRET", "Redactor", "filter_logs", "redact"]
 
 #: Tokens shorter than this are not scrubbed from text unrelated to their client.
 MIN_SECRET = 8
@@ -94,10 +87,7 @@ def redact(text: str) -> str:
 
 
 class _TokenFilter(logging.Filter):
-    """Blank ``token=...`` and every registered token in log records.
-
-    urllib3 logs request URLs at DEBUG, the download's with its ``token`` query.
-    """
+    """Blank ``token=...`` (in urllib3's URLs) and every registered token in log records."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
@@ -108,7 +98,7 @@ class _TokenFilter(logging.Filter):
 
 
 def filter_logs() -> None:
-    """Install the token filter on our logger and urllib3's (once; later calls do nothing)."""
+    """Install the token filter on our logger and urllib3's (once)."""
     for name in _FILTERED_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _TokenFilter) for f in logger.filters):
@@ -116,11 +106,7 @@ def filter_logs() -> None:
 
 
 class Redactor:
-    """Remove a secret, in each of its forms, from text and from exceptions.
-
-    A secret of at least :data:`MIN_SECRET` characters is also registered for
-    :func:`redact`; the redactor removes those of other clients too.
-    """
+    """Remove a secret, in each of its forms, from text and from exceptions (other clients' too)."""
 
     def __init__(self, secret: str | None) -> None:
         forms = _forms(secret) if secret else set()

@@ -1,22 +1,10 @@
 """A stream of pages: an iterator and a context manager that cleans up after itself.
 
-Every reader of pages (:meth:`~stoplist_nb.Client.pages`, and the tables and
-frames of :class:`~stoplist_nb.ProfilesRequest`) is a :class:`Stream`. What
-its pages need on the way (the fetch thread, the parse workers, a progress
-bar) is adopted by its :class:`Owner`, and :meth:`Owner.close` ends each of
-them on every path: when the stream is exhausted; when an exception (Ctrl-C
-included, raised in a callback the package calls too) leaves
-:meth:`Stream.__next__`, before it reaches the caller; on ``close()`` or at
-the end of a ``with`` block; and, as a backstop only, when a stream is
-dropped half-read (:func:`weakref.finalize`). A notebook keeps the last
-traceback, and with it the frames of whatever raised: cleanup that waited for
-the garbage collector would wait for the next error, and a thread left
-running would go on sending requests behind the user's back.
-
-Closing is bounded in time (each thread is waited for at most
-:data:`~stoplist_nb._threads.JOIN_SECONDS`), and a stopping signal (a second Ctrl-C) that comes
-while it runs is held until it ends, then handled: it never leaves a thread
-running.
+What its pages need (threads, a progress bar) is adopted by its
+:class:`Owner`, and ended on every path: exhausted, an exception (Ctrl-C
+included) leaving :meth:`Stream.__next__` before it reaches the caller,
+``close()`` or ``with``, and as a backstop when dropped half-read. Closing is
+bounded in time, and a second Ctrl-C during it is held until it ends.
 """
 
 from __future__ import annotations
@@ -30,8 +18,6 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from stoplist_nb._threads import STOPPING
-
-__all__ = ["Owner", "Stream"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -64,10 +50,8 @@ class Owner:
 class Stream(Generic[T]):
     """An iterator that owns what its items need, and ends it on every way out.
 
-    ``source(owner)`` makes the iterator of items (a generator, run only once
-    the first item is asked for); what it starts, it hands to
-    ``owner.adopt``. Use it in a ``for`` loop, or in a ``with`` block to end
-    it early:
+    ``source(owner)`` makes the iterator of items (a generator, run only once the
+    first item is asked for); what it starts, it hands to ``owner.adopt``.
 
     >>> with Stream(lambda owner: iter([1, 2, 3])) as numbers:
     ...     next(numbers)
@@ -98,10 +82,7 @@ class Stream(Generic[T]):
         return Stream(lambda owner: make(self, owner), self._owner)
 
     def close(self) -> None:
-        """End the stream: stop and join every thread it started, close its progress bar.
-
-        Nothing is sent after it returns; calling it again does nothing.
-        """
+        """End the stream: stop and join every thread it started; nothing is sent after it."""
         self._closed = True
         try:
             self._owner.close()
@@ -115,10 +96,7 @@ class Stream(Generic[T]):
         return self
 
     def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
 
@@ -127,8 +105,8 @@ class Stream(Generic[T]):
 def _signals_held() -> Iterator[None]:
     """Hold the stopping signals whose handlers are Python's until the block ends.
 
-    Only in the main thread, where Python runs signal handlers; a held signal
-    is handed to its handler afterwards (Ctrl-C's raises ``KeyboardInterrupt``).
+    Only in the main thread, where Python runs signal handlers; a held signal is
+    handed to its handler afterwards (Ctrl-C's raises ``KeyboardInterrupt``).
     """
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -1,10 +1,4 @@
-"""The API client: one call, and the cursor paging of raw pages.
-
-``Client.call`` returns the reply as a dict; ``Client.pages`` walks a cursor
-endpoint and yields :class:`Page` objects holding the reply's rows as an
-Arrow array (decoded straight from the bytes, never through Python dicts).
-DataFrames are built one layer up, in :mod:`stoplist_nb.profiles`.
-"""
+"""The API client: one call, the cursor paging of raw pages (Arrow rows), a download."""
 
 from __future__ import annotations
 
@@ -52,23 +46,20 @@ class Client:
         token: The API token. It is sent in the body of every call and never
             shown: not in ``repr``, log records or exception messages.
         timeout: Seconds each socket operation may wait, as ``(connect, read)``
-            or one number. A server that keeps sending a byte now and then
-            never trips it: ``deadline`` bounds the whole exchange.
+            or one number.
         deadline: Seconds one call may take in all, retries, their pauses and
-            redirects included (default 300); past it, ``RequestTimeout``. A
-            retry whose pause would end past it is not made: the last reply's
-            error is raised instead. ``None``: no deadline.
+            redirects included (default 300); past it, ``RequestTimeout``: a
+            server sending a byte now and then cannot hold a call longer. A
+            retry whose pause would end past it is not made. ``None``: none.
         min_download_rate: A download may run past ``deadline`` by one second
-            for every ``min_download_rate`` bytes it receives (default 16 KiB):
-            a big archive on a slow link finishes, a trickle does not.
+            for every ``min_download_rate`` bytes it receives (default 16 KiB).
             ``None``: downloads get the plain ``deadline``.
         retry: A urllib3 ``Retry`` policy, an int (number of retries), ``True``
             for :func:`~stoplist_nb.default_retry` or ``False``.
         session: A ``requests.Session`` to use (for proxies, certificates).
-            It stays yours: the client mounts its retry adapters on it for
-            URLs under ``base_url`` only (other URLs keep the session's own
-            adapters), and :meth:`close` takes them off again, restoring what
-            was mounted there before, without closing the session.
+            It stays yours: the client mounts its adapters on it for URLs
+            under ``base_url`` only, and :meth:`close` restores what was
+            mounted there before, without closing the session.
 
     >>> client = Client("https://api.example.com", "secret")
     >>> client
@@ -123,12 +114,7 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Close the HTTP connections the client opened.
-
-        A session the client created is closed. A session passed in is not:
-        the adapters the client mounted on it are closed and removed, and the
-        session is left as it was given.
-        """
+        """Close the HTTP connections the client opened (a session passed in is left open)."""
         self._transport.close()
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
@@ -162,51 +148,29 @@ class Client:
     ) -> Stream[Page]:
         """Walk a cursor endpoint (``from_id`` / ``next_from_id``) page by page.
 
-        The pages come as a :class:`~stoplist_nb._stream.Stream`: an iterator
-        and a context manager whose ``close()`` stops and joins every thread
-        it started (within seconds) and after which nothing is sent. It
-        closes itself when exhausted and when an exception, Ctrl-C included,
-        leaves it; to stop early, use it in a ``with`` block.
-
-        Stops at the first page with no rows, as the docs prescribe (the
-        cursor may still be set on the last page). An exception raised while
-        paging carries ``resume_from``, the cursor to start again from.
-
-        Where the service's cursor is evidently the last row's id (a page's
-        ``next_from_id`` equals its last row's ``id`` or ``_id``), a row's id
-        serves as a cursor: a page past ``max_rows`` (a service that ignored
-        ``limit``) is cut and its ``next_from_id`` is the last kept row's id;
-        a page of ``limit`` rows or more without ``next_from_id`` goes on from
-        its last row's id (``CursorStalled`` with ``resume_from=None`` after
-        yielding it, when that row has no id). An opaque cursor is never cut
-        inside a page: the whole page is yielded, even past ``max_rows``.
+        The pages come as a :class:`~stoplist_nb._stream.Stream`, which stops
+        and joins every thread it started when exhausted, when an exception
+        (Ctrl-C included) leaves it, or at the end of a ``with`` block; nothing
+        is sent after that. The walk stops at the first page with no rows; an
+        exception raised while paging carries ``resume_from``. The rules for a
+        cursor that is a row's id are in :mod:`stoplist_nb._paging`.
 
         Args:
             method: The method, e.g. ``"profiles/list"``.
             params: The body of every request; its ``limit`` is the page size.
             from_id: The cursor to start from (``None``: the beginning).
             max_rows: Stop after this many rows; the last request asks for
-                only what is missing, so the cursor stays exact. Rows, not
-                profiles: this walks any cursor endpoint, and the functions
-                of one endpoint name it after what it lists (``max_profiles``
-                of :func:`~stoplist_nb.read_profiles`). A service that ignores
-                ``limit`` may send more: where a page's ``next_from_id`` is
-                its last row's id, the page is cut at ``max_rows`` and its
-                cursor becomes the last kept row's id; with any other cursor
-                the whole page is kept, so that no row is ever skipped.
-            lookahead: Requests to send while earlier replies are still being
-                parsed, on the cursor read from their raw bytes (one at a time,
-                and sent again if the parsed cursor differs): at most
-                ``lookahead + workers`` replies are held at once; ``0`` waits
-                for each parse. Only for methods that read.
-            seen: Cursors an earlier walk of the same list was at (``from_id``
-                counts anyway): a cursor that goes back to one is a stall.
-            workers: Threads that parse replies (``None``: one per core, at
-                most 8). With ``lookahead > 0`` requests leave from a thread
-                of their own, each as soon as its cursor is read.
+                only what is missing. A page past it (a service that ignored
+                ``limit``) is cut only where its cursor is its last row's id.
+            lookahead: Requests sent while earlier replies are still being
+                parsed, on the cursor read from their raw bytes (sent again if
+                the parsed cursor differs); ``0`` waits for each parse. At most
+                ``lookahead + workers`` replies are held at once.
+            seen: Cursors an earlier walk of the same list was at: a cursor
+                that goes back to one is a stall.
+            workers: Threads that parse replies (``None``: one per core, at most 8).
             prepare: ``prepare(rows, content)``, run in a worker on each
-                page's rows once parsed; a page hands it over as
-                :meth:`Page.prepared`.
+                page's rows once parsed (:meth:`Page.prepared`).
 
         Raises:
             CursorStalled: Rows keep coming but the cursor does not move.
@@ -252,22 +216,16 @@ class Client:
     ) -> pathlib.Path:
         """Download ``/api/download/<path>`` from this client's service to a file.
 
-        The file is written under a hidden name beside its target and given
-        its name only when complete (see :meth:`download_target`): a failed
-        or interrupted download leaves nothing behind, and a file already at
-        the target is replaced only with ``overwrite=True``. Its mode is the
-        umask's, as for any file the user creates. A redirect is followed
-        only within the client's origin (scheme, host, port). The client's
-        ``deadline``, extended by ``min_download_rate``, bounds the
-        download's time.
+        The file is written under a hidden name and given its name only when
+        complete (:class:`~stoplist_nb._atomic.Output`): a failed download
+        leaves nothing behind. Redirects are followed only within the client's
+        origin; ``deadline``, extended by ``min_download_rate``, bounds it.
 
         Args:
             path: The path relative to ``/api/download/``, as a task result
-                gives it (``suppress/<uuid>/<list name>.md5.zip``); it is
-                URL-quoted here. The same file named by ``/api/download/...``
-                or by a URL on this client's origin is taken too. Anything
-                that could leave the service's download area is refused (see
-                :func:`~stoplist_nb._http.addresses.safe_download_path`).
+                gives it (``suppress/<uuid>/<list name>.md5.zip``), or the
+                same file as ``/api/download/...`` or a URL on this origin
+                (:func:`~stoplist_nb._http.addresses.safe_download_path`).
             dest: A file, or a directory to put the file in under its own
                 name; default: the current directory.
             progress: Show a byte progress bar.
@@ -276,17 +234,14 @@ class Client:
             overwrite: Replace a file already at the target.
 
         Raises:
-            UnsafePath: ``path`` leaves ``/api/download/`` of this client's
-                origin, has ``..``, backslashes or control characters.
-            OutputExists: A file is at the target and ``overwrite`` is false:
-                before the request, or once the download is complete for one
-                that appeared meanwhile (it is kept).
+            UnsafePath: ``path`` leaves ``/api/download/`` of this origin.
+            OutputExists: A file is at the target and ``overwrite`` is false
+                (before the request, or one that appeared meanwhile).
             IncompleteDownload: The body ended before its announced length.
             ArchiveTooLarge: The file exceeds ``max_bytes``.
             RequestTimeout: The download outran its deadline.
             InvalidReply: The service redirected to another origin.
-            OSError: The file cannot be written (a full disk, a read-only
-                directory), naming the target.
+            OSError: The file cannot be written, naming the target.
 
         >>> client.download("suppress/1f0c/My list.md5.zip", "exports/")  # doctest: +SKIP
         PosixPath('exports/My list.md5.zip')
@@ -298,22 +253,16 @@ class Client:
         target.parent.mkdir(parents=True, exist_ok=True)
         with Output(target, overwrite=overwrite) as output:
             part = output.temporary("part")
-            with (
-                open(part, "wb") as file,
-                Bar(
-                    unit="B",
-                    unit_scale=True,
-                    unit_divisor=1024,
-                    desc=target.name,
-                    disable=not progress,
-                ) as bar,
-            ):
-
-                def start(size: int | None) -> None:
-                    bar.reset(total=size)
-
+            new_bar = partial(
+                Bar, unit="B", unit_scale=True, unit_divisor=1024, disable=not progress
+            )
+            with open(part, "wb") as file, new_bar(desc=target.name) as bar:
                 self._transport.download(
-                    quoted, file, on_start=start, on_chunk=bar.update, max_bytes=max_bytes
+                    quoted,
+                    file,
+                    on_start=lambda size: bar.reset(total=size),
+                    on_chunk=bar.update,
+                    max_bytes=max_bytes,
                 )
             return output.put(part)
 
@@ -323,11 +272,7 @@ class Client:
         """The file :meth:`download` writes ``path`` to, for ``dest``; nothing is sent.
 
         ``dest`` is a directory when it is one or ends in ``/``: the file goes
-        in it under the last segment of ``path``, scrubbed of the token (the
-        name is the service's, and a directory listing is text too).
-
-        Raises:
-            UnsafePath: As :meth:`download`.
+        in it under the last segment of ``path``, scrubbed of the token.
 
         >>> client.download_target("suppress/1f0c/My%20list.md5.zip", "exports/")  # doctest: +SKIP
         PosixPath('exports/My list.md5.zip')
@@ -355,8 +300,13 @@ def _parse_page(method: str, content: bytes) -> Reply:
     return reply
 
 
-_JSON_KINDS = {dict: "an object", str: "a string", bool: "a boolean", int: "a number"}
-_JSON_KINDS[float] = "a number"
+_JSON_KINDS = {
+    dict: "an object",
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+}
 
 
 def _check_method(method: str, params: Mapping[str, Any]) -> None:

@@ -33,10 +33,8 @@ carries what was already fetched (``partial``) and where to resume
 (``resume_from``); its message says so. Every exception raised by an export
 after its task was started names the task (``task_id``), in its message too.
 
-No message ever contains the API token: the transport removes it before an
-exception is built, from the chained causes too, and every exception here
-scrubs its own message of the tokens of this process's clients (whatever
-module built the message from the service's words).
+No message ever contains the API token: every exception here scrubs its own
+message of the tokens of this process's clients.
 """
 
 from __future__ import annotations
@@ -46,33 +44,6 @@ from typing import Any
 
 from stoplist_nb._redact import redact
 
-__all__ = [
-    "APIError",
-    "ArchiveTooLarge",
-    "AuthError",
-    "BadArchive",
-    "BadRequest",
-    "ConnectError",
-    "CursorStalled",
-    "DatasetDamaged",
-    "DatasetLocked",
-    "DatasetMismatch",
-    "IncompleteDownload",
-    "InvalidInput",
-    "InvalidQuery",
-    "InvalidReply",
-    "OutputExists",
-    "RateLimited",
-    "RequestTimeout",
-    "ServerError",
-    "StoplistError",
-    "TariffLimit",
-    "TaskFailed",
-    "TaskTimeout",
-    "TransportError",
-    "UnsafePath",
-]
-
 
 class StoplistError(Exception):
     """Raised for anything that goes wrong in stoplist_nb (the root of the tree).
@@ -80,24 +51,22 @@ class StoplistError(Exception):
     Attributes:
         partial: What a paging call fetched before it failed (a DataFrame for
             ``read_profiles``), or ``None``.
-        resume_from: The ``from_id`` to pass to resume a paging call, or ``None``;
-            ``""`` when the first page failed (nothing was read: start again).
-            ``partial`` plus the read resumed there are the whole list, each
-            row once.
+        resume_from: The ``from_id`` to resume a paging call from (``""``: the
+            first page failed, start again); ``partial`` plus the read resumed
+            there are the whole list, each row once.
         hint: How to carry on, when there is a way (also shown in the message).
-        task_id: The export task the error happened in, once it was started
-            (``task_id=`` of :func:`~stoplist_nb.read_suppression_list` picks
-            it up), or ``None``; the message names it too.
+        task_id: The export task the error happened in, once it was started.
     """
 
     partial: Any = None
     resume_from: str | None = None
     task_id: str | None = None
-    #: A sentence on how to carry on, added to the message (e.g. the export task to wait for).
     hint: str | None = None
 
-    def __init__(self, *args: Any) -> None:
+    def __init__(self, *args: Any, hint: str | None = None) -> None:
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
+        if hint is not None:
+            self.hint = hint
 
     def __str__(self) -> str:
         text = super().__str__()
@@ -168,7 +137,7 @@ class ConnectError(TransportError, ConnectionError):
 
 
 class RequestTimeout(TransportError, TimeoutError):
-    """Raised when the service does not answer within the timeout."""
+    """Raised when the service does not answer within the timeout or the deadline."""
 
 
 class InvalidReply(TransportError):
@@ -194,11 +163,8 @@ class UnsafePath(InvalidInput):
 class DatasetMismatch(InvalidInput):
     """Raised when a directory cannot take the Parquet dataset asked for; nothing is changed.
 
-    It holds the checkpoint of another pull (another service, ``db_id``,
-    ``query``, ``fields`` or ``dtypes``), which is never carried on; or a
-    checkpoint of another version's format; or a dataset while neither
-    resuming nor overwriting was asked; or files that are not the dataset's.
-    See :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_dataset`.
+    It holds another pull's checkpoint, another version's, a dataset while
+    neither resuming nor overwriting was asked, or files not the dataset's.
     """
 
 
@@ -217,17 +183,10 @@ class OutputExists(InvalidInput, FileExistsError):
 class DatasetDamaged(DatasetMismatch):
     """Raised when a dataset's checkpoint or files differ from what was written.
 
-    Found when a pull is resumed (or called on a complete dataset), before any
-    request, and by :func:`~stoplist_nb.profiles.dataset.dataset_summary`.
-    ``part`` names the first file that fails its check: a part, a segment of
-    the part being written, or ``_common_metadata``; the message says how many
-    profiles come before it and that ``repair=True`` pulls on from there.
-    ``part`` is ``None`` when the checkpoint itself is not what a pull wrote (a
-    value of the wrong type, totals or cursors that disagree with its files):
-    only ``overwrite=True`` starts again.
-
     Attributes:
-        part: The damaged file's name, or ``None`` for the checkpoint.
+        part: The first file that fails its check (``repair=True`` pulls on
+            from there), or ``None`` for the checkpoint itself (only
+            ``overwrite=True`` starts again).
     """
 
     def __init__(self, message: str, *, part: str | None = None) -> None:
@@ -236,16 +195,13 @@ class DatasetDamaged(DatasetMismatch):
 
 
 class DatasetLocked(StoplistError, RuntimeError):
-    """Raised when another writer, named in the message, is writing the dataset directory.
+    """Raised when another writer, named in the message, holds the dataset's ``.lock``.
 
-    Nothing was removed, written or sent. The writer holds an OS lock on
-    ``.lock`` in the directory, which dies with its process: a writer that was
-    killed blocks nothing. Also raised, with ``holder`` empty, where the
-    filesystem refuses to lock at all.
+    Nothing was removed, written or sent; the OS lock dies with its process.
+    Also raised, with ``holder`` empty, where the filesystem cannot lock.
 
     Attributes:
-        holder: What the lock file says of its holder (host, process id, start
-            time); empty when it has not said yet.
+        holder: What the lock file says of its holder (host, pid, start time).
     """
 
     def __init__(self, message: str, *, holder: str = "") -> None:
@@ -261,7 +217,6 @@ class TaskFailed(StoplistError):
     """Raised when an export task reports failure.
 
     Attributes:
-        task_id: The task's identifier.
         status: The status word the service reported.
     """
 
@@ -274,8 +229,7 @@ class TaskFailed(StoplistError):
 class TaskTimeout(StoplistError, TimeoutError):
     """Raised when an export task is still running at the deadline.
 
-    The task goes on at the service: ``wait_for_task(client, exc.task_id)``
-    picks it up again.
+    The task goes on: ``wait_for_task(client, exc.task_id)`` picks it up again.
     """
 
     def __init__(self, message: str, *, task_id: str, progress: int | None = None) -> None:
@@ -305,20 +259,12 @@ _BY_CODE: dict[int, type[APIError]] = {
 
 
 def api_error_class(code: int) -> type[APIError]:
-    """Return the ``APIError`` subclass for a service or HTTP error code."""
-    if code in _BY_CODE:
-        return _BY_CODE[code]
-    if 500 <= code <= 599:
-        return ServerError
-    return APIError
+    """The ``APIError`` subclass for a service or HTTP error code."""
+    return _BY_CODE.get(code, ServerError if 500 <= code <= 599 else APIError)
 
 
 def add_note(exc: BaseException, note: str) -> None:
-    """Add ``note`` to ``exc`` (PEP 678), also on Python 3.10, which lacks ``add_note``.
-
-    There it goes to ``__notes__`` as the ``exceptiongroup`` backport puts it,
-    where IPython's tracebacks and the command line read it.
-    """
+    """Add ``note`` to ``exc`` (PEP 678), also on Python 3.10, as the backport does."""
     if sys.version_info >= (3, 11):
         exc.add_note(note)
     else:

@@ -35,7 +35,7 @@ svc, demo = served_and_cleared("svc", profiles=120, seed=7)
 @pytest.fixture
 def client(demo: DemoService) -> Iterator[Client]:
     """A client with fast retries, so retry tests take milliseconds."""
-    from stoplist_nb._http.transport import default_retry
+    from stoplist_nb._http.retry import default_retry
 
     with demo.client(retry=default_retry().new(backoff_factor=0.01)) as c:
         yield c

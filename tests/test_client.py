@@ -12,7 +12,7 @@ from urllib3.util.retry import Retry
 
 import stoplist_nb as sn
 from stoplist_nb._connect import settings_from_env
-from stoplist_nb._http.transport import NON_REPLAYABLE, CappedRetry, default_retry
+from stoplist_nb._http.retry import NON_REPLAYABLE, CappedRetry, default_retry
 from stoplist_nb.demo import DemoService, serve
 
 

@@ -1,10 +1,8 @@
 """Every rule about a URL: the service's address, its origin, and the download paths under it.
 
-A base URL is checked once, where it comes in (:class:`~stoplist_nb.Client`,
-and ``STOPLIST_NB_URL`` by the same rule); everything after that is given a
-checked one. A download path or a redirect's target comes from the service, so
-it is checked each time: the token travels with it. A URL in a message is
-:func:`shown` without what may hold a secret.
+A base URL is checked once, where it comes in; a download path or a
+redirect's target comes from the service and is checked each time, since the
+token travels with it. A URL in a message is :func:`shown` without secrets.
 """
 
 from __future__ import annotations
@@ -16,16 +14,6 @@ from urllib.parse import SplitResult, quote, unquote, urlsplit
 from stoplist_nb import errors
 from stoplist_nb._redact import redact
 
-__all__ = [
-    "address",
-    "address_fault",
-    "origin",
-    "safe_download_path",
-    "same_origin",
-    "secret_in_address",
-    "shown",
-]
-
 _DOWNLOADS = "/api/download/"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # Characters no plain path may hold; checked before urlsplit, which drops tabs
@@ -36,9 +24,9 @@ _CONTROL = ("Cc", "Cf", "Cs", "Zl", "Zp")
 def address_fault(url: object) -> Literal["scheme", "secret"] | None:
     """What is wrong with ``url`` as a service's address: ``None``, ``"scheme"`` or ``"secret"``.
 
-    An address is ``http://`` or ``https://``, a host and perhaps a port and a
-    path. A user name, a password, a query or a fragment (``"secret"``) is
-    refused: the address is shown in reprs and messages, so no secret may ride in it.
+    An address is ``http://`` or ``https://``, a host, perhaps a port and a
+    path; a user name, a password, a query or a fragment is a ``"secret"``:
+    the address is shown in reprs and messages.
 
     >>> address_fault("https://api.example.com:8443/altcraft/")
     >>> address_fault("api.example.com"), address_fault("https://api.example.com/?token=x")
@@ -61,13 +49,13 @@ def address_fault(url: object) -> Literal["scheme", "secret"] | None:
 
 def secret_in_address(name: str, where: str) -> errors.InvalidInput:
     """Refuse the address in ``name`` that holds a secret; ``where``: where the token goes."""
-    exc = errors.InvalidInput(f"{name} must not hold a user name, a password or a query")
-    exc.hint = f"{where}, and only the address in {name}: it is shown in reprs and messages"
-    return exc
+    return errors.InvalidInput(
+        f"{name} must not hold a user name, a password or a query",
+        hint=f"{where}, and only the address in {name}: it is shown in reprs and messages",
+    )
 
 
 def _port(parts: SplitResult) -> int | None:
-    """The port a URL reaches: the one written, or its scheme's default."""
     return parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme)
 
 
@@ -83,10 +71,7 @@ def address(base_url: str) -> str:
 
 
 def origin(base_url: str) -> str:
-    """The service at a checked base URL: its scheme, host, port and base path.
-
-    The port is always said, so that ``https://api.example.com`` and
-    ``https://api.example.com:443/`` are one service.
+    """The service at a checked base URL: scheme, host, port (always said) and base path.
 
     >>> origin("https://API.example.com/platform/")
     'https://api.example.com:443/platform'
@@ -117,12 +102,9 @@ def shown(url: str) -> str:
 
 
 def _under_downloads(path: str, base_url: str) -> str:
-    """The path under ``/api/download/`` that a URL or a rooted path names, or ``UnsafePath``.
+    """The path under ``/api/download/`` that a URL or a rooted path on ``base_url``'s origin names.
 
-    Only a URL on the origin of ``base_url`` (scheme and host in any case, the
-    port written or the scheme's default) or a path from the root of that
-    origin counts; the query and the fragment are dropped, and the path is
-    percent-decoded, since a URL carries it encoded.
+    The query and fragment are dropped and the path percent-decoded.
     """
     base = urlsplit(base_url)
     if path.startswith("//"):  # scheme-relative: the client's scheme, its own host
@@ -162,33 +144,25 @@ def _dot_segment(segment: str) -> bool:
     return True  # still encoded after four decodings: no plain file is named so
 
 
+def _bad_characters(path: str) -> str | None:
+    if "\\" in path:  # browsers read it as "/" in an http URL
+        return "it contains a backslash"
+    if any(unicodedata.category(c) in _CONTROL for c in path):
+        return "it contains control characters"
+    return None
+
+
 def safe_download_path(path: str, *, base_url: str | None = None) -> str:
     """Check a download path and return it URL-quoted for ``/api/download/``.
 
     The token travels with every download, so only paths within the service's
-    own download area are allowed: a plain path relative to it, as the contract
-    gives it, or with ``base_url`` the same file named by a path from the root
-    (``/api/download/suppress/...``) or by a URL on the origin of ``base_url``;
-    those two are reduced to the relative path.
-
-    Args:
-        path: The download path, e.g. ``result.hashed_file`` of a task.
-        base_url: The service address the download goes to; without it only
-            a relative path is taken.
-
-    Raises:
-        UnsafePath: ``path`` is empty; a URL on another scheme, host or port,
-            or with a user name; a rooted path or URL outside
-            ``/api/download/``; or has ``.`` or ``..`` (also percent-encoded)
-            or empty segments, backslashes or control characters.
+    download area are taken: a plain relative path, as the contract gives it,
+    or with ``base_url`` the same file named from the root or by a URL on that
+    origin. Anything else (``..``, backslashes, control characters, another
+    host) is ``UnsafePath``.
 
     >>> safe_download_path("suppress/1f0c/Стоп-лист 1.md5.zip")
     'suppress/1f0c/%D0%A1%D1%82%D0%BE%D0%BF-%D0%BB%D0%B8%D1%81%D1%82%201.md5.zip'
-    >>> safe_download_path("HTTP://Api.Example.com:443/api/download/suppress/1f0c/x.md5.zip?v=2",
-    ...                    base_url="https://api.example.com")
-    Traceback (most recent call last):
-    ...
-    stoplist_nb.errors.UnsafePath: download path refused: it is a URL of another scheme
     >>> safe_download_path("HTTPS://Api.Example.com:443/api/download/suppress/1f0c/My%20list.md5.zip",
     ...                    base_url="https://api.example.com")
     'suppress/1f0c/My%20list.md5.zip'
@@ -199,12 +173,8 @@ def safe_download_path(path: str, *, base_url: str | None = None) -> str:
     """
     if not isinstance(path, str) or not path.strip():
         raise errors.UnsafePath("download path refused: it is empty or not a string")
-    why = None
-    if "\\" in path:  # browsers read it as "/" in an http URL
-        why = "it contains a backslash"
-    elif any(unicodedata.category(c) in _CONTROL for c in path):
-        why = "it contains control characters"
-    elif base_url is not None:
+    why = _bad_characters(path)
+    if why is None and base_url is not None:
         try:
             if path.startswith("/") or urlsplit(path).scheme:
                 path = _under_downloads(path, base_url)
@@ -219,11 +189,9 @@ def safe_download_path(path: str, *, base_url: str | None = None) -> str:
         why = "it is an absolute URL"
     elif path.startswith("/"):
         why = "it starts with '/'"
-    elif "\\" in path:
-        why = "it contains a backslash"
-    elif any(unicodedata.category(c) in _CONTROL for c in path):
-        why = "it contains control characters"
-    elif any(_dot_segment(seg) for seg in segments):
+    else:
+        why = _bad_characters(path)
+    if why is None and any(_dot_segment(seg) for seg in segments):
         why = "it has empty, '.' or '..' segments"
     if why:
         raise errors.UnsafePath(f"download path refused: {why}")

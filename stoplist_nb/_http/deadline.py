@@ -1,19 +1,12 @@
 """An overall deadline for one HTTP exchange, enforced by shutting its socket down.
 
-requests' ``(connect, read)`` timeouts bound each socket operation, not the
-exchange: a server that sends one byte every few seconds, in the headers or in
-the body, resets the read timeout with every byte and holds the call as long as
-it likes. Here a single watchdog thread shuts down the socket of every
-connection an exchange uses once its deadline passes, whatever the exchange is
-doing (reading headers, reading the body, sending): the blocked read returns at
-once and the exchange fails. The retry policy asks :func:`current` before each
-further attempt (see :func:`stoplist_nb._http.retry.deadline_aware`), so retries
-and their backoff stay inside the deadline too.
-
-Connections are known to the deadline through the connection classes of
-:func:`watch_pools`, installed on the pools of the transport's adapters. A
-connection still being opened has no socket to shut down; the connect timeout
-bounds that phase (the transport caps it at the deadline).
+requests' timeouts bound each socket operation, not the exchange: a server
+sending one byte every few seconds holds a call as long as it likes. Here one
+watchdog thread shuts down the sockets of an exchange's connections once its
+deadline passes (the blocked read returns at once), and the retry policy asks
+:func:`current` before each further attempt. Connections are known through
+the pools of :func:`watch_pools`; one still being opened has no socket, and
+the connect timeout (capped at the deadline) bounds that phase.
 """
 
 from __future__ import annotations
@@ -36,21 +29,11 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from stoplist_nb._threads import join, leave_signals_to_main
 
-__all__ = ["Deadline", "Exchanges", "current", "running", "settle", "watch_pools"]
-
 _CURRENT: ContextVar[Deadline | None] = ContextVar("stoplist_nb_deadline", default=None)
 
 
 class Deadline:
-    """The time limit of one exchange, and the connections it has used.
-
-    Args:
-        seconds: The time allowed from now; ``None`` for no limit.
-
-    Attributes:
-        seconds: The time allowed at the start (:meth:`extend` adds to it).
-        start: ``time.monotonic()`` at the start.
-    """
+    """The time limit of one exchange (``None``: none), and the connections it has used."""
 
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
@@ -95,11 +78,7 @@ class Deadline:
             _shut_down(connection)
 
     def fire(self) -> bool:
-        """Mark the deadline passed and shut down the sockets of its connections.
-
-        Returns:
-            ``False`` if it was extended meanwhile (it must be armed again).
-        """
+        """Shut down the sockets of its connections; ``False`` if it was extended meanwhile."""
         with self._lock:
             if self.fired or self.closed:
                 return True
@@ -107,10 +86,7 @@ class Deadline:
                 return False
             self.fired = True
             connections = list(self._connections)
-        for connection in connections:
-            # A connection back in the pool may already serve another exchange.
-            if getattr(connection, "stoplist_deadline", None) is self:
-                _shut_down(connection)
+        self._shut(connections)
         return True
 
     def cut(self) -> None:
@@ -121,7 +97,11 @@ class Deadline:
             self.fired = True
             self.expires_at = min(self.expires_at, time.monotonic())  # no retry, no pause
             connections = list(self._connections)
+        self._shut(connections)
+
+    def _shut(self, connections: list[Any]) -> None:
         for connection in connections:
+            # A connection back in the pool may already serve another exchange.
             if getattr(connection, "stoplist_deadline", None) is self:
                 _shut_down(connection)
 
@@ -147,9 +127,8 @@ def _shut_down(connection: Any) -> None:
 class _Watchdog:
     """One daemon thread that fires deadlines when they pass.
 
-    It runs while an exchange does, and ends once none has run for
-    :data:`_IDLE_SECONDS` (at once after :meth:`settle`): a closed stream
-    leaves no thread of the package behind.
+    It ends once no exchange has run for :data:`_IDLE_SECONDS` (at once after
+    :meth:`settle`): a closed stream leaves no thread of the package behind.
     """
 
     def __init__(self) -> None:
@@ -164,14 +143,12 @@ class _Watchdog:
         self._settling = False
 
     def arm(self, deadline: Deadline) -> None:
-        """Watch ``deadline`` until :meth:`disarm`."""
         with self._cond:
             self._armed.add(deadline)
             self._settling = False
             self._push(deadline)
 
     def disarm(self, deadline: Deadline) -> None:
-        """Forget ``deadline``: its exchange has ended."""
         with self._cond:
             self._armed.discard(deadline)
             if len(self._heap) > 4 * len(self._armed) + 64:
@@ -248,9 +225,8 @@ if hasattr(os, "register_at_fork"):  # a forked child has no watchdog thread, ma
 class Exchanges:
     """The exchanges one thread runs, which another thread may cut short.
 
-    A thread that sends requests on behalf of another (the paging walk's
-    fetch thread) runs each under :meth:`tracking`; :meth:`cut` then ends the
-    exchange on the wire at once (its sockets shut down, no retry) and any
+    The paging walk's fetch thread runs each request under :meth:`tracking`;
+    :meth:`cut` then ends the exchange on the wire at once (no retry) and any
     later one as soon as it starts, so that nothing is sent after it.
 
     >>> exchanges = Exchanges()
@@ -270,10 +246,9 @@ class Exchanges:
     def tracking(self, sent: Callable[[], None] | None = None) -> Iterator[None]:
         """Report the exchanges run in the ``with`` block (in this thread) to this object.
 
-        ``sent`` runs once, in this thread, as soon as the block's first
-        request is on the wire and its reply is awaited (or when the block
-        ends, if no request got that far, or went through a connection
-        :func:`watch_pools` does not reach, such as a SOCKS proxy's).
+        ``sent`` runs once, in this thread, as soon as the first request is on the
+        wire (or when the block ends, if none got that far or its connection is not
+        one :func:`watch_pools` reaches, such as a SOCKS proxy's).
         """
         token = _EXCHANGES.set(self)
         self._sent = sent
@@ -363,31 +338,21 @@ class _Watched:
         return super().getresponse()  # type: ignore[misc]
 
 
-class _WatchedHTTPConnection(_Watched, HTTPConnection):
-    pass
-
-
-class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
-    pass
-
-
-class _WatchedHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _WatchedHTTPConnection
-
-
-class _WatchedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
-
-
-_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+_WATCHED_POOLS = {
+    scheme: type(
+        f"Watched{pool.__name__}", (pool,), {"ConnectionCls": type("Watched", (_Watched, conn), {})}
+    )
+    for scheme, pool, conn in (
+        ("http", HTTPConnectionPool, HTTPConnection),
+        ("https", HTTPSConnectionPool, HTTPSConnection),
+    )
+}
 
 
 def watch_pools(manager: Any) -> None:
     """Make the pools ``manager`` creates use connections a deadline can shut down.
 
-    Only managers with urllib3's standard pools are changed (not SOCKS proxies,
-    whose connections are their own); there, only the retry policy and the
-    socket timeouts bound an exchange.
+    Only urllib3's standard pools are changed (not a SOCKS proxy's).
     """
     if (
         getattr(manager, "pool_classes_by_scheme", None)

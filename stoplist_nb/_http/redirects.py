@@ -1,10 +1,8 @@
 """Which redirects the client follows: only within the base URL's origin.
 
 requests would follow a redirect anywhere, replaying a 307/308 POST body
-(token and all) to the new host; its ``rebuild_auth`` drops only the
-``Authorization`` header, not the token in the body or the download's query.
-So the transport sends every request with ``allow_redirects=False`` and asks
-:func:`next_url` what to do with a 3xx reply.
+(token and all) to the new host. So every request is sent with
+``allow_redirects=False`` and :func:`next_url` says what to do with a 3xx.
 """
 
 from __future__ import annotations
@@ -13,8 +11,6 @@ from urllib.parse import urljoin
 
 from stoplist_nb import errors
 from stoplist_nb._http.addresses import same_origin, shown
-
-__all__ = ["MAX_REDIRECTS", "next_url"]
 
 #: Redirects within the base URL's origin followed for one request.
 MAX_REDIRECTS = 3
@@ -25,18 +21,9 @@ def next_url(
 ) -> str:
     """The URL to send the request to next, for a 3xx reply to ``url``.
 
-    Within the base URL's origin (scheme, host, port) at most
-    :data:`MAX_REDIRECTS` are followed: a POST only on 307 and 308 (which keep
-    the method and body; the API serves no GET), a GET on any of them.
-
-    Args:
-        what: The API method (or ``"download"``), for messages.
-        verb: The HTTP method sent.
-        status: The reply's status.
-        location: Its ``Location`` header.
-        url: The URL the reply came from.
-        base_url: The client's base URL.
-        hop: Redirects followed so far.
+    Within the base URL's origin at most :data:`MAX_REDIRECTS` are followed: a
+    POST only on 307 and 308 (the API serves no GET), a GET on any of them.
+    ``what`` names the method in messages; ``hop``: redirects followed so far.
 
     Raises:
         InvalidReply: Another origin (named without its query), a POST turned

@@ -1,10 +1,8 @@
 """What a reply, or the lack of one, means: the envelope check and the typed errors.
 
-Apart from :mod:`stoplist_nb._http.transport`, which sends and receives; here the
-service's ``error``/``error_text`` envelope, an HTTP error status and requests'
-exceptions become exceptions of :mod:`stoplist_nb.errors`. Every text of the
-service is scrubbed of the token (:func:`~stoplist_nb._redact.redact`) before
-it goes into one.
+The service's ``error``/``error_text`` envelope, an HTTP error status and
+requests' exceptions become exceptions of :mod:`stoplist_nb.errors`; every
+text of the service is scrubbed of the token first.
 """
 
 from __future__ import annotations
@@ -25,11 +23,9 @@ from stoplist_nb import errors
 from stoplist_nb._http.addresses import address
 from stoplist_nb._redact import redact
 
-__all__ = ["check_envelope", "error_from_status", "too_large", "translate", "what_to_check"]
-
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and every exception under it: args, ``reason`` (urllib3's), causes, contexts."""
+    """``exc`` and everything under it: args, ``reason`` (urllib3's), causes, contexts."""
     todo: list[Any] = [exc]
     found: list[BaseException] = []
     seen: set[int] = set()
@@ -59,10 +55,9 @@ _RESOLVE = (urllib3.exceptions.NameResolutionError, socket.gaierror)
 class _Row:
     """What one kind of foreign failure becomes.
 
-    ``words`` say what happened (``{address}`` is the host and port tried,
-    ``{host}`` the host, ``{url}`` the base URL); ``check``, for a connection
-    that never opened, says what to check, in words of ``{var}`` (``base_url``,
-    or the command line's variable).
+    ``words`` say what happened (``{address}``: host and port, ``{host}``,
+    ``{url}``: the base URL); ``check``, for a connection that never opened,
+    what to check, naming ``{var}``.
     """
 
     test: _Test
@@ -90,9 +85,7 @@ _TABLE = (
     ),
     _Row(
         _kind(
-            urllib3.exceptions.ConnectTimeoutError,
-            requests.exceptions.ConnectTimeout,
-            but=(_NEW,),
+            urllib3.exceptions.ConnectTimeoutError, requests.exceptions.ConnectTimeout, but=(_NEW,)
         ),
         errors.RequestTimeout,
         "no connection to {address} within the timeout",
@@ -136,11 +129,7 @@ def _where(base_url: str) -> dict[str, str]:
 
 
 def translate(method: str, exc: requests.exceptions.RequestException, base_url: str) -> Exception:
-    """Our error for a requests exception (to be raised ``from`` the scrubbed ``exc``).
-
-    Its words say what happened: a name that does not resolve, a connection
-    refused, no connection or no reply in time, a reset, a failed handshake.
-    """
+    """Our error for a requests exception (to be raised ``from`` the scrubbed ``exc``)."""
     row = _row(exc)
     return row.error(f"{method}: " + row.words.format(**_where(base_url)))
 
@@ -148,9 +137,8 @@ def translate(method: str, exc: requests.exceptions.RequestException, base_url: 
 def what_to_check(exc: BaseException, base_url: str, var: str = "base_url") -> str | None:
     """For an error of a connection to ``base_url`` that never opened: what to check.
 
-    ``exc`` is one of ours, raised ``from`` the foreign error as the transport
-    raises it; the words name ``var``, where the address comes from. ``None``
-    for any other error: the service was reached.
+    ``exc`` is ours, raised ``from`` the foreign error; the words name ``var``,
+    where the address comes from. ``None`` when the service was reached.
 
     >>> import requests
     >>> try:
@@ -173,9 +161,8 @@ def what_to_check(exc: BaseException, base_url: str, var: str = "base_url") -> s
 def check_envelope(method: str, envelope: Mapping[str, Any], http_status: int = 200) -> None:
     """Raise the matching :class:`~stoplist_nb.errors.APIError` if ``error`` is non-zero.
 
-    A missing ``error`` counts as success: the contract promises the key, but a
-    reply that carries data without it is more useful read than refused. The
-    service's ``error_text`` is scrubbed of the token (it may echo the request).
+    A missing ``error`` counts as success: a reply that carries data without it
+    is more useful read than refused.
     """
     raw = envelope.get("error", 0)
     try:

@@ -1,15 +1,8 @@
 """The retry policy: urllib3 ``Retry`` objects, named and overridable.
 
-A ``Retry`` object is the whole policy (users may pass their own to
-``Client``). urllib3 does not retry POST unless told; we tell it to, since the
-calls are reads (``profiles/list``, ``tasks/status``, ...), except for calls
-that create something (``NON_REPLAYABLE``): a replay could create it twice, so
-they get :func:`connect_only`, which retries only connections that never
-carried the request.
-
-Every policy the transport mounts goes through :func:`deadline_aware`: no
-attempt starts, and no backoff or ``Retry-After`` pause begins, that the
-exchange's deadline (:mod:`stoplist_nb._http.deadline`) would cut short.
+urllib3 does not retry POST unless told; we tell it to, since the calls are
+reads, except those that create something (``NON_REPLAYABLE``), which get
+:func:`connect_only`. Every policy mounted goes through :func:`deadline_aware`.
 """
 
 from __future__ import annotations
@@ -23,16 +16,6 @@ from urllib3.util.retry import Retry
 
 from stoplist_nb._http.deadline import current
 
-__all__ = [
-    "NON_REPLAYABLE",
-    "RETRY_STATUSES",
-    "CappedRetry",
-    "DeadlineRetry",
-    "connect_only",
-    "deadline_aware",
-    "default_retry",
-]
-
 #: Replies worth another try: rate limit and the gateway/overload family.
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
@@ -41,14 +24,9 @@ NON_REPLAYABLE = frozenset({"suppresses/export"})
 
 
 class CappedRetry(Retry):
-    """urllib3 ``Retry`` that honours ``Retry-After`` up to ``retry_after_cap`` seconds.
+    """urllib3 ``Retry`` that honours ``Retry-After`` up to ``retry_after_cap`` seconds."""
 
-    A service asking for an hour's pause would otherwise freeze the notebook
-    for an hour; past the cap we wait the cap, and the retry budget decides.
-    """
-
-    # Not urllib3's own ``retry_after_max`` (2.6.3+, six hours by default): that one
-    # is an instance attribute set in __init__, and older urllib3 has none.
+    # Not urllib3's ``retry_after_max`` (2.6.3+ only, an instance attribute).
     retry_after_cap: float = 60.0
 
     def get_retry_after(self, response: Any) -> float | None:
@@ -64,8 +42,7 @@ def default_retry() -> Retry:
     and read errors. When the budget runs out the last reply is kept, so the
     caller gets the service's own error rather than a ``RetryError``.
     Whatever the policy, the client never sends ``suppresses/export`` twice
-    (a replay would start a second export) and stops retrying at its
-    ``deadline``.
+    and stops retrying at its ``deadline``.
 
     Returns:
         A fresh urllib3 ``Retry`` each call: change it with ``.new(...)``
@@ -108,13 +85,10 @@ def connect_only(retry: Retry) -> Retry:
 class DeadlineRetry(Retry):
     """A ``Retry`` that gives up when the next pause would end past the deadline.
 
-    Giving up here is running out of budget: a retried status (429, 503) hands
-    back its last reply, so the caller sees the service's own error; a broken
-    connection raises urllib3's ``MaxRetryError`` with the error as its reason.
-
-    A host name that does not resolve is never tried again: the system's
-    resolver has already asked, and retried, before it said so, and a typo in
-    the address would otherwise cost the whole connect budget (15 s) to report.
+    Giving up is running out of budget: a retried status hands back its last
+    reply; a broken connection raises ``MaxRetryError``. A host name that does
+    not resolve is never tried again: the resolver has already retried, and a
+    typo would otherwise cost the whole connect budget to report.
     """
 
     def increment(
@@ -130,36 +104,25 @@ class DeadlineRetry(Retry):
             raise MaxRetryError(_pool, url or "", error) from error
         new = super().increment(method, url, response, error, _pool, _stacktrace)
         deadline = current()
-        if deadline is not None and new._pause(response) >= deadline.remaining():
+        pause = None
+        if new.respect_retry_after_header and response is not None:
+            pause = new.get_retry_after(response)  # what sleep() would wait (urllib3's rule)
+        if deadline is not None and (pause or new.get_backoff_time()) >= deadline.remaining():
             reason = error or ResponseError("the deadline leaves no time for another try")
             raise MaxRetryError(_pool, url or "", reason) from reason
         return new
-
-    def _pause(self, response: Any) -> float:
-        """What :meth:`sleep` would wait before the next attempt (same rule as urllib3's)."""
-        if self.respect_retry_after_header and response is not None:
-            after = self.get_retry_after(response)
-            if after:
-                return after
-        return self.get_backoff_time()
 
 
 _AWARE: dict[type[Retry], type[Retry]] = {}
 
 
-def _with_deadline(cls: type[Retry]) -> type[Retry]:
-    if cls not in _AWARE:
-        _AWARE[cls] = type(f"Deadline{cls.__name__}", (DeadlineRetry, cls), {})
-    return _AWARE[cls]
-
-
 def deadline_aware(retry: Retry) -> Retry:
-    """The same policy, of a class that also respects the deadline (see :class:`DeadlineRetry`).
-
-    ``retry.new()`` keeps the class, so every later state of the policy does too.
-    """
+    """The same policy, of a class that also respects the deadline (``.new()`` keeps it)."""
     if isinstance(retry, DeadlineRetry):
         return retry
+    cls = type(retry)
+    if cls not in _AWARE:
+        _AWARE[cls] = type(f"Deadline{cls.__name__}", (DeadlineRetry, cls), {})
     aware = copy.copy(retry)
-    aware.__class__ = _with_deadline(type(retry))
+    aware.__class__ = _AWARE[cls]
     return aware

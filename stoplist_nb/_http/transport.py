@@ -1,25 +1,18 @@
-"""HTTP for stoplist_nb: session, retries, timeouts, the deadline, redirects, the envelope check.
+"""HTTP for stoplist_nb: the only module that sends requests and catches requests' errors.
 
-This is the only module that sends requests and catches requests' and
-urllib3's errors; it turns each of them into an exception of
-:mod:`stoplist_nb.errors` (with :mod:`stoplist_nb._http.replies`) and scrubs the API
-token from the foreign exception before chaining it.
-
-Retries are urllib3's, on an ``HTTPAdapter``, with the policy of
-:mod:`stoplist_nb._http.retry`; a call that creates something
-(``suppresses/export``) goes through a second adapter that only retries
-connections that never opened. Every exchange runs under an overall deadline
-(:mod:`stoplist_nb._http.deadline`), retries included. Redirects are never left to
-requests: one to another origin would carry the token (in the replayed body,
-the query, the header) to whoever the ``Location`` names
-(:mod:`stoplist_nb._http.redirects` decides which are followed).
+Each foreign error becomes one of :mod:`stoplist_nb.errors`
+(:mod:`~stoplist_nb._http.replies`), chained to its cause scrubbed of the
+token. Retries are urllib3's (:mod:`~stoplist_nb._http.retry`), under the
+exchange's overall deadline (:mod:`~stoplist_nb._http.deadline`). Redirects
+are never left to requests, which would carry the token to whatever host the
+``Location`` names (:mod:`~stoplist_nb._http.redirects`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Any, NoReturn
 
 import requests
@@ -29,30 +22,10 @@ from urllib3.util.retry import Retry
 from stoplist_nb import errors
 from stoplist_nb._http.addresses import shown
 from stoplist_nb._http.deadline import Deadline, running, watch_pools
-from stoplist_nb._http.redirects import MAX_REDIRECTS, next_url
+from stoplist_nb._http.redirects import next_url
 from stoplist_nb._http.replies import check_envelope, error_from_status, too_large, translate
-from stoplist_nb._http.retry import (
-    NON_REPLAYABLE,
-    RETRY_STATUSES,
-    CappedRetry,
-    connect_only,
-    deadline_aware,
-    default_retry,
-)
+from stoplist_nb._http.retry import NON_REPLAYABLE, connect_only, deadline_aware, default_retry
 from stoplist_nb._redact import Redactor, filter_logs
-
-__all__ = [
-    "DEFAULT_DEADLINE",
-    "DEFAULT_MIN_DOWNLOAD_RATE",
-    "DEFAULT_TIMEOUT",
-    "MAX_REDIRECTS",
-    "NON_REPLAYABLE",
-    "RETRY_STATUSES",
-    "CappedRetry",
-    "Transport",
-    "check_envelope",
-    "default_retry",
-]
 
 log = logging.getLogger("stoplist_nb")
 log.addHandler(logging.NullHandler())  # silent unless the application configures logging
@@ -63,8 +36,7 @@ DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 120.0)
 #: Seconds one call may take in all, retries and their pauses included.
 DEFAULT_DEADLINE = 300.0
 
-#: Bytes per second a download must average beyond the deadline: each byte
-#: received extends the download's deadline by ``1 / rate`` seconds.
+#: Bytes per second: each byte a download receives extends its deadline by ``1 / rate`` s.
 DEFAULT_MIN_DOWNLOAD_RATE = 16 * 1024
 
 
@@ -82,22 +54,10 @@ class _Adapter(HTTPAdapter):
 
 
 class Transport:
-    """A requests session configured for one service and one token.
+    """A requests session configured for one service and one token (arguments: see ``Client``).
 
-    Args:
-        base_url: The service address.
-        token: The API token, or ``None``.
-        timeout: Socket timeouts, ``(connect, read)`` or one number, for each
-            socket operation.
-        deadline: Seconds one exchange may take in all (retries, pauses and
-            same-origin redirects included); ``None`` for no limit.
-        min_download_rate: Bytes per second; every byte a download receives
-            extends its deadline by ``1 / min_download_rate`` seconds.
-            ``None``: a download gets the plain deadline.
-        retry: The retry policy (see ``Client``).
-        session: A ``requests.Session`` to mount the adapters on (for
-            ``base_url`` prefixes only); it is the caller's: never closed here.
-        non_replayable: Methods whose requests must never be sent twice.
+    Methods that create something (``NON_REPLAYABLE``) go through a second
+    adapter that retries only connections that never opened.
     """
 
     def __init__(
@@ -110,7 +70,6 @@ class Transport:
         min_download_rate: float | None = DEFAULT_MIN_DOWNLOAD_RATE,
         retry: Retry | int | bool = True,
         session: requests.Session | None = None,
-        non_replayable: Iterable[str] = NON_REPLAYABLE,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
@@ -124,15 +83,15 @@ class Transport:
             retry = Retry(0, read=False, raise_on_status=False)
         elif isinstance(retry, int):
             retry = default_retry().new(total=retry)
-        self.retry = deadline_aware(retry)
+        retry = deadline_aware(retry)
         filter_logs()
         self._own_session = session is None
         self.session = session if session is not None else requests.Session()
         # (prefix, our adapter, the one it shadows): close() puts a caller's session back.
         self._mounted: list[tuple[str, BaseAdapter, Any]] = []
-        self._mount(self.base_url + "/", _Adapter(max_retries=self.retry))
-        once = _Adapter(max_retries=connect_only(self.retry))
-        for method in non_replayable:
+        self._mount(self.base_url + "/", _Adapter(max_retries=retry))
+        once = _Adapter(max_retries=connect_only(retry))
+        for method in NON_REPLAYABLE:
             self._mount(self.method_url(method), once)
 
     def _mount(self, prefix: str, adapter: BaseAdapter) -> None:
@@ -145,12 +104,7 @@ class Transport:
     def post(self, method: str, params: Mapping[str, Any]) -> bytes:
         """POST ``params`` (with the token) to ``method``; return the body of a 2xx reply.
 
-        The envelope inside the body is left to the caller, which may decode it
-        with pyarrow rather than ``json``.
-
-        Raises:
-            RequestTimeout: No complete reply within the deadline (or the socket timeout).
-            InvalidReply: A redirect that is not followed (see :meth:`_send`).
+        The envelope is left to the caller, which may decode it with pyarrow.
         """
         body = dict(params)
         if self._token is not None:
@@ -190,32 +144,20 @@ class Transport:
         chunk_size: int = 1 << 16,
         max_bytes: int | None = None,
     ) -> int:
-        """GET ``/api/download/<path>`` into ``out``; return the number of bytes written.
+        """GET ``/api/download/<path>`` (URL-quoted) into ``out``; return the bytes written.
 
-        ``path`` must already be URL-quoted. The token goes both in the query
-        (as the contract says) and as a Bearer header (as newer docs prefer);
-        the URL carrying it never reaches a message or a log record. Each chunk
-        extends the deadline by ``len(chunk) / min_download_rate`` once it has
-        arrived, so chunks are kept small (64 KiB).
-
-        Raises:
-            IncompleteDownload: The body ended before its ``Content-Length``.
-            ArchiveTooLarge: More than ``max_bytes`` bytes arrived or were announced.
-            RequestTimeout: The deadline, extended by what arrived, passed.
+        The token goes both in the query (as the contract says) and as a Bearer
+        header (as newer docs prefer). Each chunk extends the deadline once it
+        has arrived, so chunks are kept small.
         """
-        params = {"token": self._token} if self._token else None
-        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        auth = {"params": {"token": self._token}, "headers": {}} if self._token else {}
+        if self._token:
+            auth["headers"] = {"Authorization": f"Bearer {self._token}"}
+        url = f"{self.base_url}/api/download/{path}"
         written, expected, started = 0, None, False
         with running(self.deadline) as deadline:
             try:
-                with self._send(
-                    "GET",
-                    "download",
-                    f"{self.base_url}/api/download/{path}",
-                    params=params,
-                    headers=headers,
-                    stream=True,
-                ) as response:
+                with self._send("GET", "download", url, stream=True, **auth) as response:
                     if response.status_code >= 400:
                         raise error_from_status("download", response)
                     length = response.headers.get("Content-Length", "")
@@ -236,29 +178,20 @@ class Transport:
             except Exception as exc:
                 broke = isinstance(exc, requests.exceptions.RequestException) and started
                 if broke and not deadline.passed:
-                    ours = errors.IncompleteDownload(
-                        f"download: the connection broke after {written} of "
-                        f"{expected if expected is not None else 'unknown'} bytes"
+                    of = expected if expected is not None else "unknown"
+                    message = f"download: the connection broke after {written} of {of} bytes"
+                    self._raise(
+                        "GET", "download", deadline, errors.IncompleteDownload(message), exc
                     )
-                    self._log_failure("GET", "download", deadline, ours)
-                    raise ours from self.redact.scrub(exc)
                 self._fail("GET", "download", deadline, exc, received=written)
             if expected is not None and written != expected:
-                short = errors.IncompleteDownload(
-                    f"download: {written} of {expected} bytes arrived"
-                )
-                self._log_failure("GET", "download", deadline, short)
-                raise short
+                message = f"download: {written} of {expected} bytes arrived"
+                self._raise("GET", "download", deadline, errors.IncompleteDownload(message))
             self._log("GET", "download", response, written, deadline)
         return written
 
     def close(self) -> None:
-        """Close a session made here; give a caller's session back as it came.
-
-        A session passed in is never closed: only the adapters mounted on it
-        (for ``base_url`` prefixes) are closed and taken off again, restoring
-        whatever was mounted there before.
-        """
+        """Close a session made here; give a caller's session back as it came."""
         if self._own_session:
             self.session.close()
             return
@@ -274,12 +207,7 @@ class Transport:
         self._mounted.clear()
 
     def _send(self, verb: str, what: str, url: str, **kwargs: Any) -> requests.Response:
-        """Send one request, following redirects as ``redirects.next_url`` says.
-
-        Raises:
-            InvalidReply: A redirect to another origin, too many, or a 3xx reply
-                with no ``Location``.
-        """
+        """Send one request, following redirects as ``redirects.next_url`` says."""
         hop = 0
         while True:
             response = self.session.request(
@@ -292,20 +220,12 @@ class Transport:
             location = response.headers.get("Location")
             url = next_url(what, verb, status, location, response.url or url, self.base_url, hop)
             hop += 1
-            log.debug(
-                "%s %s -> HTTP %d, redirect to %s followed",
-                verb,
-                what,
-                status,
-                shown(url),
-                extra={"api_method": what, "http_status": status},
-            )
+            extra = {"api_method": what, "http_status": status}
+            message = "%s %s -> HTTP %d, redirect to %s followed"
+            log.debug(message, verb, what, status, shown(url), extra=extra)
 
     def _socket_timeout(self) -> float | tuple[float, float | None] | None:
-        """The socket timeouts, the connect one capped at the deadline.
-
-        A connection being opened has no socket the deadline could shut down.
-        """
+        # A connection being opened has no socket the deadline could shut down.
         timeout, deadline = self.timeout, self.deadline
         if deadline is None:
             return timeout
@@ -317,20 +237,35 @@ class Transport:
     def _fail(
         self, verb: str, what: str, deadline: Deadline, exc: Exception, *, received: int = 0
     ) -> NoReturn:
-        """Raise the error that ``exc`` stands for: the deadline's, ours or a translation."""
         if deadline.passed and not isinstance(exc, errors.ArchiveTooLarge):
-            ours: Exception = errors.RequestTimeout(
-                self._deadline_message(what, deadline, received)
-            )
-        elif isinstance(exc, errors.StoplistError):
-            self._log_failure(verb, what, deadline, exc)
-            raise exc
-        elif isinstance(exc, requests.exceptions.RequestException):
-            ours = translate(what, exc, self.base_url)
-        else:
-            raise exc
-        self._log_failure(verb, what, deadline, ours)
-        raise ours from self.redact.scrub(exc)
+            message = self._deadline_message(what, deadline, received)
+            self._raise(verb, what, deadline, errors.RequestTimeout(message), exc)
+        if isinstance(exc, errors.StoplistError):
+            self._raise(verb, what, deadline, exc)
+        if isinstance(exc, requests.exceptions.RequestException):
+            self._raise(verb, what, deadline, translate(what, exc, self.base_url), exc)
+        raise exc
+
+    def _raise(
+        self,
+        verb: str,
+        what: str,
+        deadline: Deadline,
+        error: Exception,
+        cause: Exception | None = None,
+    ) -> NoReturn:
+        """Log ``error`` and raise it, from ``cause`` scrubbed of the token."""
+        status, name, elapsed = (
+            getattr(error, "http_status", None),
+            type(error).__name__,
+            deadline.elapsed(),
+        )
+        extra = {"api_method": what, "http_status": status, "elapsed": elapsed, "error": name}
+        http = f" (HTTP {status})" if status is not None else ""
+        log.debug("%s %s failed after %.3f s: %s%s", verb, what, elapsed, name, http, extra=extra)
+        if cause is None:
+            raise error
+        raise error from self.redact.scrub(cause)
 
     def _deadline_message(self, what: str, deadline: Deadline, received: int) -> str:
         if what != "download":
@@ -338,11 +273,8 @@ class Transport:
                 f"{what}: no complete reply within the deadline of {deadline.seconds:g} s, "
                 "retries included (Client(deadline=...) sets it)"
             )
-        earned = (
-            f", plus 1 s per {self.min_download_rate:g} bytes received"
-            if self.min_download_rate
-            else ""
-        )
+        rate = self.min_download_rate
+        earned = f", plus 1 s per {rate:g} bytes received" if rate else ""
         return (
             f"download: not complete within the deadline of {deadline.allowed:.1f} s "
             f"({deadline.seconds:g} s{earned}; {received} bytes arrived). "
@@ -355,38 +287,8 @@ class Transport:
         # urllib3 keeps the retries it made on the reply (history: one entry per retry)
         retries = getattr(response.raw, "retries", None)
         attempts = 1 + len(getattr(retries, "history", ()) or ())
-        elapsed = deadline.elapsed()
-        log.debug(
-            "%s %s -> HTTP %d, %d bytes in %.3f s, attempt %d",
-            verb,
-            what,
-            response.status_code,
-            size,
-            elapsed,
-            attempts,
-            extra={
-                "api_method": what,
-                "http_status": response.status_code,
-                "nbytes": size,
-                "elapsed": elapsed,
-                "attempts": attempts,
-            },
-        )
-
-    def _log_failure(self, verb: str, what: str, deadline: Deadline, error: Exception) -> None:
-        elapsed = deadline.elapsed()
-        status = getattr(error, "http_status", None)
-        log.debug(
-            "%s %s failed after %.3f s: %s%s",
-            verb,
-            what,
-            elapsed,
-            type(error).__name__,
-            f" (HTTP {status})" if status is not None else "",
-            extra={
-                "api_method": what,
-                "http_status": status,
-                "elapsed": elapsed,
-                "error": type(error).__name__,
-            },
-        )
+        status, elapsed = response.status_code, deadline.elapsed()
+        extra = {"api_method": what, "http_status": status, "nbytes": size, "elapsed": elapsed}
+        extra["attempts"] = attempts
+        message = "%s %s -> HTTP %d, %d bytes in %.3f s, attempt %d"
+        log.debug(message, verb, what, status, size, elapsed, attempts, extra=extra)

@@ -1,16 +1,13 @@
-"""JSON values that cannot change once checked: a request's query (pure).
+"""JSON values that cannot change once checked: what a request checked is what it sends.
 
-A request is checked once, when it is built; what it then sends must be what
-was checked. :func:`freeze` makes a deep copy that refuses every change (dicts
-become :class:`FrozenDict`, lists tuples), and :func:`thaw` a fresh, plain
-copy to send or to store.
+:func:`freeze` makes a deep copy that refuses every change (dicts become
+:class:`FrozenDict`, lists tuples), :func:`thaw` a fresh, plain copy.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NoReturn
-
-__all__ = ["FrozenDict", "freeze", "thaw"]
 
 
 class FrozenDict(dict[str, Any]):
@@ -33,7 +30,7 @@ class FrozenDict(dict[str, Any]):
 
 def freeze(value: Any) -> Any:
     """A deep copy of a JSON value that refuses every change."""
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return FrozenDict({key: freeze(item) for key, item in value.items()})
     if isinstance(value, list | tuple):
         return tuple(freeze(item) for item in value)
@@ -41,8 +38,8 @@ def freeze(value: Any) -> Any:
 
 
 def thaw(value: Any) -> Any:
-    """A fresh, plain deep copy of a JSON value (dicts and lists)."""
-    if isinstance(value, dict):
+    """A fresh, plain deep copy of a JSON value: dicts (of any ``Mapping``) and lists."""
+    if isinstance(value, Mapping):
         return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [thaw(item) for item in value]

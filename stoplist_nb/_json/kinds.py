@@ -1,23 +1,9 @@
 """The kind of a field's values: one table from a JSON value or an Arrow type to a word.
 
-Pure: no I/O. The words are the field types of ``databases/fields_get``, which
-the query builder keys its operators by: ``string``, ``int``, ``float``,
-``boolean``, ``array``, ``object``; and ``date``, which no JSON value carries
-(only a field's declared type or its name says it).
-
-One field seen with several kinds gets one by :func:`common_kind`: ``int``
-with ``float`` is ``float``; any other mix is ``string`` (the JSON text of
-each value); nulls take no part.
-
-The columns of a profile frame are of these kinds too
-(:mod:`stoplist_nb.profiles.columns`): a column of kind ``array`` holds lists
-of strings (tags, as ``fields_get`` types them), one of kind ``object`` any
-array or object as sent, and ``date`` a point in time.
-
-Callers refine this table, each for a reason documented where it does:
-``records_to_arrow`` splits ``int`` by what a float64 and an int64 hold
-exactly; the flat frame keeps arrays and objects as Python values (object
-dtype); the query builder types anything but a number or a boolean in as text.
+The words are the field types of ``databases/fields_get``: ``string``,
+``int``, ``float``, ``boolean``, ``array``, ``object``; and ``date``, which
+no JSON value carries. One field seen with several kinds gets one by
+:func:`common_kind`.
 """
 
 from __future__ import annotations
@@ -26,20 +12,6 @@ import numbers
 from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
-
-__all__ = [
-    "ARRAY",
-    "BOOLEAN",
-    "DATE",
-    "FLOAT",
-    "INT",
-    "OBJECT",
-    "STRING",
-    "arrow_kind",
-    "common_kind",
-    "json_kind",
-    "mixed",
-]
 
 STRING, INT, FLOAT, BOOLEAN = "string", "int", "float", "boolean"
 ARRAY, OBJECT, DATE = "array", "object", "date"
@@ -69,8 +41,7 @@ def json_kind(value: object) -> str | None:
 def arrow_kind(type_: pa.DataType) -> str | None:
     """The kind of the values an Arrow column of ``type_`` holds; ``None`` for all-null.
 
-    Types JSON does not produce (decimals, binary, ...) are ``object``: kept as
-    they are.
+    Types JSON does not produce (decimals, binary, ...) are ``object``.
     """
     if pa.types.is_dictionary(type_):
         return arrow_kind(type_.value_type)
@@ -84,9 +55,11 @@ def arrow_kind(type_: pa.DataType) -> str | None:
         return FLOAT
     if pa.types.is_string(type_) or pa.types.is_large_string(type_):
         return STRING
-    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
-        return ARRAY
-    if pa.types.is_fixed_size_list(type_):
+    if (
+        pa.types.is_list(type_)
+        or pa.types.is_large_list(type_)
+        or pa.types.is_fixed_size_list(type_)
+    ):
         return ARRAY
     return OBJECT
 
@@ -99,6 +72,8 @@ def mixed(kinds: Iterable[str | None]) -> bool:
 
 def common_kind(kinds: Iterable[str | None]) -> str | None:
     """One kind for a field seen with ``kinds``; ``None`` when every value was null.
+
+    ``int`` with ``float`` is ``float``; any other mix is ``string``.
 
     >>> common_kind(["int", None, "float"]), common_kind(["int", "string"])
     ('float', 'string')

@@ -1,13 +1,9 @@
 """Leaves whose values change JSON kind, kept as sent: an Arrow type of JSON texts.
 
-Pure: no I/O. Arrow gives every leaf one type, so a leaf that holds ``2`` in
-one record and ``"2"`` in another, or a list of ``[true, 1]``, has no Arrow
-type of its own. :func:`~stoplist_nb._json.records.records_to_arrow` puts such
-a leaf in :data:`JSON`: each value's JSON text (strings quoted), under a type
-that says so. Whoever reads the array gets every value back exactly:
-``to_pylist()`` decodes them (at any depth: ``[true, 1]`` stays ``[True, 1]``),
-and :func:`is_json` tells such a leaf from one of plain strings, which a
-string holding ``"[1]"`` could otherwise be taken for.
+Arrow gives every leaf one type, so a leaf holding ``2`` in one record and
+``"2"`` in another has none. Such a leaf is :data:`JSON`: each value's JSON
+text, under a type that says so; ``to_pylist()`` decodes them, and
+:func:`is_json` tells such a leaf from one of plain strings.
 """
 
 from __future__ import annotations
@@ -17,8 +13,6 @@ import json
 from typing import Any
 
 import pyarrow as pa
-
-__all__ = ["JSON", "JsonType", "encode", "from_values", "is_json", "json_array", "values"]
 
 
 class JsonType(pa.ExtensionType):  # type: ignore[misc]

@@ -1,21 +1,13 @@
 """How deeply a JSON text or a Python value nests, found without recursion.
 
-pyarrow's JSON reader and converters recurse once per level of nesting, on the
-C stack, and take time that grows with the square of the depth: a reply nested
-some thousands of levels deep ends the interpreter (a notebook's kernel) with
-a segmentation fault, or holds it for minutes. So no reply reaches pyarrow
-before its depth is known to be at most :data:`MAX_DEPTH`:
-
-* :func:`depth_bound` gives a bound on the depth at the cost of a few
-  vectorised passes over the bytes (strings found with a prefix XOR of the
-  quotes, 64 bytes a word, as simdjson does); for an ordinary page it is a
-  few levels above the real depth.
-* Only when that bound is above the limit does :func:`text_depth` measure the
-  depth exactly, and a text deeper than the limit is refused.
-
-:data:`MAX_DEPTH` is far beyond what the service can store: MongoDB refuses
-documents nested more than 100 levels, and a reply adds two (the envelope and
-the ``data`` list).
+pyarrow's JSON reader recurses once per level on the C stack, in time growing
+with the square of the depth: a reply nested thousands of levels deep crashes
+the interpreter or holds it for minutes. So no reply reaches pyarrow before
+its depth is known to be at most :data:`MAX_DEPTH`: :func:`depth_bound`
+bounds it in a few vectorised passes (strings found with a prefix XOR of the
+quotes, 64 bytes a word, as simdjson does), and only above the limit does
+:func:`text_depth` measure it exactly. MongoDB stores at most 100 levels, and
+a reply adds two.
 """
 
 from __future__ import annotations
@@ -25,8 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-
-__all__ = ["MAX_DEPTH", "depth_bound", "text_depth", "value_depth"]
 
 MAX_DEPTH = 128
 """The deepest nesting of a reply (or a value) that is read; deeper is refused."""
@@ -39,8 +29,8 @@ _OPEN, _CLOSE, _QUOTE, _BACKSLASH = 0x5B, 0x5D, 0x22, 0x5C
 def depth_bound(content: bytes | bytearray | memoryview) -> int:
     """A number never below the nesting depth of a JSON text, and close to it.
 
-    Brackets inside strings do not count. Within each block of 256 bytes the
-    depth is taken to reach its start plus every ``{`` and ``[`` of the block.
+    Within each block of 256 bytes the depth is taken to reach its start plus
+    every ``{`` and ``[`` of the block.
 
     >>> depth_bound(b'{"a": [1, {"b": "[[[["}]}')
     3
@@ -50,7 +40,8 @@ def depth_bound(content: bytes | bytearray | memoryview) -> int:
         return 0
     mask, folded = _scratch(len(raw))
     quote = np.equal(raw, _QUOTE, out=mask)
-    if _has_backslash(content):
+    # A byte search (memchr), far cheaper than a compare over the whole array.
+    if (content if isinstance(content, bytes | bytearray) else bytes(content)).find(b"\\") >= 0:
         quotes = np.flatnonzero(quote)
         if len(quotes):
             quote[quotes[_escaped(quotes, np.flatnonzero(raw == _BACKSLASH))]] = False
@@ -82,9 +73,8 @@ _local = threading.local()
 def _scratch(size: int) -> tuple[np.ndarray, np.ndarray]:
     """A bool and a byte array of ``size`` for this thread, reused from call to call.
 
-    Fresh arrays of a reply's size cost more in page faults than the compares
-    that fill them; replies above a few MiB get their own, so that no thread
-    keeps more than that.
+    Fresh arrays cost more in page faults than the compares that fill them;
+    replies above a few MiB get their own, so that no thread keeps more.
     """
     if size > _SCRATCH_BYTES:
         return np.empty(size, np.bool_), np.empty(size, np.uint8)
@@ -93,12 +83,6 @@ def _scratch(size: int) -> tuple[np.ndarray, np.ndarray]:
         grown = min(_SCRATCH_BYTES, max(size, 1 << 20))
         kept = _local.arrays = (np.empty(grown, np.bool_), np.empty(grown, np.uint8))
     return kept[0][:size], kept[1][:size]
-
-
-def _has_backslash(content: bytes | bytearray | memoryview) -> bool:
-    # A byte search (memchr), far cheaper than a compare over the whole array.
-    data = content if isinstance(content, bytes | bytearray) else bytes(content)
-    return data.find(b"\\") >= 0
 
 
 def _words(mask: np.ndarray) -> np.ndarray:
@@ -120,11 +104,7 @@ def _per_block(words: np.ndarray) -> np.ndarray:
 
 
 def text_depth(content: bytes | bytearray | memoryview) -> int:
-    """The deepest nesting of objects and arrays in a JSON text.
-
-    Brackets inside strings do not count, escaped quotes do not end a string.
-    The text need not be valid JSON: the answer is then the depth a parser
-    would reach before it gave up, or more.
+    """The deepest nesting of objects and arrays in a JSON text, valid or not.
 
     >>> text_depth(b'{"a": [1, {"b": "[[\\\\"]]"}]}')
     3
@@ -161,9 +141,7 @@ def _escaped(quotes: np.ndarray, slashes: np.ndarray) -> np.ndarray:
 def value_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     """Levels of dicts, lists and tuples in a Python value, counted up to ``limit + 1``.
 
-    Stops as soon as ``limit`` is passed, so a value that contains itself
-    counts as too deep; a container shared by several parents is walked again
-    only when it is met deeper than before.
+    A value that contains itself counts as too deep.
 
     >>> value_depth([{"a": [1]}, 2])
     3

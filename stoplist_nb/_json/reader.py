@@ -1,20 +1,11 @@
 """Arrow views of the service's JSON replies (pure: no I/O).
 
-The fast route parses the raw reply bytes with ``pyarrow.json`` straight into
-Arrow columns; Python dicts are built only when Arrow cannot take the reply as
-it is (a value whose JSON type changes within the page, say), and go to Arrow
-through :func:`~stoplist_nb._json.records.records_to_arrow`.
-
-Two guards keep what the service sends intact, or refuse it:
-
-* Nesting: no reply deeper than :data:`~stoplist_nb._json.nesting.MAX_DEPTH` levels
-  reaches pyarrow, whose recursion would crash the interpreter (see
-  :mod:`stoplist_nb._json.nesting`).
-* Numbers: pyarrow reads an integer beyond 64 bits, or one beside decimals in
-  the same field, as a float, and rounds it. A page where a float of 2**53 or
-  more appears anywhere is read again through ``json``, whose integers are
-  exact; such a field is then a :data:`~stoplist_nb._json.mixed.JSON` leaf,
-  which gives each value back as sent.
+The fast route parses the raw bytes with ``pyarrow.json`` straight into
+Arrow columns; Python dicts are built only when Arrow cannot take the reply
+as it is, through :func:`~stoplist_nb._json.records.records_to_arrow`. No
+reply deeper than :data:`~stoplist_nb._json.nesting.MAX_DEPTH` reaches
+pyarrow, and a page where a float of 2**53 or more appears (pyarrow rounds
+big integers to floats) is read again through ``json``, exactly.
 """
 
 from __future__ import annotations
@@ -31,8 +22,6 @@ import pyarrow.json as pa_json
 from stoplist_nb._json.nesting import MAX_DEPTH, depth_bound, text_depth
 from stoplist_nb._json.records import exact_floats, records_to_arrow
 
-__all__ = ["Reply", "read_reply"]
-
 # pyarrow.json crashes the interpreter on a body that is a bare `null`, so the
 # fast route only sees bodies that open with an object.
 _OBJECT_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
@@ -44,12 +33,9 @@ class Reply:
     """One parsed reply.
 
     Attributes:
-        envelope: Every top-level key except ``data``, as plain Python values
-            (``error``, ``error_text``, ``next_from_id``, ``total_count``, ...).
-            A ``data`` that is not a list is kept here too.
-        data: The ``data`` list as an Arrow array (a StructArray of profiles for
-            ``profiles/list``), or ``None`` when ``data`` is absent, null or
-            not a list (then kept in ``envelope``).
+        envelope: Every top-level key except a ``data`` list, as Python values.
+        data: The ``data`` list as an Arrow array, or ``None`` when ``data`` is
+            absent, null or not a list.
     """
 
     envelope: dict[str, Any]
@@ -65,14 +51,16 @@ def read_reply(content: bytes) -> Reply:
     """Parse one reply body into its envelope and an Arrow ``data`` array.
 
     Raises:
-        ValueError: The body is not valid JSON, not a JSON object, or nests
-            deeper than :data:`~stoplist_nb._json.nesting.MAX_DEPTH`.
+        ValueError: Not UTF-8, not a JSON object, or nested too deep.
     """
     if not isinstance(content, bytes | bytearray | memoryview):
         raise ValueError(_NOT_AN_OBJECT)
     _require_utf8(content)
-    if depth_bound(content) > MAX_DEPTH:
-        _require_depth(text_depth(content))
+    if depth_bound(content) > MAX_DEPTH and (depth := text_depth(content)) > MAX_DEPTH:
+        raise ValueError(
+            f"the reply nests values more than {MAX_DEPTH} levels deep ({depth} or more); "
+            "nothing of it was read (MongoDB itself stores at most 100 levels)"
+        )
     table = _arrow_table(content)
     if table is not None:
         return _reply_from_table(table)
@@ -94,23 +82,14 @@ def read_reply(content: bytes) -> Reply:
 
 
 def _require_utf8(content: bytes | bytearray | memoryview) -> None:
-    # JSON is UTF-8. pyarrow.json does not check keys or string values, and
-    # every later step would fail on invalid text in its own way: checked here,
-    # once, by Arrow's own validator over the bytes as they are (no copy).
+    # pyarrow.json does not check that keys and strings are UTF-8: Arrow's own
+    # validator does, over the bytes as they are (no copy).
     offsets = pa.py_buffer(struct.pack("<qq", 0, len(content)))
     text = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(content)])
     try:
         text.validate(full=True)
     except pa.ArrowInvalid:
         raise ValueError("the reply is not valid UTF-8, as JSON must be") from None
-
-
-def _require_depth(depth: int) -> None:
-    if depth > MAX_DEPTH:
-        raise ValueError(
-            f"the reply nests values more than {MAX_DEPTH} levels deep ({depth} or more); "
-            "nothing of it was read (MongoDB itself stores at most 100 levels)"
-        )
 
 
 def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
@@ -161,8 +140,7 @@ def _has_timestamp(schema: pa.Schema) -> bool:
 def _timestamps_as_text(content: bytes | bytearray | memoryview, table: pa.Table) -> pa.Table:
     """``table`` with the original text where pyarrow made date-like strings timestamps.
 
-    A second parse reads only those leaves, as strings (about a third of the
-    cost of a full parse), and they replace the timestamps.
+    A second parse reads only those leaves, as strings (a third of a full parse).
     """
     wanted = {f.name: _text_type(f.type) for f in table.schema}
     schema = pa.schema([pa.field(name, t) for name, t in wanted.items() if t is not None])

@@ -1,13 +1,9 @@
 """Python records (dicts and lists) as Arrow arrays, for replies pyarrow.json cannot take.
 
-Pure: no I/O. A leaf whose JSON type varies is a :data:`~stoplist_nb._json.mixed.JSON`
-leaf (each value's JSON text, decoded back as sent), and struct fields keep
-the order in which their keys were first seen, as the pyarrow.json route gives
-them, so that both routes make the same columns.
-
-Numbers are never rounded: a leaf holding an integer beyond 64 bits, or an
-integer beyond 2**53 beside decimals (a float64 cannot hold both exactly), is
-such a leaf too, its integers exact.
+A leaf whose JSON type varies, or whose numbers a float64 would round (an
+integer beyond 64 bits, or beyond 2**53 beside decimals), is a
+:data:`~stoplist_nb._json.mixed.JSON` leaf, its values exact. Struct fields
+keep the order in which their keys were first seen, as pyarrow.json's do.
 """
 
 from __future__ import annotations
@@ -23,8 +19,6 @@ from stoplist_nb._json.mixed import encode, json_array
 from stoplist_nb._json.nesting import MAX_DEPTH, value_depth
 from stoplist_nb.errors import InvalidInput
 
-__all__ = ["exact_floats", "json_text", "records_to_arrow"]
-
 _INT64 = (-(2**63), 2**63 - 1)
 _EXACT = 2**53  # the largest magnitude below which a float64 holds every integer
 
@@ -34,20 +28,13 @@ def records_to_arrow(
 ) -> pa.Array:
     """Convert a list of JSON-like dicts to an Arrow StructArray.
 
-    A leaf whose JSON type varies between records (``2`` in one, ``"2"`` in
-    another), or whose numbers a float64 would round, becomes a
-    :data:`~stoplist_nb._json.mixed.JSON` leaf: the outermost such leaf on
-    its path, so that a list of ``[true, 1]`` is one JSON value, not a list
-    of texts.
-
-    Args:
-        records: The rows.
-        depth_checked: The caller knows they nest at most
-            :data:`~stoplist_nb._json.nesting.MAX_DEPTH` levels.
+    The outermost leaf on a path that needs it is a JSON leaf, so that a list of
+    ``[true, 1]`` is one JSON value, not a list of texts. ``depth_checked``: the
+    caller knows they nest at most ``MAX_DEPTH`` levels.
 
     Raises:
         InvalidInput: The records hold values Arrow cannot represent, or nest
-            deeper than :data:`~stoplist_nb._json.nesting.MAX_DEPTH` levels.
+            too deep (or contain themselves).
     """
     values: list[Any] = list(records)
     if not depth_checked and value_depth(values) > MAX_DEPTH:
@@ -127,9 +114,8 @@ def _rebuilt(
 def exact_floats(array: pa.Array) -> bool:
     """Whether every float in ``array`` (at any depth) is below 2**53 in magnitude.
 
-    Above it a float64 no longer holds every integer: the value may be an
-    integer that was rounded on its way in. Only the branches of the type that
-    lead to a float are visited, so most pages cost one walk of their type.
+    Above it a float may be an integer rounded on its way in. Only the branches
+    of the type that lead to a float are visited.
     """
     todo = [(array, step) for step in _float_steps(array.type)]
     while todo:
@@ -161,9 +147,7 @@ def _float_steps(type_: pa.DataType) -> list[tuple[int | None, ...]]:
     return found
 
 
-# Kinds that share a float64 leaf without loss; "wide" integers only without floats.
-# Refinements of the kind table for exactness: "wide" is an int a float64 would
-# round, "big" one no int64 holds. Both count as int when kinds are mixed.
+# "wide": an int a float64 would round; "big": one no int64 holds (both int when mixed).
 _WIDE, _BIG = "wide", "big"
 
 

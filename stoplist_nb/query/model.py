@@ -1,55 +1,41 @@
 """The query model behind :mod:`stoplist_nb.query`: ``F``, its conditions, and their groups.
 
-Every node is immutable and compares by value, so queries can be used as
-dict keys and compared in tests. Values are frozen on the way in (lists become
-tuples, dicts a read-only mapping) and thawed again by ``to_mongo``. Equality
-looks at value types as well, because MongoDB does: ``1`` and ``True`` are
-different filters.
-
-Negation rules (``~``):
+Every node is immutable and compares by value, value types included as
+MongoDB does (``1`` and ``True`` are different filters). Negation (``~``):
 
 * ``$eq``/``$ne``, ``$in``/``$nin`` and ``$exists`` True/False turn into each
-  other. These pairs agree on documents without the field, so nothing changes.
-* any other single condition (ranges, ``$regex``, ``$elemMatch``, ...) becomes
-  ``{path: {"$not": {...}}}``. ``$lte`` is not the opposite of ``$gt``: it
-  would drop documents without the field, which ``$not`` keeps.
-* ``~And(...)`` becomes ``{"$nor": [{...}]}``; ``~Or(a, b)`` becomes
-  ``{"$nor": [a, b]}`` (the same thing); ``~Nor(a, b)`` is ``Or(a, b)`` and
-  ``~Nor(x)`` is ``x``. So ``~~q == q`` for anything ``F`` builds.
+  other (the pairs agree on documents without the field).
+* any other condition becomes ``{path: {"$not": {...}}}`` (``$lte`` is not the
+  opposite of ``$gt``: it would drop documents without the field).
+* ``~And(...)`` is ``{"$nor": [{...}]}``, ``~Or(a, b)`` is ``Nor(a, b)``,
+  ``~Nor(a, b)`` is ``Or(a, b)`` and ``~Nor(x)`` is ``x``: ``~~q == q``.
 
-Every node knows how deep its ``to_mongo()`` nests, from its items' depths, and
-refuses to be built deeper than :data:`~stoplist_nb.query.values.MAX_DEPTH`: MongoDB
-would refuse the filter anyway, and within that bound the recursive ``to_mongo``,
-``repr``, ``==`` and ``hash`` cannot exhaust the stack. ``&`` and ``|`` of one
-kind flatten, so long chains of them stay shallow; what nests is alternating
-them, or ``~`` of a group inside another group.
+Every node knows how deep its ``to_mongo()`` nests and refuses to be built
+deeper than :data:`~stoplist_nb.query.values.MAX_DEPTH`, so its recursive
+``to_mongo``, ``repr``, ``==`` and ``hash`` cannot exhaust the stack.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from stoplist_nb._json.frozen import FrozenDict, freeze, thaw
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query.values import (
     FIELD_OPERATORS,
     MAX_DEPTH,
     OPTIONS_WITHOUT_REGEX,
-    FrozenDict,
     check_argument,
     check_field_operator,
     check_path,
-    freeze,
     json_depth,
     key_problem,
-    thaw,
     too_deep,
     value_key,
 )
-
-__all__ = ["CONDITION_OPERATORS", "And", "Condition", "F", "Nor", "Or", "Query"]
 
 #: Field operators a :class:`Condition` can hold: every one a query may use,
 #: but ``$options`` (a condition's ``options``) and ``$not`` (its ``negated``).
@@ -162,7 +148,6 @@ class And(_Group):
         _set_depth(self, depth, "And")
 
     def to_mongo(self) -> dict[str, Any]:
-        """Return the merged dict, ``{"$and": [...]}``, or ``{}`` when empty."""
         if not self.items:
             return {}
         if _merges(self.items):
@@ -198,7 +183,6 @@ class Or(_Group):
         _set_depth(self, _group_depth(flat), "Or")
 
     def to_mongo(self) -> dict[str, Any]:
-        """Return ``{"$or": [...]}``."""
         return {"$or": [i.to_mongo() for i in self.items]}
 
     def __invert__(self) -> Query:
@@ -232,7 +216,6 @@ class Nor(_Group):
         _set_depth(self, _group_depth(flat), "Nor")
 
     def to_mongo(self) -> dict[str, Any]:
-        """Return ``{"$nor": [...]}``."""
         return {"$nor": [i.to_mongo() for i in self.items]}
 
     def __invert__(self) -> Query:
@@ -261,14 +244,10 @@ def _merges(items: tuple[Query, ...]) -> bool:
 def _wrap(item: Query, group: type[_Group]) -> str:
     # & binds tighter than ==, so comparisons need brackets; a group of the
     # other kind gets them for the reader.
-    if _is_comparison(item) or isinstance(item, group):
+    comparison = isinstance(item, Condition) and item.op in _SYMBOL and not item.negated
+    if comparison or isinstance(item, group):
         return f"({item!r})"
     return repr(item)
-
-
-def _is_comparison(item: Query) -> bool:
-    """Whether the repr is ``F(...) <op> value``, which needs brackets in a group."""
-    return isinstance(item, Condition) and item.op in _SYMBOL and not item.negated
 
 
 def _check_path(path: Any) -> None:
@@ -366,7 +345,6 @@ class Condition(Query):
         return self._operand()  # a document after $eq would read as operators otherwise
 
     def to_mongo(self) -> dict[str, Any]:
-        """Return ``{path: ...}``; see :meth:`field_value`."""
         return {self.path: self.field_value()}
 
     def _key(self) -> Any:
@@ -390,6 +368,10 @@ class Condition(Query):
         if not self.negated:
             return text
         return f"~({text})" if op in _SYMBOL else f"~{text}"
+
+
+def _operator(op: str) -> Callable[[F, Any], Condition]:
+    return lambda field, value: field.op(op, value)
 
 
 class F:
@@ -423,23 +405,10 @@ class F:
         """Return the condition ``{path: {op: value}}``, e.g. ``F("phones").op("$size", 0)``."""
         return Condition(self.path, op, value)
 
-    def __eq__(self, value: object) -> Condition:  # type: ignore[override]
-        return self.op("$eq", value)
-
-    def __ne__(self, value: object) -> Condition:  # type: ignore[override]
-        return self.op("$ne", value)
-
-    def __lt__(self, value: Any) -> Condition:
-        return self.op("$lt", value)
-
-    def __le__(self, value: Any) -> Condition:
-        return self.op("$lte", value)
-
-    def __gt__(self, value: Any) -> Condition:
-        return self.op("$gt", value)
-
-    def __ge__(self, value: Any) -> Condition:
-        return self.op("$gte", value)
+    __eq__ = _operator("$eq")  # type: ignore[assignment]
+    __ne__ = _operator("$ne")  # type: ignore[assignment]
+    __lt__, __le__ = _operator("$lt"), _operator("$lte")
+    __gt__, __ge__ = _operator("$gt"), _operator("$gte")
 
     def isin(self, values: Iterable[Any]) -> Condition:
         """Return ``$in``: the field equals one of ``values`` (a list or tuple)."""

@@ -1,17 +1,10 @@
 """MongoDB queries for ``profiles/list``: validated before anything is sent, and parsed.
 
-Pure: no I/O. The service evaluates ``query`` as a MongoDB filter; a mistake
-there costs a round trip and comes back as a terse 400, so the common ones
-(unknown operators, operators in the wrong place, wrong value types) are
-caught here with the exact place named.
-
-Queries can also be built and taken apart as objects (see
-:mod:`stoplist_nb.query.model` for the negation rules):
+A mistake in ``query`` costs a round trip and comes back as a terse 400, so
+the common ones are caught here with the exact place named.
 
 >>> from stoplist_nb.query import F
 >>> q = (F("_city") == "Moscow") | (F("subscriptions.channel") == "email")
->>> q.to_mongo()
-{'$or': [{'_city': 'Moscow'}, {'subscriptions.channel': 'email'}]}
 >>> parse_query(q.to_mongo()) == q
 True
 """
@@ -21,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stoplist_nb._json.frozen import thaw
 from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query.model import And, Condition, Nor, Or, Query
 from stoplist_nb.query.values import (
@@ -31,34 +25,27 @@ from stoplist_nb.query.values import (
     check_field_operator,
     check_path,
     json_depth,
-    plain,
 )
-
-__all__ = ["FIELD_OPERATORS", "LOGICAL_OPERATORS", "parse_query", "validate_query"]
 
 
 def validate_query(query: Any) -> dict[str, Any]:
     """Check a MongoDB query and return it as it will be sent.
 
-    The query may nest at most :data:`MAX_DEPTH` (100) levels, MongoDB's own
-    limit for a document, where each dict and each list is a level
-    (``{"a": {"$in": [1]}}`` is 3 deep). Deeper queries, and ones that contain
-    themselves, are refused before anything walks them, so no input ends in a
-    ``RecursionError``.
+    The query may nest at most :data:`MAX_DEPTH` (100) levels, each dict and
+    list a level (``{"a": {"$in": [1]}}`` is 3 deep); deeper ones, and ones
+    that contain themselves, are refused before anything walks them.
 
     Args:
         query: The filter, e.g. ``{"$or": [{"_city": "Moscow"}, {"_city": "Kazan"}]}``.
 
     Returns:
-        An equal copy of plain dicts and lists (tuples and other mappings
-        become lists and dicts), ready for ``json.dumps``.
+        An equal copy of plain dicts and lists, ready for ``json.dumps``.
 
     Raises:
-        InvalidQuery: The query is not a dict; nests deeper than
-            :data:`MAX_DEPTH`; contains itself; holds what JSON cannot (NaN or
-            infinity, an int beyond 64 bits, a non-string key, a set, a
-            ``numpy.int64``, ...) or more values than a 16 MiB BSON document
-            can; or a part of it is not valid MongoDB. The message names the part.
+        InvalidQuery: The query is not a dict, is too deep, holds what JSON
+            cannot (NaN, an int beyond 64 bits, a ``numpy.int64``, ...) or
+            more values than a 16 MiB BSON document can, or a part of it is
+            not valid MongoDB. The message names the part.
 
     >>> validate_query({"_city": {"$in": ["Moscow", "Kazan"]}})
     {'_city': {'$in': ['Moscow', 'Kazan']}}
@@ -72,7 +59,7 @@ def validate_query(query: Any) -> dict[str, Any]:
     json_depth(query, "query")
     # The walks below recurse, which is safe only within the depth checked above.
     _check_filter(query, "query")
-    result: dict[str, Any] = plain(query)
+    result: dict[str, Any] = thaw(query)
     return result
 
 
@@ -153,24 +140,15 @@ def parse_query(query: Any) -> Query:
     """Turn a MongoDB query into :class:`Query` objects, after :func:`validate_query`.
 
     Top-level keys are an implicit AND; several operators on one field become
-    an :class:`And` of conditions; ``{"$or": [x]}`` becomes ``x``. For every
-    query built with :class:`F`, ``parse_query(q.to_mongo()) == q``.
-
-    Like :func:`validate_query`, it refuses queries nested deeper than
-    :data:`MAX_DEPTH` (100) levels, and so do the :class:`Query` objects: the
-    ``to_mongo()`` of one may not be deeper either. That form can be deeper than
-    the query read (``{"a": {"$gte": 1, "$lt": 5}}`` becomes an ``$and`` of two
-    conditions, 2 levels more), so a query close to the limit that
-    :func:`validate_query` passes can still be refused here.
-
-    Args:
-        query: The filter, e.g. ``{"_city": "Moscow", "score": {"$gte": 1}}``.
+    an :class:`And`; ``{"$or": [x]}`` becomes ``x``. For every query built with
+    :class:`F`, ``parse_query(q.to_mongo()) == q``. The model's ``to_mongo()``
+    may nest deeper than the query read (``{"a": {"$gte": 1, "$lt": 5}}`` is an
+    ``$and``), so a query close to :data:`MAX_DEPTH` may be refused here only.
 
     Raises:
-        InvalidQuery: The query is not valid, uses what the model does not
-            hold (``$comment``, an operator-only ``$elemMatch``, one whose
-            query is empty like ``{"$and": [{}]}``), or its model would nest
-            deeper than :data:`MAX_DEPTH`; the message names the part.
+        InvalidQuery: As :func:`validate_query`, or the query uses what the
+            model does not hold (``$comment``, an operator-only ``$elemMatch``,
+            an empty query like ``{"$and": [{}]}``).
 
     >>> parse_query({"_city": "Moscow", "score": {"$gte": 1, "$lt": 5}})
     (F('_city') == 'Moscow') & (F('score') >= 1) & (F('score') < 5)

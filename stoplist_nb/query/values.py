@@ -1,97 +1,33 @@
-"""JSON-like values for queries: checked without recursion, and frozen for the model's nodes.
+"""JSON-like values for queries: checked without recursion, and the rules for operators.
 
 :func:`json_depth` is the gate every query value passes before anything walks
-it recursively (validation, :func:`freeze`, ``repr``, ``==``, ``json.dumps``):
-it refuses what the service could not take, and it never recurses itself, so
-a value nested thousands of levels deep, or one that contains itself, is an
-:class:`~stoplist_nb.errors.InvalidQuery` rather than a ``RecursionError``.
-
-It also holds the rules for field paths and for what each field operator takes
-(:func:`check_field_operator`, :func:`check_argument`, :func:`check_path`), so
-that :func:`~stoplist_nb.query.parse.validate_query` and the model's
+it recursively: a value nested thousands of levels deep, or one that contains
+itself, is an :class:`~stoplist_nb.errors.InvalidQuery`, not a
+``RecursionError``. The rules for field paths and operator arguments are here
+so that :func:`~stoplist_nb.query.parse.validate_query` and the model's
 :class:`~stoplist_nb.query.model.Condition` refuse a mistake in the same words.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+from stoplist_nb._json.frozen import FrozenDict
 from stoplist_nb.errors import InvalidQuery
 
-__all__ = [
-    "FIELD_OPERATORS",
-    "LOGICAL_OPERATORS",
-    "MAX_DEPTH",
-    "MAX_VALUES",
-    "OPTIONS_WITHOUT_REGEX",
-    "FrozenDict",
-    "check_argument",
-    "check_field_operator",
-    "check_path",
-    "freeze",
-    "json_depth",
-    "key_problem",
-    "plain",
-    "thaw",
-    "too_deep",
-    "value_key",
-]
-
-#: The deepest nesting a query may have. MongoDB "supports no more than 100
-#: levels of nesting for BSON documents", counting each object and each array
-#: as a level, and a filter is such a document: ``{"a": 1}`` is 1 level deep,
-#: ``{"a": {"$in": [1]}}`` 3. Real queries stay far below it.
+#: The deepest nesting a query may have: MongoDB's limit for a BSON document,
+#: each object and array a level (``{"a": {"$in": [1]}}`` is 3 deep).
 MAX_DEPTH = 100
 
-#: The most values (scalars, dicts and lists, counted where they appear) a query
-#: may hold: a filter is one BSON document of at most 16 MiB, and each value in
-#: it takes at least 2 bytes. It bounds the work on values that share parts:
-#: ``v = [v, v]`` sixty times over is small in memory but 2**60 values as JSON.
+#: The most values a query may hold, counted where they appear (a 16 MiB BSON
+#: document, 2 bytes a value at least): ``v = [v, v]`` sixty times over is small
+#: in memory but 2**60 values as JSON.
 MAX_VALUES = 16 * 1024 * 1024 // 2
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _END = object()
-
-
-class FrozenDict(Mapping[str, Any]):
-    """A read-only dict, so an embedded document can sit inside a hashable node."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self._data = dict(data)
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return repr(thaw(self))
-
-
-def freeze(value: Any) -> Any:
-    """Lists become tuples and dicts ``FrozenDict``, all the way down."""
-    if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
-    if isinstance(value, Mapping) and not isinstance(value, FrozenDict):
-        return FrozenDict({k: freeze(v) for k, v in value.items()})
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """The inverse of :func:`freeze`: tuples back to lists, ``FrozenDict`` to dicts."""
-    if isinstance(value, tuple):
-        return [thaw(v) for v in value]
-    if isinstance(value, FrozenDict):
-        return {k: thaw(v) for k, v in value.items()}
-    return value
 
 
 def value_key(value: Any) -> Any:
@@ -158,27 +94,16 @@ def _children(value: Any) -> Iterator[tuple[Any, Any]] | None:
 
 
 def json_depth(value: Any, where: str, *, limit: int = MAX_DEPTH) -> int:
-    """Check that ``value`` is JSON the service can take, and return its depth.
+    """Check that ``value`` is JSON the service can take, and return its depth, without recursion.
 
-    The depth counts dicts and lists as MongoDB does: a scalar is 0, a dict or
-    list is one more than its deepest item (an empty one is 1). The walk uses
-    its own stack, so any input ends in a result or :class:`InvalidQuery`;
-    parts shared by several places are walked once and counted at each.
-
-    Args:
-        value: The value, of dicts (any ``Mapping``), lists or tuples, strings,
-            ints, floats, bools and None.
-        where: Its place in the query, to start each message with.
-        limit: The deepest it may be.
+    A scalar is 0 deep, a dict or list one more than its deepest item, as
+    MongoDB counts. ``where`` starts each message (``"query['_city']"``).
 
     Raises:
-        InvalidQuery: ``value`` nests deeper than ``limit``, contains itself,
-            holds more than :data:`MAX_VALUES` values, a key that is not a
-            string, an int beyond 64 bits, NaN or infinity, a lone surrogate or
-            anything else JSON cannot hold; the message names the part.
+        InvalidQuery: Deeper than ``limit``, containing itself, more than
+            :data:`MAX_VALUES` values, or what JSON cannot hold (NaN, an int
+            beyond 64 bits, a non-string key, ...); the message names the part.
 
-    >>> json_depth({"a": {"$in": [1, 2]}}, "query")
-    3
     >>> json_depth({"a": float("nan")}, "query")
     Traceback (most recent call last):
     ...
@@ -247,20 +172,6 @@ def json_depth(value: Any, where: str, *, limit: int = MAX_DEPTH) -> int:
     return int(finished[id(value)][1])
 
 
-def plain(value: Any) -> Any:
-    """A copy of ``value`` as ``json.dumps`` takes it: dicts, lists and scalars.
-
-    Only for values :func:`json_depth` has accepted: it recurses.
-    """
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
-
-
-# --- operators and field paths ------------------------------------------------------
-
 #: Operators that combine whole conditions, allowed where a query is.
 LOGICAL_OPERATORS = frozenset({"$and", "$or", "$nor", "$comment"})
 
@@ -276,63 +187,8 @@ OPTIONS_WITHOUT_REGEX = "$options goes with $regex"
 _REGEX_OPTIONS = frozenset("imxsu")
 
 
-def _list_problem(op: str, arg: Any) -> str | None:
-    return None if isinstance(arg, list | tuple) else f"{op} takes a list, not {type(arg).__name__}"
-
-
-def _exists_problem(op: str, arg: Any) -> str | None:
-    return None if isinstance(arg, bool) else f"{op} takes True or False, not {arg!r}"
-
-
-def _regex_problem(op: str, arg: Any) -> str | None:
-    if isinstance(arg, str):
-        return None
-    return f"{op} takes a pattern string, not {type(arg).__name__}"
-
-
-def _options_problem(op: str, arg: Any) -> str | None:
-    if isinstance(arg, str) and not set(arg) - _REGEX_OPTIONS:
-        return None
-    return f"{op} takes letters from 'imxsu', not {arg!r}"
-
-
-def _size_problem(op: str, arg: Any) -> str | None:
-    if isinstance(arg, int) and not isinstance(arg, bool) and arg >= 0:
-        return None
-    return f"{op} takes a non-negative int, not {arg!r}"
-
-
-def _mod_problem(op: str, arg: Any) -> str | None:
-    return (
-        None
-        if isinstance(arg, list | tuple) and len(arg) == 2
-        else f"{op} takes [divisor, remainder]"
-    )
-
-
-# $not and $elemMatch take conditions and queries, which the walks of
-# validate_query and the model's nodes check as such.
-_ARGUMENT_RULES: dict[str, Callable[[str, Any], str | None]] = {
-    "$in": _list_problem,
-    "$nin": _list_problem,
-    "$all": _list_problem,
-    "$exists": _exists_problem,
-    "$regex": _regex_problem,
-    "$options": _options_problem,
-    "$size": _size_problem,
-    "$mod": _mod_problem,
-}
-
-
 def check_field_operator(op: str, where: str) -> None:
-    """Refuse ``op`` unless it is one of :data:`FIELD_OPERATORS`.
-
-    Args:
-        op: The operator, a key of the field's condition.
-        where: The field's place in the query, e.g. ``"query['_city']"``.
-
-    Raises:
-        InvalidQuery: ``op`` combines whole queries (``$or``, ...) or is unknown.
+    """Refuse ``op`` unless it is one of :data:`FIELD_OPERATORS` (``where``: as :func:`json_depth`).
 
     >>> check_field_operator("$inn", "query['_city']")
     Traceback (most recent call last):
@@ -348,42 +204,33 @@ def check_field_operator(op: str, where: str) -> None:
 
 
 def check_argument(op: str, arg: Any, where: str) -> None:
-    """Refuse an argument that field operator ``op`` does not take.
-
-    Only for values :func:`json_depth` has accepted: the message may show them.
-
-    Args:
-        op: One of :data:`FIELD_OPERATORS`.
-        arg: Its argument, e.g. the list of ``$in``.
-        where: The operator's place in the query, e.g. ``"query['_city']['$in']"``.
-
-    Raises:
-        InvalidQuery: ``arg`` is not what ``op`` takes: a list for ``$in``,
-            ``$nin`` and ``$all``, a bool for ``$exists``, a string for
-            ``$regex``, letters from ``"imxsu"`` for ``$options``, an int of 0
-            or more for ``$size``, two items for ``$mod``.
+    """Refuse an argument that field operator ``op`` does not take (only after :func:`json_depth`).
 
     >>> check_argument("$in", "Moscow", "query['_city']['$in']")
     Traceback (most recent call last):
     ...
     stoplist_nb.errors.InvalidQuery: query['_city']['$in']: $in takes a list, not str
     """
-    rule = _ARGUMENT_RULES.get(op)
-    if rule is not None and (problem := rule(op, arg)):
-        raise InvalidQuery(f"{where}: {problem}")
+    name = type(arg).__name__
+    if op in ("$in", "$nin", "$all") and not isinstance(arg, list | tuple):
+        problem = f"{op} takes a list, not {name}"
+    elif op == "$exists" and not isinstance(arg, bool):
+        problem = f"{op} takes True or False, not {arg!r}"
+    elif op == "$regex" and not isinstance(arg, str):
+        problem = f"{op} takes a pattern string, not {name}"
+    elif op == "$options" and not (isinstance(arg, str) and not set(arg) - _REGEX_OPTIONS):
+        problem = f"{op} takes letters from 'imxsu', not {arg!r}"
+    elif op == "$size" and (isinstance(arg, bool) or not isinstance(arg, int) or arg < 0):
+        problem = f"{op} takes a non-negative int, not {arg!r}"
+    elif op == "$mod" and not (isinstance(arg, list | tuple) and len(arg) == 2):
+        problem = f"{op} takes [divisor, remainder]"
+    else:
+        return
+    raise InvalidQuery(f"{where}: {problem}")
 
 
 def check_path(path: Any, where: str) -> None:
-    """Refuse a field path that is not a non-empty string, or has an empty part.
-
-    Args:
-        path: The field, dotted for nested ones.
-        where: Its place in the query, e.g. ``"query['a..b']"``.
-
-    Raises:
-        InvalidQuery: ``path`` is not a string, is empty, or has an empty part
-            (``"a..b"``, ``".a"``).
-    """
+    """Refuse a field path that is not a non-empty string, or has an empty part."""
     if not isinstance(path, str) or not path:
         raise InvalidQuery(f"{where}: keys must be non-empty strings")
     if any(not part for part in path.split(".")):
