@@ -23,8 +23,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("the demo service needs mongomock: pip install 'stoplist_nb[demo]'") from exc
 
 from stoplist_nb.demo._data import FIELDS
-from stoplist_nb.demo._suppress import EXPORT_TYPES
-from stoplist_nb.demo._tasks import ExportStore
+from stoplist_nb.demo._suppress import EXPORT_TYPES, ExportStore
 
 __all__ = ["ApiError", "Backend", "Call", "Reply", "dispatch", "error_reply", "method_name"]
 

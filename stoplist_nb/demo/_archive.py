@@ -38,12 +38,7 @@ Row = tuple[str, str]  # (row type such as "email", lower-case md5 hex)
 
 
 def render_csv(rows: Sequence[Row], layout: CsvLayout) -> bytes:
-    """The CSV bytes of ``rows``, ``(row type, md5)`` pairs, in ``layout``.
-
-    Layouts: ``"plain"`` (one column, no header), ``"header"`` (first line ``md5``),
-    ``"semicolon"`` (``md5;type``), ``"two_columns"`` (``type,md5``: the hash is not
-    first), ``"crlf"`` (plain with CRLF), ``"upper"`` (plain, upper-case hex) or
-    ``"bad_rows"`` (plus the lines ``not-a-hash``, an empty one and ``12345``).
+    """The CSV bytes of ``rows``, ``(row type, md5)`` pairs; see ``ExportPlan.csv_layout``.
 
     >>> render_csv([("email", "ab" * 16)], "semicolon").decode()
     'md5;type\\nabababababababababababababababab;email\\n'

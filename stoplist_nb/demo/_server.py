@@ -59,42 +59,33 @@ class Fault:
     """One scripted misbehaviour; queue it with ``DemoService.add_fault``.
 
     Attributes:
-        method: API method it applies to, e.g. ``"profiles/list"``, ``"download"``
-            for ``GET /api/download/...``, or ``"*"`` for any.
-        kind: What happens instead of the normal reply: ``"status"`` (an HTTP error
-            status with the JSON envelope), ``"html"`` (an nginx error page),
-            ``"malformed"`` (HTTP 200 with cut JSON), ``"api_error"`` (HTTP 200 with a
-            non-zero ``error``), ``"raw"`` (exactly ``status`` (200), ``headers`` and the
-            body ``body``, or ``text`` as UTF-8), ``"reset"`` (the connection is reset
-            without a reply). What happens to the normal reply: ``"slow"`` (sent after
-            ``delay`` seconds), ``"trickle"`` (sent one byte every ``delay`` seconds),
-            ``"truncate"`` (its full ``Content-Length``, half its body, then the
-            connection closes). Quirks of ``profiles/list`` paging: ``"stall"``
-            (``next_from_id`` repeats the request's ``from_id``), ``"decoy"``
-            (``next_from_id`` before ``data``, and every row has a field of that name
-            holding the first row's id), ``"ignore_limit"`` (pages of ``size``
-            profiles, default twice the asked ``limit``), ``"no_cursor"`` (no
-            ``next_from_id`` key at all), ``"opaque_cursor"`` (``next_from_id`` is the
-            last id with ``"~"`` after it: it works as ``from_id`` but is no id) and
-            ``"cycle"`` (``next_from_id`` is ``cursor`` on a page with rows).
+        method: API method it applies to (``"profiles/list"``), ``"download"`` for
+            ``GET /api/download/...``, or ``"*"`` for any.
+        kind: In place of the reply: ``"status"`` (an HTTP error status with the
+            envelope), ``"html"`` (an nginx error page), ``"malformed"`` (HTTP 200, cut
+            JSON), ``"api_error"`` (HTTP 200, non-zero ``error``), ``"raw"`` (``status``
+            (200), ``headers`` and ``body``, or ``text`` as UTF-8), ``"reset"`` (the
+            connection reset). To the reply: ``"slow"`` (sent after ``delay``),
+            ``"trickle"`` (one byte every ``delay``), ``"truncate"`` (full
+            ``Content-Length``, half the body, then close). ``profiles/list`` paging:
+            ``"stall"`` (``next_from_id`` repeats ``from_id``), ``"decoy"``
+            (``next_from_id`` before ``data``, and a row field of that name holding the
+            first id), ``"ignore_limit"`` (pages of ``size``, default twice ``limit``),
+            ``"no_cursor"`` (no ``next_from_id`` key), ``"opaque_cursor"`` (the last id
+            with ``"~"`` after it: works as ``from_id``, is no id), ``"cycle"``
+            (``next_from_id`` is ``cursor`` on a page with rows).
         times: Requests it fires for; ``None`` for every request.
         status: HTTP status of ``"status"`` (default 503) and ``"html"`` (502).
-        retry_after: ``Retry-After`` header (seconds, or any raw string) of
-            ``"status"`` and ``"html"``.
-        delay: Seconds ``"slow"`` waits (default 2.0), or ``"trickle"`` waits between
-            two bytes (0.2).
-        code: The envelope's ``error`` of ``"status"`` (default: the status) and
-            ``"api_error"`` (500).
-        text: The envelope's ``error_text``; the message of ``"html"``; the raw body of
-            ``"malformed"`` and ``"raw"``.
-        after: Requests of the method let through untouched before it fires.
+        retry_after: ``Retry-After`` header of ``"status"`` and ``"html"``.
+        delay: Seconds of ``"slow"`` (default 2.0) or between bytes of ``"trickle"`` (0.2).
+        code: The envelope's ``error`` of ``"status"`` (the status) and ``"api_error"`` (500).
+        text: The envelope's ``error_text``, the ``"html"`` message, or the raw body.
+        after: Requests of the method let through before it fires.
         body: The raw body of ``"raw"`` as bytes (wins over ``text``).
-        headers: Extra reply headers of ``"raw"`` (e.g. ``{"Location": ...}``).
-        size: Profiles per page of ``"ignore_limit"``, ``"no_cursor"``,
-            ``"opaque_cursor"`` and ``"cycle"`` (which then ignore ``limit`` too).
-        cursor: The ``next_from_id`` of ``"cycle"`` (required for it): a ``from_id``
-            the pull has been at.
-        fired: How many requests it has fired for so far.
+        headers: Extra reply headers of ``"raw"``.
+        size: Page size of the last four paging quirks (which then ignore ``limit``).
+        cursor: The ``next_from_id`` of ``"cycle"`` (required for it).
+        fired: Requests it has fired for so far.
     """
 
     method: str

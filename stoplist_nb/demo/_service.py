@@ -12,16 +12,20 @@ from typing import TYPE_CHECKING, Any
 from stoplist_nb.demo._api import Backend
 from stoplist_nb.demo._data import generate_profiles
 from stoplist_nb.demo._server import DemoHTTPServer, Fault, FaultKind, FaultQueue, RequestRecord
-from stoplist_nb.demo._suppress import DEFAULT_SUPPRESS_ID, DEFAULT_SUPPRESS_NAME, build_suppressed
-from stoplist_nb.demo._tasks import ExportPlan, ExportStore
+from stoplist_nb.demo._suppress import (
+    DEFAULT_SUPPRESS_ID,
+    DEFAULT_SUPPRESS_NAME,
+    ExportPlan,
+    ExportStore,
+    build_suppressed,
+)
 
 if TYPE_CHECKING:  # only for the annotation: the demo must not import the client at run time
     from stoplist_nb.client import Client
 
 __all__ = ["DEFAULT_PROFILES", "DemoService", "serve"]
 
-#: The size of the demo data set wherever none is named: ``python -m stoplist_nb.demo``,
-#: ``stoplist-nb demo`` and ``connect(demo=True)`` read the same 2000 profiles.
+#: The size of the data set wherever none is named (``python -m stoplist_nb.demo``, ...).
 DEFAULT_PROFILES = 2000
 
 
@@ -29,29 +33,23 @@ class DemoService(Backend):
     """A local implementation of the API, served over real HTTP on loopback.
 
     Args:
-        profiles: Number of profiles to generate, or the profiles themselves (each a
-            dict with a unique string ``"id"``).
-        seed: Seed for :func:`generate_profiles` and the suppression list.
-        token: API token the service accepts; a random one when ``None``.
+        profiles: Number of profiles to generate, or the profiles themselves (dicts
+            with unique string ``"id"``).
+        seed: Seed of :func:`generate_profiles` and of the suppression list.
+        token: API token to accept; a random one when ``None``.
         host: Address to listen on.
-        port: Port to listen on; 0 lets the system pick a free one.
-        db_id: Id of the one database the service knows.
-        http_errors: Answer API errors with the HTTP status equal to the error code
-            (``True``) or always with HTTP 200 (``False``); the download always
-            answers with real HTTP statuses.
-        suppress_id: Id of the one suppression list ``suppresses/export`` knows.
-        suppress_name: Its name (spaces and non-ASCII allowed), which names the
-            exported ``<name>.md5.zip``.
+        port: Port to listen on; 0 for a free one.
+        db_id: Id of the one database.
+        http_errors: Answer API errors with the error code as HTTP status (``True``)
+            or with 200 (``False``); the download always uses real statuses.
+        suppress_id: Id of the one suppression list.
+        suppress_name: Its name, which names the exported ``<name>.md5.zip``.
         suppressed: Its contacts as ``{"emails": [...], "phones": [...], "domains":
-            [...]}`` (missing keys are empty); by default about 15% of the profiles'
-            subscription e-mails and phones and 10% of their e-mail domains, drawn with
-            ``seed``, plus as many contacts again that no profile has.
+            [...]}``; by default about 15% of the profiles' e-mails and phones and 10%
+            of their domains, plus as many that no profile has.
 
     Attributes:
-        token: The accepted API token.
-        db_id: The database id.
-        http_errors: As the argument; settable.
-        profiles: The full data set, as ``profiles/list`` returns it without ``fields``.
+        profiles: The data set, as ``profiles/list`` returns it without ``fields``.
         requests: One :class:`RequestRecord` per request handled, token removed.
     """
 
@@ -119,11 +117,7 @@ class DemoService(Backend):
 
     @property
     def suppressed(self) -> dict[str, list[str]]:
-        """A copy of the list's contacts, whose MD5 hashes the exports hold.
-
-        Keys ``"emails"``, ``"phones"``, ``"domains"``, each a sorted list of canonical
-        values: e-mails and domains stripped and lower-cased, phones ``+`` and digits.
-        """
+        """A copy of the list's canonical contacts per kind, whose MD5 the exports hold."""
         return {kind: list(values) for kind, values in self.exports.suppressed.items()}
 
     def start(self) -> DemoService:
@@ -171,12 +165,9 @@ class DemoService(Backend):
         """Queue a fault for the next requests of ``method``.
 
         Args:
-            method: API method name such as ``"profiles/list"``, ``"download"`` for
-                ``GET /api/download/...``, or ``"*"`` for any.
+            method: As :attr:`Fault.method`.
             kind: What goes wrong; see :class:`Fault`.
-            **options: The other attributes of :class:`Fault` (``times=1``,
-                ``status``, ``retry_after``, ``delay``, ``code``, ``text``, ``after``,
-                ``body``, ``headers``, ``size``, ``cursor``).
+            **options: The other attributes of :class:`Fault`.
 
         Returns:
             The queued fault; its ``fired`` counts the requests it has hit.
@@ -193,9 +184,7 @@ class DemoService(Backend):
         self._faults.clear()
 
     def plan_next_export(self, **options: Any) -> ExportPlan:
-        """Script the next export task started; later ones get the defaults again.
-
-        A second call before the export starts replaces the first.
+        """Script the next export started (a second call replaces it); later ones get defaults.
 
         Args:
             **options: The attributes of :class:`ExportPlan`.
@@ -232,8 +221,8 @@ def serve(
     """Run a :class:`DemoService` for the duration of a ``with`` block.
 
     Args:
-        profiles: Number of profiles to generate, or the profiles themselves.
-        seed: Seed of the generated data set.
+        profiles: Same as :class:`DemoService`.
+        seed: Same as :class:`DemoService`.
         **options: The keyword arguments of :class:`DemoService`.
 
     Yields:
