@@ -27,7 +27,7 @@ from children import popen
 from demo_fixtures import served_and_cleared
 
 import stoplist_nb.demo._data
-import stoplist_nb.demo._service
+import stoplist_nb.demo._server
 from stoplist_nb.demo import DemoService, Fault, RequestRecord, generate_profiles, serve
 
 Profile = dict[str, Any]
@@ -807,7 +807,7 @@ def test_profile_email_is_an_email_subscription() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    [stoplist_nb.demo, stoplist_nb.demo._api, stoplist_nb.demo._data, stoplist_nb.demo._service],
+    [stoplist_nb.demo, stoplist_nb.demo._api, stoplist_nb.demo._data, stoplist_nb.demo._server],
 )
 def test_docstring_examples(module: Any) -> None:
     result = doctest.testmod(module)

@@ -27,8 +27,7 @@ Example:
 """
 
 from stoplist_nb.demo._data import generate_profiles
-from stoplist_nb.demo._server import Fault, RequestRecord
-from stoplist_nb.demo._service import DemoService, serve
+from stoplist_nb.demo._server import DemoService, Fault, RequestRecord, serve
 from stoplist_nb.demo._suppress import ExportPlan
 
 __all__ = ["DemoService", "ExportPlan", "Fault", "RequestRecord", "generate_profiles", "serve"]

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from stoplist_nb.demo._service import DEFAULT_PROFILES, DemoService
+from stoplist_nb.demo._server import DEFAULT_PROFILES, DemoService
 
 # The names of the client's variables, written out: the demo imports nothing of it.
 _URL, _TOKEN = "STOPLIST_NB_URL", "STOPLIST_NB_TOKEN"
