@@ -20,10 +20,9 @@ import pytest
 import requests
 from demo_fixtures import served_and_cleared
 
-import stoplist_nb.demo._archive
 import stoplist_nb.demo._suppress
 from stoplist_nb.demo import DemoService, ExportPlan, serve
-from stoplist_nb.demo._archive import BOMB_SIZE
+from stoplist_nb.demo._suppress import BOMB_SIZE
 
 TOKEN = "exp-s3cr3t-T0KEN-value"
 NAME = "Стоп-лист 2024 (main)"
@@ -569,7 +568,7 @@ def test_the_token_never_reaches_the_request_log(fresh: DemoService) -> None:
     assert [r.params for r in fresh.requests if r.method == "download"][2] == {"n": "1"}
 
 
-@pytest.mark.parametrize("module", [stoplist_nb.demo._suppress, stoplist_nb.demo._archive])
+@pytest.mark.parametrize("module", [stoplist_nb.demo._suppress])
 def test_docstring_examples(module: Any) -> None:
     result = doctest.testmod(module)
     assert result.attempted > 0

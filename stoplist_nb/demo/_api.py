@@ -35,16 +35,8 @@ MAX_LIMIT = 10_000
 
 # What mongomock raises for a query or projection it will not evaluate; a real MongoDB
 # refuses the same input, so it is the caller's error (400), not the server's.
-_QUERY_ERRORS = (
-    mongomock.OperationFailure,
-    ValueError,
-    TypeError,
-    KeyError,
-    AttributeError,
-    IndexError,
-    NotImplementedError,
-    re.error,
-)
+_QUERY_ERRORS = (mongomock.OperationFailure, ValueError, TypeError, KeyError, AttributeError,
+                 IndexError, NotImplementedError, re.error)  # fmt: skip
 
 
 class ApiError(Exception):
@@ -52,8 +44,7 @@ class ApiError(Exception):
 
     def __init__(self, code: int, text: str) -> None:
         super().__init__(code, text)
-        self.code = code
-        self.text = text
+        self.code, self.text = code, text
 
 
 @dataclass
@@ -67,7 +58,6 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
     def encode(self) -> bytes:
-        """The bytes of the body: the JSON envelope, or ``body`` when there is none."""
         if self.payload is None:
             return self.body
         return json.dumps(self.payload, ensure_ascii=False).encode("utf-8")
@@ -88,14 +78,12 @@ def success(**payload: Any) -> Reply:
 
 
 def error_reply(code: int, text: str, *, http_errors: bool) -> Reply:
-    """The error envelope; its HTTP status is ``code`` (400 if not an error status) only
-    when ``http_errors``."""
+    """The error envelope, with HTTP status ``code`` (or 400) only if ``http_errors``."""
     status = (code if 400 <= code <= 599 else 400) if http_errors else 200
     return Reply(status=status, payload={"error": code, "error_text": text})
 
 
 def is_int(value: Any) -> bool:
-    """Whether ``value`` is a JSON integer (``bool`` is not)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -179,13 +167,10 @@ class Backend:
 
 
 def _exists_false_as_nor(query: Any) -> Any:
-    """Rewrite ``{path: {"$exists": false}}`` as ``{"$nor": [{path: {"$exists": true}}]}``.
+    """``{path: {"$exists": false}}`` as the ``$nor`` of ``$exists: true``, as MongoDB means it.
 
-    MongoDB defines ``$exists: false`` as the negation of ``$exists: true``, so
-    ``{"a.b": {"$exists": false}}`` rules out ``{"a": [{"b": 1}, {}]}``; mongomock
-    matches it because one element lacks ``b``. The rewritten form means the same in
-    MongoDB and mongomock gets it right. Anything malformed passes untouched, for
-    mongomock to refuse.
+    mongomock matches ``{"a.b": {"$exists": false}}`` to ``{"a": [{"b": 1}, {}]}``;
+    MongoDB does not. Anything malformed passes untouched, for mongomock to refuse.
 
     >>> _exists_false_as_nor({"a.b": {"$exists": False, "$ne": 1}})
     {'$and': [{'$nor': [{'a.b': {'$exists': True}}]}, {'a.b': {'$ne': 1}}]}
@@ -270,13 +255,7 @@ def tasks_status(backend: Backend, call: Call) -> Reply:
 
 
 def download(backend: Backend, call: Call) -> Reply:
-    """``GET /api/download/<path>``: the archive of a completed export.
-
-    The token comes in the query parameter ``token`` or as ``Authorization: Bearer``.
-    Answers are real HTTP statuses whatever ``http_errors`` says: this is a file
-    server, not the JSON API (403 without a valid token, 404 for an unknown path or
-    a file its plan holds back).
-    """
+    """``GET /api/download/<path>``: the archive, with real HTTP statuses (a file server)."""
     try:
         backend.authorize(call)
     except ApiError:

@@ -13,10 +13,11 @@ import hashlib
 import random
 import string
 import unicodedata
+from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeVar
 
-__all__ = ["FIELDS", "WORDS", "generate_profiles"]
+__all__ = ["FIELDS", "WORDS", "generate_profiles", "unique"]
 
 _T = TypeVar("_T")
 
@@ -87,15 +88,10 @@ STATUSES = (("subscribed", 70), ("unsubscribed", 10), ("unconfirmed", 6), ("hard
 # fmt: on
 
 WORDS = ("sunny", "tiger", "pixel", "maple", "river", "nova", "echo", "orbit", "delta", "lynx")
-
 SEGMENTS = ("new", "active", "loyal", "dormant", "churned")
-
 CHANNELS = (("email", 45), ("sms", 25), ("push", 15), ("viber", 8), ("telegram_bot", 7))
-
 PUSH_PROVIDERS = ("Firebase", "APNs", "WebPush")
-
 CATEGORIES = ("news", "promo", "digest", "partners")
-
 CUSTOM_FIELDS: dict[str, tuple[str, ...]] = {
     "_browser_name": ("Chrome", "Firefox", "Safari", "Яндекс Браузер", "Edge"),
     "_device_type": ("desktop", "mobile", "tablet"),
@@ -138,6 +134,14 @@ def _weighted(rng: random.Random, pairs: tuple[tuple[_T, int], ...]) -> _T:
     return rng.choices([value for value, _ in pairs], [weight for _, weight in pairs])[0]
 
 
+def unique(make: Callable[[], str], taken: set[str]) -> str:
+    """A value from ``make()`` not yet in ``taken``, which it joins."""
+    while (value := make()) in taken:
+        pass
+    taken.add(value)
+    return value
+
+
 def _ascii(text: str) -> str:
     """Lower-case ASCII letters and digits of ``text`` (Cyrillic transliterated)."""
     text = "".join(TRANSLIT.get(ch, ch) for ch in text.lower())
@@ -146,8 +150,6 @@ def _ascii(text: str) -> str:
 
 
 class _Generator:
-    """Holds the random source and the sets that keep contacts and ids unique."""
-
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.emails: set[str] = set()
@@ -188,21 +190,13 @@ class _Generator:
         return address
 
     def phone(self, locale: Locale) -> str:
-        while True:
+        def draw() -> str:
             digits = "".join(str(self.rng.randrange(10)) for _ in range(locale.phone_digits))
             if locale.phone_prefix == "+1":
                 digits = str(self.rng.randint(2, 9)) + digits[1:]
-            number = locale.phone_prefix + digits
-            if number not in self.phones:
-                self.phones.add(number)
-                return number
+            return locale.phone_prefix + digits
 
-    def hash_id(self) -> str:
-        while True:
-            value = f"{self.rng.getrandbits(64):016x}"
-            if value not in self.hash_ids:
-                self.hash_ids.add(value)
-                return value
+        return unique(draw, self.phones)
 
     def token(self, length: int) -> str:
         return "".join(self.rng.choice(_TOKEN_CHARS) for _ in range(length))
@@ -250,7 +244,7 @@ class _Generator:
         channel = _weighted(rng, CHANNELS)
         sub: dict[str, Any] = {
             "channel": channel,
-            "hash_id": self.hash_id(),
+            "hash_id": unique(lambda: f"{rng.getrandbits(64):016x}", self.hash_ids),
             "is_delete": rng.random() < 0.05,
             "priority": _weighted(rng, ((0, 60), (1, 20), (2, 12), (3, 8))),
             "resource_id": rng.randint(1, 3),

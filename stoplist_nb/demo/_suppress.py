@@ -1,9 +1,11 @@
-"""The demo suppression list and its exports: contacts, canonical forms, MD5 rows, tasks.
+"""The demo suppression list and its exports: contacts, MD5 rows, tasks, CSV and ZIP.
 
 The list is drawn from the demo profiles, so that matching them against it finds a real
 overlap, and padded with about as many contacts that belong to no profile. An export
 task advances one step per ``tasks/status`` poll, never with the clock, so a test knows
 what the n-th poll answers; its archive is built once, on the first poll that names it.
+The platform does not document the CSV inside the ``.md5.zip``, so the demo writes
+several layouts, and several archive shapes, hostile ones included.
 """
 
 from __future__ import annotations
@@ -11,25 +13,21 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import io
 import random
 import secrets
 import threading
 import uuid
+import zipfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
-from stoplist_nb.demo._archive import (
-    ARCHIVE_KINDS,
-    CSV_LAYOUTS,
-    ArchiveKind,
-    CsvLayout,
-    build_archive,
-)
-from stoplist_nb.demo._data import WORDS
+from stoplist_nb.demo._data import WORDS, unique
 
 __all__ = [
+    "BOMB_SIZE",
     "DEFAULT_SUPPRESS_ID",
     "DEFAULT_SUPPRESS_NAME",
     "EXPORT_TYPES",
@@ -49,11 +47,7 @@ EXPORT_TYPES: tuple[str, ...] = (*KINDS, "all")
 
 
 def canonical(kind: str, value: str) -> str:
-    """The form of ``value`` that is hashed: what both sides must agree on.
-
-    E-mails and domains are stripped and lower-cased, phones become ``+`` and their
-    ASCII digits. A value empty once canonical, or an unknown ``kind``, is a
-    ``ValueError``.
+    """The form of ``value`` that is hashed; ``ValueError`` if empty or ``kind`` unknown.
 
     >>> canonical("phones", " +7 (912) 000-11-22 ")
     '+79120001122'
@@ -74,11 +68,7 @@ def canonical(kind: str, value: str) -> str:
 
 
 def canonicalize(suppressed: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
-    """A given list checked, as canonical forms per kind, sorted, without duplicates.
-
-    A missing kind is empty; an unknown key or a value that is not a string is a
-    ``ValueError``.
-    """
+    """A given list checked, as sorted unique canonical forms per kind (missing: empty)."""
     unknown = set(suppressed) - set(KINDS)
     if unknown:
         raise ValueError(f"unknown suppressed keys {sorted(unknown)}; use {list(KINDS)}")
@@ -97,7 +87,6 @@ def canonicalize(suppressed: Mapping[str, Iterable[str]]) -> dict[str, list[str]
 
 
 def _profile_contacts(profiles: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, str]]:
-    """(kind, canonical value) of every subscription e-mail and phone."""
     # Profiles may come from the caller, so no field is trusted to have its usual shape.
     for profile in profiles:
         subscriptions = profile.get("subscriptions")
@@ -118,24 +107,8 @@ def _share(count: int, fraction: float) -> int:
     return 0 if count == 0 else max(1, round(count * fraction))
 
 
-def _fresh(make: Callable[[], str], taken: set[str], count: int) -> list[str]:
-    """``count`` new values from ``make()`` that are not in ``taken`` (which grows)."""
-    values: list[str] = []
-    while len(values) < count:
-        value = make()
-        if value not in taken:
-            taken.add(value)
-            values.append(value)
-    return values
-
-
 def build_suppressed(profiles: Sequence[Mapping[str, Any]], seed: int) -> dict[str, list[str]]:
-    """The demo suppression list for ``profiles``, as sorted canonical values per kind.
-
-    About 15% of the subscription e-mails and phones and 10% of the e-mail domains
-    (from the less used half) of the profiles, plus as many e-mails, phones and domains
-    again that no profile has; the same seed and profiles give the same list.
-    """
+    """The default list of ``DemoService`` (``suppressed``), as sorted canonical values."""
     rng = random.Random(f"stoplist-nb-demo/suppress/{seed}")
     emails: set[str] = set()
     phones: set[str] = set()
@@ -164,9 +137,12 @@ def build_suppressed(profiles: Sequence[Mapping[str, Any]], seed: int) -> dict[s
         prefix = rng.choice(("+7", "+7", "+49", "+33", "+1", "+380"))
         return prefix + "".join(str(rng.randrange(10)) for _ in range(10))
 
-    extra_domains = _fresh(new_domain, set(domains), len(own_domains))
-    extra_emails = _fresh(new_email, set(emails), len(own_emails))
-    extra_phones = _fresh(new_phone, set(phones), len(own_phones))
+    taken = set(domains)
+    extra_domains = [unique(new_domain, taken) for _ in own_domains]
+    taken = set(emails)
+    extra_emails = [unique(new_email, taken) for _ in own_emails]
+    taken = set(phones)
+    extra_phones = [unique(new_phone, taken) for _ in own_phones]
     return {
         "emails": sorted({*own_emails, *extra_emails}),
         "phones": sorted({*own_phones, *extra_phones}),
@@ -179,6 +155,111 @@ def hashed_rows(suppressed: Mapping[str, Sequence[str]], type_: str) -> list[tup
     kinds = KINDS if type_ == "all" else (type_,)
     rows = [(kind[:-1], value) for kind in kinds for value in suppressed[kind]]
     return [(row, hashlib.md5(value.encode("utf-8")).hexdigest()) for row, value in rows]
+
+
+CsvLayout = Literal["plain", "header", "semicolon", "two_columns", "crlf", "upper", "bad_rows"]
+ArchiveKind = Literal["normal", "junk", "bomb", "corrupt", "two_csv"]
+CSV_LAYOUTS: frozenset[str] = frozenset(get_args(CsvLayout))
+ARCHIVE_KINDS: frozenset[str] = frozenset(get_args(ArchiveKind))
+
+# Exactly 200 MiB once inflated, so a test can compare the declared size.
+BOMB_SIZE = 200 * 1024 * 1024
+
+# A fixed timestamp makes the same export give the same archive bytes.
+_STAMP = (2024, 1, 1, 0, 0, 0)
+_CHUNK = 1024 * 1024
+# The start of an AppleDouble file, what macOS's zip puts under __MACOSX/.
+_APPLE_DOUBLE = b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        " + b"\x00" * 58
+_README = (
+    b"Suppression list export.\n"
+    b"The .md5.csv file holds the MD5 hashes of the contacts of the list.\n"
+)
+
+Row = tuple[str, str]  # (row type such as "email", lower-case md5 hex)
+
+
+def render_csv(rows: Sequence[Row], layout: CsvLayout) -> bytes:
+    """The CSV bytes of ``rows``, ``(row type, md5)`` pairs; see ``ExportPlan.csv_layout``.
+
+    >>> render_csv([("email", "ab" * 16)], "semicolon").decode()
+    'md5;type\\nabababababababababababababababab;email\\n'
+    """
+    if layout == "semicolon":
+        lines = ["md5;type", *(f"{md5};{kind}" for kind, md5 in rows)]
+    elif layout == "two_columns":
+        lines = ["type,md5", *(f"{kind},{md5}" for kind, md5 in rows)]
+    else:
+        lines = [md5.upper() if layout == "upper" else md5 for _, md5 in rows]
+        if layout == "header":
+            lines.insert(0, "md5")
+        elif layout == "bad_rows":
+            # Near the start, in the middle and at the end, where readers slip.
+            lines.insert(min(1, len(lines)), "not-a-hash")
+            lines.insert(len(lines) // 2, "")
+            lines.append("12345")
+    end = "\r\n" if layout == "crlf" else "\n"
+    return "".join(line + end for line in lines).encode("utf-8")
+
+
+def _info(name: str, *, directory: bool = False) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, _STAMP)
+    if directory:
+        info.external_attr = (0o40755 << 16) | 0x10  # Unix mode plus the MS-DOS dir bit
+    else:
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = 0o644 << 16
+    return info
+
+
+def _write_bomb(archive: zipfile.ZipFile, member: str, rows: Sequence[Row]) -> None:
+    md5 = rows[0][1] if rows else hashlib.md5(b"").hexdigest()
+    line = f"{md5}\n".encode()
+    block = line * (_CHUNK // len(line))
+    # Streamed in blocks of whole lines: the 200 MiB never exist in memory at once.
+    with archive.open(_info(member), "w") as out:
+        remaining = BOMB_SIZE
+        while remaining >= len(block):
+            out.write(block)
+            remaining -= len(block)
+        out.write(line * (remaining // len(line)) + b"\n" * (remaining % len(line)))
+
+
+def _corrupt(good: bytes) -> bytes:
+    # A real local header and the start of the data, then bytes that are no ZIP
+    # structure, then an end-of-central-directory record cut short.
+    head = good[: max(64, len(good) // 2)]
+    garbage = hashlib.sha256(good).digest() * 8
+    return head + garbage + b"PK\x05\x06\x00\x00\x00\x00\x01\x00"
+
+
+def build_archive(
+    name: str,
+    rows: Sequence[Row],
+    *,
+    layout: CsvLayout = "plain",
+    kind: ArchiveKind = "normal",
+) -> bytes:
+    """The ``<name>.md5.zip`` of ``<name>.md5.csv``; see ``ExportPlan.archive``."""
+    if kind == "corrupt":
+        return _corrupt(build_archive(name, rows, layout=layout))
+    member = f"{name}.md5.csv"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        junk = kind in ("junk", "two_csv")
+        if junk:
+            archive.writestr(_info(f"__MACOSX/._{member}"), _APPLE_DOUBLE)
+            archive.writestr(_info("extra/", directory=True), b"")
+        if kind == "bomb":
+            _write_bomb(archive, member, rows)
+        elif kind == "two_csv":
+            half = (len(rows) + 1) // 2
+            archive.writestr(_info("part1.csv"), render_csv(rows[:half], layout))
+            archive.writestr(_info("part2.csv"), render_csv(rows[half:], layout))
+        else:
+            archive.writestr(_info(member), render_csv(rows, layout))
+        if junk:
+            archive.writestr(_info("readme.txt"), _README)
+    return buffer.getvalue()
 
 
 @dataclass(frozen=True)
@@ -272,7 +353,7 @@ class _Task:
 
 
 class ExportStore:
-    """The suppression list, the export tasks and the archives they produced."""
+    """The suppression list, its export tasks and their archives."""
 
     def __init__(
         self, suppress_id: int, suppress_name: str, suppressed: Mapping[str, Iterable[str]]
@@ -357,8 +438,7 @@ class ExportStore:
         }
 
     def file(self, path: str) -> bytes | None:
-        """The archive served at ``/api/download/<path>``, or ``None`` (a 404), also
-        while its plan holds it back."""
+        """The archive at ``/api/download/<path>``; ``None`` (a 404) if unknown or held back."""
         with self._lock:
             data, task = self._files.get(path, (None, None))
         if task is None:
