@@ -1,10 +1,6 @@
-"""Run the demo service in the foreground: ``python -m stoplist_nb.demo``.
+"""``python -m stoplist_nb.demo``: serve the demo in the foreground until Ctrl-C or SIGTERM.
 
-Prints its URL, token and database id, one a line, then the lines that point
-``stoplist-nb profiles`` and ``export`` (or ``connect()``) at it, for a
-POSIX shell, PowerShell and cmd, and serves until Ctrl-C or SIGTERM. Its data
-set is that of ``stoplist-nb demo`` and ``connect(demo=True)``: 2000 profiles
-of seed 0.
+Prints its URL, token and database id, then the lines that point the command line at it.
 """
 
 from __future__ import annotations
