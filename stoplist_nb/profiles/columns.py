@@ -1,9 +1,7 @@
 """The columns of the flat profile frame: their kinds, names, and how a value joins its kind.
 
-Each column has a kind of :mod:`stoplist_nb._json.kinds`; here are each kind's
-Arrow type and pandas dtype, :func:`fit` (a value joins a column only as
-itself; the rest keeps its exact text in ``<column>__text``), the fixed columns
-and the rule that names a field's column.
+Each column has a kind of :mod:`stoplist_nb._json.kinds`, with an Arrow type
+and a pandas dtype; :func:`fit` lets a value join a column only as itself.
 """
 
 from __future__ import annotations
@@ -43,9 +41,7 @@ ARROW_TYPES: dict[str, pa.DataType] = {
 def to_text(array: pa.Array) -> pa.Array:
     """Every value as its exact text (:func:`~stoplist_nb._json.records.json_text`).
 
-    A whole float within 2**53 reads as its digits (``79001234567.0`` is
-    ``"79001234567"``), any other as Python writes it, value by value: Arrow's
-    own text of a float differs (``1e-7``).
+    Floats value by value, as Python writes them: Arrow's own text differs (``1e-7``).
     """
     type_ = array.type
     if pa.types.is_large_string(type_):
@@ -71,9 +67,8 @@ def value_kinds(array: pa.Array) -> set[str]:
 def fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
     """``array`` in a column of ``kind``, each value kept exactly; and the text of the rest.
 
-    A value joins only when it is the same value there (the table in the
-    guide, "One value, one truth"); every other value is null in the column
-    and its exact text is in the second array, ``None`` when every value fits.
+    A value joins only as the same value (the guide's "One value, one truth");
+    any other is null there, its text in the rest (``None`` when all fit).
 
     >>> value, rest = fit("int", pa.array(["42", "010025", None]))
     >>> value.to_pylist(), rest.to_pylist()
@@ -93,7 +88,6 @@ def fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
 
 
 def nulls(kind: str, length: int) -> pa.Array:
-    """``length`` nulls in the Arrow type of a column of ``kind`` (a null type for objects)."""
     return pa.nulls(length, pa.null() if kind == kinds.OBJECT else ARROW_TYPES[kind])
 
 
@@ -159,7 +153,6 @@ def _fit_time(array: pa.Array, kind: str | None) -> pa.Array:
 
 
 def _whole_ms(array: pa.Array) -> pa.Array:
-    """Timestamps in ms, null where that would cut a finer fraction off."""
     try:
         return array.cast(TIME)  # a safe cast: it refuses to cut a fraction off
     except pa.ArrowInvalid:
@@ -208,7 +201,6 @@ _FITS: dict[str, Callable[[pa.Array, str | None], pa.Array]] = {
 
 
 def _fit_values(kind: str, array: pa.Array) -> pa.Array:
-    """:func:`fit` for a :data:`~stoplist_nb._json.mixed.JSON` array: value by value."""
     decoded = mixed.values(array)
     if kind == kinds.OBJECT:
         keep = [kinds.json_kind(v) in (kinds.ARRAY, kinds.OBJECT) for v in decoded]
@@ -240,9 +232,8 @@ def _text_list(value: object) -> bool:
 def unify(chunks: Sequence[pa.Array | int]) -> tuple[str, list[pa.Array]]:
     """One kind for a dynamic column's pages (an int is a page without it: its length).
 
-    The value kinds meet by :func:`~stoplist_nb._json.kinds.common_kind` (all
-    null on every page: ``object``); a kind some value does not :func:`fit`
-    exactly turns the column text, every value its exact text.
+    The kinds meet by :func:`~stoplist_nb._json.kinds.common_kind`; a value
+    that does not :func:`fit` turns the column text.
     """
     arrays = [c for c in chunks if isinstance(c, pa.Array)]
     common = kinds.common_kind(k for c in arrays for k in value_kinds(c))
@@ -263,7 +254,6 @@ def unify(chunks: Sequence[pa.Array | int]) -> tuple[str, list[pa.Array]]:
 
 
 def object_values(chunks: Sequence[pa.Array]) -> np.ndarray:
-    """The Python values of Arrow chunks as a 1-D object array (dicts and lists kept)."""
     count = sum(len(c) for c in chunks)
     values = (v for c in chunks for v in c.to_pylist())
     return np.fromiter(values, dtype=object, count=count)
@@ -274,12 +264,11 @@ DTYPE_BACKENDS = (None, "numpy_nullable", "pyarrow")
 
 
 def arrow_type(kind: str) -> pa.DataType:
-    """The Arrow type of a column of ``kind`` in Arrow output: objects are JSON text there."""
+    """The Arrow type of a column of ``kind``: objects are JSON text."""
     return TEXT if kind == kinds.OBJECT else ARROW_TYPES[kind]
 
 
 def arrow_chunks(kind: str, chunks: Sequence[pa.Array]) -> list[pa.Array]:
-    """Chunks of a column of ``kind`` in their Arrow output type (see :func:`arrow_type`)."""
     if kind != kinds.OBJECT:
         return list(chunks)
     # Every value as its JSON text (a string too: "a" becomes '"a"').
@@ -370,20 +359,17 @@ _SPOKEN_FOR = frozenset({"profile", "subscription", "cf"})
 
 
 def own_name(name: str) -> str:
-    """``name``, with ``_`` appended when it ends like a twin (``x__text`` -> ``x__text_``)."""
     return name + "_" if _TWIN_LIKE.search(name) else name
 
 
 def profile_column(key: str) -> str:
-    """The column of profile field ``key``: its name, or ``profile.<key>`` for a name that
-    a subscription column could have (a fixed column's, or one with a dot)."""
+    """``key``, or ``profile.<key>`` for a name a subscription column could have."""
     if "." in key or key in KINDS:
         key = "profile." + key
     return own_name(key)
 
 
 def block_column(block: str, key: str) -> str:
-    """The column of ``key`` in object ``block`` of a subscription (``cc_data.id``, ``cf.x``)."""
     if block == CUSTOM:
         return own_name(f"cf.{key}")
     if block in _SPOKEN_FOR:
@@ -392,7 +378,7 @@ def block_column(block: str, key: str) -> str:
 
 
 def role_of(name: str) -> str:
-    """The role of a column from its name alone, for tables built without the layout."""
+    """The role of a column from its name alone."""
     if name == "profile_id":
         return "id"
     if name in KINDS:

@@ -1,9 +1,8 @@
 """One Parquet or CSV file of profiles, written page by page: complete, or not there at all.
 
-The pages go to hidden Parquet segments beside the file, a new one each time a
-column joins the stream (a Parquet file has one schema); at the end they
-become the file. The segments and the file are temporaries of an
-:class:`~stoplist_nb._atomic.Output`: the file gets its name when complete.
+The pages go to hidden Parquet segments (temporaries of an
+:class:`~stoplist_nb._atomic.Output`), a new one each time a column joins;
+at the end they become the file.
 """
 
 from __future__ import annotations
@@ -145,7 +144,6 @@ def _csv(
 
 
 def _row_groups(segments: list[pathlib.Path], final: pa.Schema) -> Iterator[pa.Table]:
-    """Each row group of the segments, in order, in the columns of ``final``."""
     for segment in segments:
         with pq.ParquetFile(segment) as source:
             for i in range(source.num_row_groups):
@@ -153,7 +151,6 @@ def _row_groups(segments: list[pathlib.Path], final: pa.Schema) -> Iterator[pa.T
 
 
 def _plain(value: Any) -> Any:
-    """``json.dumps``' fallback: arrays (from pyarrow) as lists, anything else as text."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):

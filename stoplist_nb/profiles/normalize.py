@@ -1,14 +1,10 @@
 """Profiles from ``profiles/list`` as one flat DataFrame: one row per subscription.
 
 A profile with no subscriptions appears once, with null subscription columns;
-profile and subscription order are kept, and the index is a RangeIndex. The
-columns, their sources and dtypes are listed in the guide (``docs/profiles.md``,
-"The columns"): the fixed ones (``profile_id``, ``channel`` ...
-``push_subscription_id``, ``cats``) are always there; the others appear when
-some profile has the field, with a dtype that follows the values. No value is
-converted into another: one that does not fit its column
-(:func:`~stoplist_nb.profiles.columns.fit`) keeps its exact text in
-``<column>__text``.
+order is kept and the index is a RangeIndex. The columns are listed in
+``docs/profiles.md`` ("The columns"): the fixed ones are always there, the
+others when some profile has the field. A value that does not fit its column
+(:func:`~stoplist_nb.profiles.columns.fit`) keeps its exact text in ``<column>__text``.
 """
 
 from __future__ import annotations
@@ -54,11 +50,7 @@ __all__ = [
 
 
 class ColumnRole(NamedTuple):
-    """Where one column of a flattened page comes from.
-
-    ``role`` is the group the column is ordered in (:data:`~.columns.ROLES`);
-    ``source`` the key it was read from.
-    """
+    """A column of a flattened page: its group (:data:`~.columns.ROLES`) and source key."""
 
     name: str
     role: str
@@ -67,11 +59,7 @@ class ColumnRole(NamedTuple):
 
 @dataclass(frozen=True)
 class FlatPage:
-    """One page of profiles flattened by ``flatten_profiles``: its table, and each column's role.
-
-    Raises:
-        InvalidInput: ``roles`` does not name the columns of ``table`` in order.
-    """
+    """One page of profiles flattened by ``flatten_profiles``: its table, and each column's role."""
 
     table: pa.Table
     roles: tuple[ColumnRole, ...]
@@ -134,14 +122,10 @@ def normalize_profiles(
     """Flatten profiles into one row per subscription (the columns: see the module doc).
 
     Args:
-        records: The ``data`` of ``profiles/list`` replies: a list of profile
-            dicts, or a pyarrow array of profile structs.
+        records: The ``data`` of ``profiles/list`` replies: profile dicts or a pyarrow array.
 
     Returns:
         The flat frame, with a RangeIndex.
-
-    Raises:
-        InvalidInput: ``records`` is not a list of objects.
 
     >>> df = normalize_profiles([{"id": "a1", "_fname": "Ann", "subscriptions": [
     ...     {"channel": "email", "email_data": {"email": "ann@example.org"}}]}])
@@ -166,12 +150,8 @@ def flatten_profiles(
 ) -> FlatPage:
     """Flatten one page of profiles (an Arrow array of structs), one row per subscription.
 
-    Dynamic columns keep the types Arrow inferred, settled later across pages.
-    ``records`` gives the same profiles as sent, asked for only where Arrow
-    gave an object keys it was not sent with.
-
-    Raises:
-        InvalidInput: ``data`` is not an array of objects.
+    Dynamic columns keep the types Arrow inferred. ``records`` gives the
+    profiles as sent, asked for only where Arrow added keys to an object.
     """
     profiles = fl.as_struct_array(data)
     fields = fl.children(profiles)
@@ -219,10 +199,7 @@ def flatten_profiles(
 def _contacts_of_every_channel(
     arrays: dict[str, pa.Array], dynamic: list[tuple[str, str, pa.Array]]
 ) -> None:
-    """``email`` and ``phone`` from ``cc_data`` too, where ``*_data`` has none.
-
-    A value that differs from one beside it stays in ``cc_data.<column>``.
-    """
+    """``email`` and ``phone`` from ``cc_data`` too; one that differs stays in ``cc_data.*``."""
     for column in cols.CONTACTS:
         source = f"{cols.CONTACT_BLOCK}.{column}"
         at = next((i for i, (name, _, _) in enumerate(dynamic) if name == source), None)
@@ -243,7 +220,7 @@ def _contacts_of_every_channel(
 
 
 class _Sent:
-    """A page's values as sent, from its records, for the leaves Arrow cannot hold exactly."""
+    """A page's values as sent, for the leaves Arrow cannot hold exactly."""
 
     def __init__(self, records: Callable[[], Sequence[Any]], count: int) -> None:
         self._records, self._count = records, count
@@ -263,11 +240,9 @@ class _Sent:
         return [s if isinstance(s, Mapping) else {} for subs in lists for s in subs]
 
     def profile(self, key: str) -> pa.Array:
-        """Profile field ``key``, one value per profile."""
         return from_values([p.get(key) for p in self._profiles])
 
     def subscription(self, key: str, sub_key: str | None = None) -> pa.Array:
-        """Subscription key ``key`` (or ``sub_key`` in its object), one per subscription."""
         values = [s.get(key) for s in self._subscriptions]
         if sub_key is not None:
             values = [v.get(sub_key) if isinstance(v, Mapping) else None for v in values]
@@ -275,7 +250,7 @@ class _Sent:
 
 
 def _keys_vary(array: pa.Array) -> bool:
-    """Whether an object in ``array`` may show a key it was not sent with (Arrow adds them)."""
+    """Whether Arrow may have added a key to an object in ``array``."""
     type_ = array.type
     if pa.types.is_struct(type_):
         return any(
@@ -320,11 +295,8 @@ def frame_from_tables(
 ) -> pd.DataFrame:
     """Combine pages flattened by ``flatten_profiles`` into the final DataFrame.
 
-    A column missing from a page is null there; a dynamic column whose type
-    differs between pages becomes text. ``dtype_backend`` is that of
-    :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_frame`;
-    ``workers`` the most threads that convert the columns (one per
-    :data:`ROWS_PER_THREAD` rows).
+    A dynamic column some value does not fit becomes text. ``dtype_backend``:
+    as in ``to_frame``; ``workers``: the most threads (one per :data:`ROWS_PER_THREAD` rows).
 
     >>> page = flatten_profiles(pa.array([{"id": "a", "_fname": "Ann"}]))
     >>> frame_from_tables([page], workers=2)[["profile_id", "_fname"]]
@@ -334,7 +306,6 @@ def frame_from_tables(
     columns, rows = _pieces(pages)
     python = dtype_backend != "pyarrow"
 
-    # Each column is settled and converted in one task: both are its own work.
     def convert(column: _Column) -> list[tuple[str, Any]]:
         return [
             (name, cols.to_pandas(kind, chunks, dtype_backend, objects() if python else None))
@@ -369,7 +340,6 @@ _Column = tuple[str, list[pa.Array | int] | list[FlatPage]]
 
 
 def _pieces(pages: Sequence[FlatPage]) -> tuple[list[_Column], int]:
-    """Every column of the pages, in order, with its pieces; and the rows."""
     for page in pages:
         if not isinstance(page, FlatPage):
             raise InvalidInput(
@@ -431,9 +401,8 @@ def _settle(name: str, pieces: list[pa.Array | int] | list[FlatPage]) -> list[_S
 def split_channels(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Split a flat profile frame (``normalize_profiles``) into one frame per channel.
 
-    Rows without a channel are left out. Each frame keeps the profile columns,
-    the common subscription columns and the others that have a value for that
-    channel.
+    Rows without a channel are left out; each frame keeps the profile and
+    common columns, and the others that have a value for that channel.
 
     Returns:
         Frames keyed by channel, in the order the channels first appear.

@@ -41,34 +41,27 @@ __all__ = ["ProfilesRequest", "read_profiles"]
 class ProfilesRequest:
     """A request of a database's profiles (``profiles/list``), checked once, read many ways.
 
-    Every argument is checked when the request is built, before anything is
-    sent. It is frozen (``dataclasses.replace`` gives a new one, checked
-    again), its ``repr`` never shows the token, and ``query`` and ``fields``
-    hold what is sent, frozen. :meth:`pages`, :meth:`tables` and
-    :meth:`frames` are streams: iterators and context managers that stop
-    their threads once closed, exhausted or left by an exception (Ctrl-C
-    included). Every argument of a method is checked before anything is
-    sent. A failed read keeps what was read (``exc.partial``: rows, a table,
-    a summary) and says where to go on (``exc.resume_from``, a ``from_id``).
+    Every argument (a method's too) is checked before anything is sent. It is
+    frozen (``dataclasses.replace`` gives a new one, checked again) and its
+    ``repr`` never shows the token. :meth:`pages`, :meth:`tables` and
+    :meth:`frames` are streams that stop their threads once closed, exhausted
+    or left by an exception. A failed read keeps what was read
+    (``exc.partial``) and says where to go on (``exc.resume_from``).
 
     Args:
         client: The API client.
         db_id: The database id.
-        query: A MongoDB filter on profile fields: a dict such as
-            ``{"_city": {"$in": ["Moscow", "Kazan"]}}``, or the same built with
-            :mod:`stoplist_nb.query` (``F("_city").isin(["Moscow", "Kazan"])``).
+        query: A MongoDB filter on profile fields, as a dict
+            (``{"_city": {"$in": ["Moscow", "Kazan"]}}``) or built with :mod:`stoplist_nb.query`.
         fields: Profile fields to return, e.g. ``["_fname", "subscriptions"]``.
         limit: Profiles per request.
-        from_id: Start from this cursor: ``next_from_id`` of an earlier read,
-            or ``exc.resume_from`` of a failed one.
-        max_profiles: Stop after this many profiles; the last request asks
-            for only what is missing, so a later read resumes exactly there.
-        lookahead: Replies that may wait beyond one per worker, so that
-            parsing runs beside the network; ``0`` sends each request only
-            once the previous page is parsed.
+        from_id: Start from this cursor (``next_from_id`` or ``exc.resume_from`` of a read).
+        max_profiles: Stop after this many profiles, exactly where a later read resumes.
+        lookahead: Replies that may wait beyond one per worker (``0``: none).
         progress: Show a progress bar counting profiles (not for :meth:`pages`).
-        workers: Threads that parse and flatten pages (``None``: one per
-            core, at most 8).
+        workers: Threads that parse pages (``None``: one per core, at most 8).
+        dtypes: (methods) ``{column: dtype}`` (pandas dtypes, their names or
+            pyarrow types): those columns are there from the start, in that type.
 
     Raises:
         InvalidInput: An argument is wrong (nothing was sent).
@@ -120,9 +113,6 @@ class ProfilesRequest:
     def pages(self) -> Stream[Page]:
         """The raw pages (:class:`~stoplist_nb.client.Page`), one request each, as a stream.
 
-        Raises:
-            CursorStalled: Rows keep coming but ``next_from_id`` does not move.
-
         >>> with req.pages() as pages:  # doctest: +SKIP
         ...     for page in pages:
         ...         print(len(page), page.next_from_id)
@@ -142,14 +132,9 @@ class ProfilesRequest:
         """Each page as an Arrow table, all in one growing schema, as a stream.
 
         The columns of :meth:`to_frame` in Arrow types, settled as
-        :mod:`~stoplist_nb.profiles.schema` says. Each table's schema metadata
-        holds ``from_id``, ``next_from_id`` and ``profiles`` (read so far).
-
-        Args:
-            dtypes: ``{column: dtype}`` (pandas dtypes, their names, or
-                pyarrow types): those columns are there from the first table,
-                in that type.
-            schema: Go on with this schema (that of an earlier, interrupted read).
+        :mod:`~stoplist_nb.profiles.schema` says; the metadata holds
+        ``from_id``, ``next_from_id`` and ``profiles`` (read so far).
+        ``schema``: go on with that of an earlier, interrupted read.
 
         >>> for table in req.tables():  # doctest: +SKIP
         ...     print(table.num_rows, table.schema.metadata[b"next_from_id"])
@@ -167,12 +152,7 @@ class ProfilesRequest:
         """Each page as a DataFrame, as a stream: the tables of :meth:`tables` as frames.
 
         ``attrs`` hold the tables' metadata. For one CSV file, :meth:`to_csv`:
-        frames appended to a file would leave columns that join later out of
-        its header.
-
-        Args:
-            dtypes: As in :meth:`tables`.
-            dtype_backend: As in :meth:`to_frame`.
+        frames appended to a file would leave later columns out of its header.
 
         >>> per_channel = collections.Counter()  # doctest: +SKIP
         >>> for frame in req.frames():  # doctest: +SKIP
@@ -185,18 +165,10 @@ class ProfilesRequest:
         return pagestream.frames(tables, schema, dtype_backend, declared)
 
     def to_arrow(self, *, dtypes: Mapping[str, Any] | None = None) -> pa.Table:
-        """Read every profile into one Arrow table, one row per subscription.
-
-        The columns of :meth:`to_frame` in Arrow types
-        (:func:`~stoplist_nb.profiles.normalize.table_from_tables`), for Polars
-        or DuckDB as they are.
-
-        Args:
-            dtypes: As in :meth:`tables`; a column named there and absent is added.
+        """Read every profile into one Arrow table (the columns of :meth:`to_frame`).
 
         Returns:
-            The table; its schema metadata holds ``db_id``, ``next_from_id``
-            and ``profiles``.
+            The table; its metadata holds ``db_id``, ``next_from_id`` and ``profiles``.
 
         >>> table = req.to_arrow()  # doctest: +SKIP
         """
@@ -212,28 +184,24 @@ class ProfilesRequest:
     def to_frame(
         self, *, dtypes: Mapping[str, Any] | None = None, dtype_backend: str | None = None
     ) -> pd.DataFrame:
-        """Read every profile into one DataFrame, one row per subscription, in memory.
-
-        The columns are those of
-        :func:`~stoplist_nb.profiles.normalize.normalize_profiles`.
+        """Read every profile into one DataFrame, one row per subscription (``docs/profiles.md``).
 
         Args:
-            dtypes: ``{column: dtype}`` overrides; a column named here and
-                absent from the result is added, all NA.
-            dtype_backend: As in ``pandas.read_parquet``: ``None`` or
-                ``"numpy_nullable"`` for nullable dtypes (lists and objects as
-                Python values), ``"pyarrow"`` for ``pd.ArrowDtype`` columns only.
+            dtypes: As in the class; a column named there and absent is added, all NA.
+            dtype_backend: As in ``pandas.read_parquet``: ``"pyarrow"`` for
+                ``pd.ArrowDtype`` columns only, else nullable dtypes.
 
         Returns:
-            The frame; ``attrs["next_from_id"]`` is where a later read resumes
-            and ``attrs["profiles"]`` the number of profiles read.
+            The frame; ``attrs["next_from_id"]`` is where a later read resumes.
 
         >>> df = req.to_frame(dtypes={"age": "Int16"})  # doctest: +SKIP
         """
         declared = request.check_dtypes(dtypes, dtype_backend)
 
+        workers = default_workers() if self.workers is None else self.workers
+
         def frame(pages: list[FlatPage], cursor: str, count: int) -> pd.DataFrame:
-            built = frame_from_tables(pages, dtype_backend=dtype_backend, workers=self._workers)
+            built = frame_from_tables(pages, dtype_backend=dtype_backend, workers=workers)
             df = pagestream.cast_frame(built, declared)
             df.attrs.update(db_id=self.db_id, next_from_id=cursor, profiles=count)
             return df
@@ -250,22 +218,18 @@ class ProfilesRequest:
     ) -> FileSummary:
         """Write the profiles to one Parquet file, page by page, complete or not there at all.
 
-        Memory holds about one page. The file has the columns of
-        :meth:`tables` and pandas' metadata, so that ``pd.read_parquet(path)``
-        gives the dtypes of :meth:`to_frame`. A pull that fails or is
-        interrupted leaves no file (one already at ``path`` stays as it was).
+        ``pd.read_parquet(path)`` gives the dtypes of :meth:`to_frame`; a
+        failed pull leaves no file (one already at ``path`` stays as it was).
 
         Args:
             path: The file; its directory must exist.
-            dtypes: As in :meth:`tables`.
             overwrite: Replace a file already at ``path``.
 
         Returns:
             The :class:`~stoplist_nb.profiles.files.FileSummary`.
 
         Raises:
-            OutputExists: A file is at ``path`` and ``overwrite`` is false
-                (nothing was sent), or one appeared there during the pull.
+            OutputExists: A file is at ``path`` and ``overwrite`` is false.
 
         >>> req.to_parquet("profiles.parquet").rows  # doctest: +SKIP
         1834
@@ -279,10 +243,7 @@ class ProfilesRequest:
         dtypes: Mapping[str, Any] | None = None,
         overwrite: bool = False,
     ) -> FileSummary:
-        """Write the profiles to one CSV file: the same as :meth:`to_parquet`, in CSV.
-
-        UTF-8, no index, a header that names every column; list and object
-        cells are JSON, missing values empty.
+        """Same as :meth:`to_parquet`, in CSV: UTF-8, every column named, lists and objects as JSON.
 
         >>> req.to_csv("profiles.csv").rows  # doctest: +SKIP
         1834
@@ -303,38 +264,28 @@ class ProfilesRequest:
     ) -> DatasetSummary:
         """Write the profiles to a resumable Parquet dataset (a directory), a few pages in memory.
 
-        The parts have the columns of :meth:`tables` and pandas' metadata. A
-        pull that stopped (an error, Ctrl-C, a killed process) leaves what it
+        A pull that stopped (an error, Ctrl-C, a killed process) leaves what it
         committed and a checkpoint; calling again carries on from there, to
-        the dataset an uninterrupted pull gives. On a complete dataset of the
-        same pull it sends nothing. One writer at a time holds the directory.
+        the dataset an uninterrupted pull gives (``docs/profiles.md``).
 
         Args:
-            path: The directory, created if missing. It must hold nothing but
-                the dataset (files whose names start with ``.`` or ``_`` aside).
-            dtypes: As in :meth:`tables`.
-            resume: Carry on from the checkpoint of an unfinished pull in
-                ``path``. With ``False`` a directory that holds a dataset is refused.
-            overwrite: Remove the dataset in ``path`` first and start again.
-                Files that are not the dataset's are never removed.
-            profiles_per_part: A part is closed once it holds this many
-                profiles (whole pages).
-            repair: When a file the checkpoint lists is damaged, drop it and
-                every file after it and pull on, instead of raising ``DatasetDamaged``.
-            commit_seconds: Commit the part being written once its pages
-                since the last commit span this many seconds (``0``: every page).
-            commit_bytes: Or once those pages hold this many bytes (as Arrow tables).
+            path: The directory, created if missing; nothing but the dataset
+                may be in it (names starting with ``.`` or ``_`` aside).
+            resume: Carry on from the checkpoint in ``path`` (``False``: refuse a dataset).
+            overwrite: Remove the dataset in ``path`` first (never another file).
+            profiles_per_part: Close a part once it holds this many profiles (whole pages).
+            repair: Drop a damaged file and those after it and pull on, not raise.
+            commit_seconds: Commit the open part's pages once they span this long (``0``: each).
+            commit_bytes: Or once they hold this many bytes (as Arrow tables).
 
         Returns:
             The summary of the dataset; ``complete`` is true.
 
         Raises:
             InvalidInput: The request has ``from_id`` or ``max_profiles``.
-            DatasetMismatch: ``path`` holds the checkpoint of another pull, a
-                dataset while ``resume`` and ``overwrite`` are false, a
-                checkpoint of another version, or files not of a dataset.
-            DatasetDamaged: The checkpoint or a file it lists is not what was
-                written (``exc.part`` names it; nothing was sent).
+            DatasetMismatch: ``path`` holds another pull, another version's
+                checkpoint, files not of a dataset, or a dataset to refuse.
+            DatasetDamaged: A file the checkpoint lists is not what was written (``exc.part``).
             DatasetLocked: Another writer holds ``path`` (``exc.holder`` says who).
 
         >>> summary = req.to_dataset("profiles/")  # doctest: +SKIP
@@ -371,10 +322,6 @@ class ProfilesRequest:
             commit_seconds=commit_seconds,
             commit_bytes=commit_bytes,
         )
-
-    @property
-    def _workers(self) -> int:
-        return default_workers() if self.workers is None else self.workers
 
     def _flat_pages(
         self, from_id: str | None = None, seen: Sequence[str] = (), fit: pagestream.Fit = None
@@ -421,7 +368,6 @@ def read_profiles(
 
     Same as ``ProfilesRequest(client, db_id, ...).to_frame(dtypes=...,
     dtype_backend=...)``: the arguments are documented there.
-    ``df.attrs["next_from_id"]`` is where a later read resumes (``from_id``).
 
     >>> df = read_profiles(client, 1, query={"_city": "Moscow"})  # doctest: +SKIP
     >>> df[["profile_id", "channel", "email"]].head()  # doctest: +SKIP

@@ -23,20 +23,6 @@ from stoplist_nb.profiles import request
 from stoplist_nb.profiles.normalize import FlatPage, flatten_profiles
 from stoplist_nb.profiles.schema import StreamSchema
 
-__all__ = [
-    "META_FROM",
-    "META_NEXT",
-    "META_PROFILES",
-    "PageRead",
-    "cast_columns",
-    "cast_frame",
-    "collect",
-    "flat_pages",
-    "frame_from_table",
-    "frames",
-    "tables",
-]
-
 _T = TypeVar("_T")
 Fit = Literal["arrow", "python"] | None
 
@@ -68,10 +54,8 @@ def flat_pages(
 ) -> Stream[PageRead]:
     """Each page of :meth:`Client.pages` flattened, in its workers (``params``: the request body).
 
-    A failed request leaves with ``resume_from``, the cursor after the last
-    page yielded. ``seen``: the cursors of an earlier, interrupted read.
-    ``fit``: the workers also fit each page's fixed columns
-    (:meth:`FlatPage.fit_fixed`), ``"python"`` with their Python values.
+    ``seen``: the cursors of an earlier, interrupted read; ``fit``: the workers
+    also fit each page's fixed columns (:meth:`FlatPage.fit_fixed`).
     """
     pages = client.pages(
         request.METHOD,
@@ -116,7 +100,6 @@ def flat_pages(
 
 
 def _flatten(fit: Fit, data: pa.Array, content: bytes) -> FlatPage:
-    """A page's rows flattened, in a worker of the walk (the rows as sent, for objects)."""
     page = flatten_profiles(data, lambda: records_of(content, len(data)))
     return page if fit is None else page.fit_fixed(objects=fit == "python")
 
@@ -171,7 +154,6 @@ def collect(
 def frame_from_table(
     table: pa.Table, kinds: Mapping[str, str], backend: str | None
 ) -> pd.DataFrame:
-    """A table of :func:`tables` as a DataFrame (``kinds``: each column's kind)."""
     data: dict[str, Any] = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         kind = kinds[name]
@@ -185,7 +167,6 @@ def frame_from_table(
 
 
 def cast_frame(frame: pd.DataFrame, dtypes: Mapping[str, Any]) -> pd.DataFrame:
-    """``frame`` with ``dtypes`` applied, absent columns added, all NA."""
     for name, dtype in dtypes.items():
         try:
             if name in frame.columns:
@@ -200,7 +181,6 @@ def cast_frame(frame: pd.DataFrame, dtypes: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def cast_columns(table: pa.Table, dtypes: Mapping[str, Any]) -> pa.Table:
-    """``table`` with ``dtypes`` (pandas dtypes) applied in Arrow: :func:`cast_frame` for tables."""
     for name, dtype in dtypes.items():
         type_ = _arrow_type(dtype)
         try:

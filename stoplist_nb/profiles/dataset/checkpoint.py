@@ -13,7 +13,7 @@ import json
 import os
 import pathlib
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,7 +189,8 @@ class Checkpoint:
             complete=_need(data["complete"], "'complete'", "flag"),
             sealing=sealing,
         )
-        _check_consistent(state, data)
+        for problem in _problems(state, data):
+            raise NotWritten(problem)
         return state
 
     @classmethod
@@ -237,11 +238,10 @@ class Checkpoint:
 
 
 class NotWritten(Exception):
-    """A checkpoint that is not what a pull writes: what is wrong, for the message."""
+    """A checkpoint that is not what a pull writes (the message says what is wrong)."""
 
 
 def refused(message: str) -> errors.DatasetMismatch:
-    """The error for a directory that cannot be carried on, with the hint to start again."""
     exc = errors.DatasetMismatch(message)
     exc.hint = START_OVER
     return exc
@@ -272,7 +272,7 @@ _KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def _need(value: Any, where: str, kind: str) -> Any:
-    """``value`` if it is of ``kind`` as JSON says it (``true`` is no number, ``1`` no flag)."""
+    # As JSON says it: ``true`` is no number, ``1`` no flag.
     fits, said = _KINDS[kind]
     if not fits(value):
         raise NotWritten(f"{where} is {_shown(value)}, not {said}")
@@ -309,72 +309,66 @@ def _checked_schema(value: Any, where: str) -> dict[str, Any]:
     return schema
 
 
-def _check_consistent(state: Checkpoint, data: Mapping[str, Any]) -> None:
-    """The totals, cursors, names and flags against the files listed."""
+def _problems(state: Checkpoint, data: Mapping[str, Any]) -> Iterator[str]:
+    """What the totals, cursors, names and flags say against the files listed, first first."""
     if data["profiles"] != state.profiles or data["rows"] != state.rows:
-        raise NotWritten(
+        yield (
             f"it counts {_shown(data['profiles'])} profiles and {_shown(data['rows'])} rows, "
             f"its files {state.profiles} and {state.rows}"
         )
+    entries = state.entries
     if data["next_from_id"] != state.next_from_id:
-        last = state.entries[-1].name if state.entries else "no file"
-        raise NotWritten(
+        last = entries[-1].name if entries else "no file"
+        yield (
             f"'next_from_id' is {_shown(data['next_from_id'])}, but the pull stopped after "
             f"{last} at {state.next_from_id!r}"
         )
     segment = f".part-{len(state.parts):05d}.parquet.seg-"
-    for i, entry in enumerate(state.parts):
-        if entry.name != f"part-{i:05d}.parquet":
-            raise NotWritten(f"parts[{i}] is named {entry.name!r}, not part-{i:05d}.parquet")
-    for i, entry in enumerate(state.open):
-        if entry.name != f"{segment}{i:05d}":
-            raise NotWritten(f"open[{i}] is named {entry.name!r}, not {segment}{i:05d}")
-    entries = state.entries
+    names = [f"part-{i:05d}.parquet" for i in range(len(state.parts))]
+    names += [f"{segment}{i:05d}" for i in range(len(state.open))]
+    for i, (entry, name) in enumerate(zip(entries, names, strict=True)):
+        if entry.name != name:
+            where = f"parts[{i}]" if i < len(state.parts) else f"open[{i - len(state.parts)}]"
+            yield f"{where} is named {entry.name!r}, not {name}"
     empty = len(entries) == 1 and state.parts and entries[0].profiles == 0 and state.ended
     offset = 0
     for k, entry in enumerate(entries):
         if not SHA256.fullmatch(entry.sha256):
-            raise NotWritten(f"{entry.name}: {_shown(entry.sha256)} is not a SHA-256 in hex")
+            yield f"{entry.name}: {_shown(entry.sha256)} is not a SHA-256 in hex"
         if entry.rows < entry.profiles or (entry.profiles == 0 and not empty) or entry.bytes == 0:
-            raise NotWritten(
+            yield (
                 f"{entry.name}: {entry.profiles} profiles in {entry.rows} rows and "
                 f"{entry.bytes} bytes is no file a pull writes"
             )
         if entry.cursors > max(entry.profiles, 0):
-            raise NotWritten(
-                f"{entry.name}: {entry.cursors} page cursors for {entry.profiles} profiles"
+            yield f"{entry.name}: {entry.cursors} page cursors for {entry.profiles} profiles"
+        # A file's first page was asked with the cursor after the file before.
+        before = entries[k - 1].next_from_id
+        first = state.cursors[offset] if offset < len(state.cursors) else None
+        if k > 0 and (entry.cursors == 0 or first != before):
+            yield (
+                f"{entry.name} does not start at the cursor after {entries[k - 1].name} "
+                f"({before!r}): 'cursors' says {first!r}"
             )
-        if k > 0:
-            # A file's first page was asked with the cursor after the file before.
-            before = entries[k - 1].next_from_id
-            first = state.cursors[offset] if offset < len(state.cursors) else None
-            if entry.cursors == 0 or first != before:
-                raise NotWritten(
-                    f"{entry.name} does not start at the cursor after {entries[k - 1].name} "
-                    f"({before!r}): 'cursors' says {first!r}"
-                )
         offset += entry.cursors
     if offset != len(state.cursors):
-        raise NotWritten(f"'cursors' holds {len(state.cursors)} cursors, its files added {offset}")
+        yield f"'cursors' holds {len(state.cursors)} cursors, its files added {offset}"
     if len(set(state.cursors)) != len(state.cursors):
-        raise NotWritten("'cursors' holds a cursor twice: a pull never goes back to one")
-    if (
-        entries
-        and not state.ended
-        and (not state.next_from_id or state.next_from_id in state.cursors)
-    ):
-        raise NotWritten(
+        yield "'cursors' holds a cursor twice: a pull never goes back to one"
+    if entries and not state.ended and state.next_from_id in ("", *state.cursors):
+        yield (
             f"'next_from_id' {state.next_from_id!r} does not lead on from the pages saved: "
             "a pull carried on there would read them again"
         )
     if state.complete and not state.ended:
-        raise NotWritten("'complete' is true, 'ended' false: a pull is complete only once it ended")
+        yield "'complete' is true, 'ended' false: a pull is complete only once it ended"
     if state.ended and (state.open or not state.parts):
-        raise NotWritten("'ended' is true, but the last part is not closed")
-    if state.sealing is not None and (
+        yield "'ended' is true, but the last part is not closed"
+    sealing = state.sealing
+    if sealing is not None and (
         state.complete
         or not state.ended
-        or state.sealing["name"] not in {e.name for e in state.parts}
-        or not SHA256.fullmatch(state.sealing["sha256"])
+        or sealing["name"] not in {e.name for e in state.parts}
+        or not SHA256.fullmatch(sealing["sha256"])
     ):
-        raise NotWritten(f"'sealing' is {_shown(state.sealing)}, which no sealing writes")
+        yield f"'sealing' is {_shown(sealing)}, which no sealing writes"

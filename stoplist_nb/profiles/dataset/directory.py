@@ -55,16 +55,11 @@ def write_dataset(
 
 
 def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> DatasetSummary:
-    """Read and check the dataset in a directory: how many profiles are safe there.
-
-    The checkpoint and every file it lists are checked as a resumed
-    :meth:`~stoplist_nb.profiles.reading.ProfilesRequest.to_dataset` checks
-    them. It sends and changes nothing, and refuses a directory a writer holds.
+    """Read and check the dataset in a directory, as a resumed ``to_dataset`` does; change nothing.
 
     Args:
         path: The dataset's directory.
-        checksums: Read every file through to check its checksum; ``False``
-            checks sizes and rows only (quicker on a big dataset).
+        checksums: Check every file's SHA-256 (``False``: sizes and rows only, quicker).
 
     Returns:
         The :class:`DatasetSummary` of what the checkpoint records.
@@ -72,8 +67,7 @@ def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> 
     Raises:
         InvalidInput: ``path`` is not a directory that holds a dataset.
         DatasetMismatch: The checkpoint is of another version's format.
-        DatasetDamaged: The checkpoint or a file it lists is not what was
-            written (``exc.part`` names the file).
+        DatasetDamaged: The checkpoint or a file it lists is not what was written.
         DatasetLocked: A writer is writing the directory now.
 
     >>> dataset_summary("profiles/")  # doctest: +SKIP

@@ -17,6 +17,11 @@ from collections.abc import Iterator
 
 from stoplist_nb import errors
 
+if sys.platform == "win32":
+    import msvcrt
+else:
+    import fcntl
+
 #: The lock file of the writer; a leading ``.`` keeps it out of the readers' sight.
 LOCK = ".lock"
 
@@ -76,7 +81,7 @@ def check_no_writer(directory: pathlib.Path) -> None:
 
 
 class _NoLocks(Exception):
-    """The filesystem refuses to lock the lock file (an NFS mount without its lock service)."""
+    """The filesystem refuses locks (an NFS mount without its lock service)."""
 
 
 def _identity(stat: os.stat_result) -> tuple[int, int]:
@@ -84,7 +89,7 @@ def _identity(stat: os.stat_result) -> tuple[int, int]:
 
 
 def _lock(directory: pathlib.Path, *, exclusive: bool) -> int | None:
-    """The file descriptor of the locked lock file (``None``: no lock file, no writer)."""
+    """The descriptor of the locked lock file (``None``: no lock file, no writer)."""
     path = directory / LOCK
     if sys.platform == "win32" and not exclusive:
         return None  # Windows has no shared lock to try without blocking a writer
@@ -145,43 +150,36 @@ def _holder(fd: int) -> str:
         return ""
 
 
-if sys.platform == "win32":
-    import msvcrt
-
-    def _try_lock(fd: int, *, exclusive: bool) -> bool:
+def _try_lock(fd: int, *, exclusive: bool) -> bool:
+    if sys.platform == "win32":
         os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
         try:
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         except OSError:
             return False
-        return True
-
-    def _unlock(path: pathlib.Path, fd: int) -> None:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-            os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
-            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-        os.close(fd)
-        with contextlib.suppress(OSError):  # another writer has it open: it stays
-            path.unlink()
-
-else:
-    import fcntl
-
-    def _try_lock(fd: int, *, exclusive: bool) -> bool:
+    else:
         # flock, not lockf: a POSIX lock ends when the process closes any descriptor
         # of the file, and two threads of one process would both get it.
         try:
             fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except OSError as exc:
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                return False
-            raise
-        return True
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            return False
+    return True
 
-    def _unlock(path: pathlib.Path, fd: int) -> None:
-        # Removed while still held: a writer that opened it meanwhile finds it gone
-        # once it gets the lock, and locks the file at the path instead.
+
+def _unlock(path: pathlib.Path, fd: int) -> None:
+    if sys.platform == "win32":
         with contextlib.suppress(OSError):
-            path.unlink()
+            os.ftruncate(fd, 0)
+            os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        os.close(fd)
+    # Removed while still held on POSIX: a writer that opened it meanwhile finds it
+    # gone once it gets the lock, and locks the file at the path instead. On
+    # Windows another writer that has it open keeps it.
+    with contextlib.suppress(OSError):
+        path.unlink()
+    if sys.platform != "win32":
         os.close(fd)

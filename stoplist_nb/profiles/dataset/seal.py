@@ -37,8 +37,7 @@ class Damage:
 def checked_files(
     directory: pathlib.Path, state: Checkpoint, *, checksums: bool
 ) -> tuple[Checkpoint, Damage | None]:
-    """The checkpoint as its files are (a part being sealed may be either file), and the
-    first file that differs from its record."""
+    """The checkpoint as its files are (a part being sealed may be either), and the first damage."""
     parts = list(state.parts)
     for index, entry in enumerate(state.entries):
         path = directory / entry.name
@@ -65,7 +64,6 @@ def checked_files(
 
 
 def _file_problem(path: pathlib.Path, entry: Entry, *, checksums: bool) -> str | None:
-    """What differs between the file and its record, or ``None``."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:

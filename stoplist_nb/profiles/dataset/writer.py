@@ -46,8 +46,7 @@ DEFAULT_COMMIT_SECONDS = 5.0
 #: about 19,000 profiles like the demo's, 2.5 MB of Parquet.
 DEFAULT_COMMIT_BYTES = 16 * 2**20
 
-#: The pages of the pull from a cursor (``None``: the start), the cursors
-#: reached before counting as seen: :func:`~stoplist_nb.profiles.stream.flat_pages`.
+#: The pages from a cursor (``None``: the start), the cursors given counting as seen.
 PagesFrom = Callable[[str | None, list[str]], Stream[PageRead]]
 
 
@@ -105,7 +104,7 @@ _WRITES_AHEAD = 1
 
 
 def _settled(futures: Iterable[Future[None]]) -> None:
-    """Wait until the writer is done with ``futures``, a second Ctrl-C too: else half recorded."""
+    # A second Ctrl-C waits too: else a page would be half recorded.
     pending = set(futures)
     while pending:
         with contextlib.suppress(KeyboardInterrupt):
@@ -139,8 +138,6 @@ class _Page:
 
 
 class _Writer:
-    """The pages of a pull into part files, as the module says."""
-
     def __init__(
         self,
         directory: pathlib.Path,
@@ -286,7 +283,7 @@ class _Writer:
             self.commit()
 
     def _open_part(self) -> File:
-        """The part's file, with the segments a resumed pull goes on from copied in."""
+        # The segments a resumed pull goes on from are copied in.
         assert self.file_schema is not None
         temp = self.directory / f".part-{len(self.state.parts):05d}.parquet.tmp"
         part = File(temp, self.file_schema, COMPRESSION)
@@ -305,11 +302,8 @@ class _Writer:
         assert self.file_schema is not None
         state = self.state
         name = f".part-{len(state.parts):05d}.parquet.seg-{len(state.open):05d}.tmp"
-        return File(self.directory / name, self.file_schema, _SEGMENT_COMPRESSION)
-
-
-#: Segments are read back only by a pull carried on after an interruption.
-_SEGMENT_COMPRESSION = "none"
+        # Read back only by a pull carried on after an interruption: not compressed.
+        return File(self.directory / name, self.file_schema, "none")
 
 
 def _profiles(pages: Sequence[_Page]) -> int:
@@ -321,7 +315,6 @@ def _cursors(pages: Sequence[_Page]) -> list[str]:
 
 
 def _entry(name: str, file: File, pages: Sequence[_Page], before: Sequence[Entry]) -> Entry:
-    """The record of ``file``: the committed segments ``before`` it, then ``pages``."""
     last = pages[-1] if pages else before[-1]
     return Entry(
         name,
