@@ -22,6 +22,7 @@ from stoplist_nb._connect import ENV_TOKEN, ENV_URL, settings_from_env
 from stoplist_nb._http.replies import what_to_check
 from stoplist_nb.cli.output import (
     EXIT_USAGE,
+    PROG,
     CliError,
     Ui,
     cannot_write,
@@ -41,8 +42,6 @@ from stoplist_nb.suppression.export import read_suppression_list, write_suppress
 from stoplist_nb.suppression.tasks import resume_said_as, wait_for_task
 
 __all__ = ["client_from_env", "command_line", "run_export", "run_profiles"]
-
-PROG = "stoplist-nb"
 
 #: How to try ``profiles`` and ``export`` without an account: the demo service in
 #: another terminal prints the two variables to paste.

@@ -20,7 +20,7 @@ from typing import Any
 from stoplist_nb import __version__, errors
 from stoplist_nb.cli.commands import run_export, run_profiles
 from stoplist_nb.cli.demo import run_demo
-from stoplist_nb.cli.output import FRAME_SUFFIXES
+from stoplist_nb.cli.output import FRAME_SUFFIXES, PROG
 from stoplist_nb.profiles.dataset import (
     DEFAULT_COMMIT_BYTES,
     DEFAULT_COMMIT_SECONDS,
@@ -30,8 +30,6 @@ from stoplist_nb.query import MAX_DEPTH, validate_query
 from stoplist_nb.suppression.download import EXPORT_TYPES
 
 __all__ = ["PROG", "Out", "build_parser"]
-
-PROG = "stoplist-nb"
 
 _EPILOG = """\
 exit codes: 0 done; 1 error reported by the service or the library, or a file
