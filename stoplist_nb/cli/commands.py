@@ -454,10 +454,7 @@ def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, 
 
 @contextlib.contextmanager
 def _resumable(
-    args: argparse.Namespace,
-    task_id: str,
-    say: Callable[[str], str],
-    kept: Callable[[], str],
+    args: argparse.Namespace, task_id: str, say: Callable[[str], str], kept: Callable[[], str]
 ) -> Iterator[None]:
     """Say how to go on after a failure as the command line does: with ``--task-id``."""
     try:

@@ -43,13 +43,7 @@ from stoplist_nb.suppression.contacts import KINDS
 from stoplist_nb.suppression.export import read_suppression_list
 from stoplist_nb.suppression.flagging import flag_suppressed
 
-__all__ = [
-    "CONTACT_COLUMNS",
-    "DEMO_FILES",
-    "PLOT_FILES",
-    "SUPPRESSION_TYPES",
-    "run_demo",
-]
+__all__ = ["CONTACT_COLUMNS", "DEMO_FILES", "PLOT_FILES", "SUPPRESSION_TYPES", "run_demo"]
 
 #: The list's kinds exported: the ones a profile's contacts can be matched against.
 SUPPRESSION_TYPES = ("emails", "phones", "domains")

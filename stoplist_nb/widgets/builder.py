@@ -377,12 +377,7 @@ class QueryBuilder(anywidget.AnyWidget):
         if self._client is None or self._db_id is None:
             raise InvalidInput("Preview needs a client and db_id, or a runner")
         return read_profiles(
-            self._client,
-            self._db_id,
-            **params,
-            limit=rows,
-            max_profiles=rows,
-            progress=False,
+            self._client, self._db_id, **params, limit=rows, max_profiles=rows, progress=False
         )
 
 

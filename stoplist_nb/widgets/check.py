@@ -355,13 +355,7 @@ def _range(path: str, *pairs: tuple[str, Any]) -> dict[str, Any]:
 
 
 def rule_filter(
-    path: str,
-    op: str,
-    value: Any,
-    *,
-    kind: str,
-    ignore_case: bool = False,
-    whole_day: bool = True,
+    path: str, op: str, value: Any, *, kind: str, ignore_case: bool = False, whole_day: bool = True
 ) -> dict[str, Any]:
     """The filter of one rule on ``path`` from its parsed value(s).
 

@@ -67,7 +67,7 @@ _NULLS = ("is_null", "is_not_null", "exists", "not_exists")
 #: The operators that match text with a regular expression.
 TEXT_OPERATORS = (
     "begins_with", "not_begins_with", "contains", "not_contains", "ends_with", "not_ends_with",
-    "matches",
+    "matches"
 )  # fmt: skip
 #: The operators for which a bare day on a date field stands for the whole day
 #: (unless the rule's ``whole_day`` is false); the others compare it as text.

@@ -89,8 +89,7 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
         ]
     shown = list(dict.fromkeys(c for c in wanted if c in present))
     return pd.DataFrame(
-        {c: data[c].astype(object).where(data[c].notna(), "") for c in shown},
-        index=frame.index,
+        {c: data[c].astype(object).where(data[c].notna(), "") for c in shown}, index=frame.index
     )
 
 
