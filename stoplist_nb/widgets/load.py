@@ -25,11 +25,11 @@ from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query import parse_query, validate_query
 from stoplist_nb.widgets.catalog import FieldCatalog
 from stoplist_nb.widgets.check import (
-    DEFAULT_PREVIEW_ROWS,
     EACH,
     RuleProblem,
     canonical_json,
     check,
+    empty_document,
     new_group,
     new_rule,
     rule_query,
@@ -335,7 +335,7 @@ def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, An
         outer = new_group("g0")
         outer["items"] = [root]
         root = outer
-    document = {"rev": 0, "root": root, "fields": [], "preview_rows": str(DEFAULT_PREVIEW_ROWS)}
+    document = empty_document(root)
     got = check(document, known)
     if not got["ok"]:
         raise InvalidQuery("the builder cannot show this query: " + "; ".join(got["summary"]))
