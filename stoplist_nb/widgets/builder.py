@@ -1,12 +1,8 @@
-"""The :class:`QueryBuilder`: one anywidget whose browser side edits a document, checked here.
+"""The :class:`QueryBuilder`: an anywidget whose browser side edits a document, checked here.
 
 The front end (``static/builder.js``) owns everything typed, so no reply of
-the kernel ever rewrites a box being typed in; this side owns the meaning:
-each change of the ``document`` trait is checked by
-:func:`~stoplist_nb.widgets.check.check` into the ``report`` trait. It
-also reads the field list and a sample page for suggestions through
-:mod:`stoplist_nb.profiles`, and runs Preview. Imported through
-:mod:`stoplist_nb.widgets`, which checks that ipywidgets and anywidget are installed.
+the kernel rewrites a box being typed in; this side owns the meaning: each
+change of the ``document`` trait is checked into the ``report`` trait.
 """
 
 from __future__ import annotations
@@ -36,13 +32,8 @@ from stoplist_nb.widgets.preview import preview_html
 
 __all__ = ["QueryBuilder"]
 
-#: What Preview passes to a runner (:attr:`QueryBuilder.params`) and gets back.
-Runner = Callable[[dict[str, Any]], pd.DataFrame]
-
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _STATIC = pathlib.Path(__file__).parent / "static"
-#: Traits whose name in the browser differs from the attribute's.
-_WIRE = {"preview_state": "preview"}
 
 
 def _warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
@@ -53,20 +44,8 @@ def _warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None
     warnings.warn(message, category, stacklevel=level)
 
 
-def _sample_page(client: Client, db_id: Any, size: int) -> list[dict[str, Any]]:
-    """The profiles of the first page of at most ``size``, as sent, to suggest values from.
-
-    One request through the profiles reader, nothing sent ahead of it; what
-    goes wrong is raised, for the builder to show in its notices.
-    """
-    request = ProfilesRequest(client, db_id, limit=size, max_profiles=size, lookahead=0)
-    with request.pages() as pages:
-        page = next(pages, None)
-    return [] if page is None else page.records
-
-
 def _first_profiles(frame: pd.DataFrame, count: int) -> pd.DataFrame:
-    """The rows of the first ``count`` profiles (a frame has a row per subscription)."""
+    # A frame has a row per subscription.
     if "profile_id" not in frame.columns:
         return frame.head(count)
     first = pd.unique(frame["profile_id"])[:count]
@@ -89,9 +68,8 @@ class QueryBuilder(anywidget.AnyWidget):
         fields: The fields offered, to skip ``database_fields``: its frame,
             a list of names or a dict of name -> type word (``int``,
             ``float``, ``string``, ``boolean``, ``date``, ``array``, ``object``).
-        runner: Called with :attr:`params` by Preview, returns a frame; by
-            default :func:`~stoplist_nb.read_profiles` of the first
-            :attr:`preview_rows` profiles.
+        runner: Called with :attr:`params` by Preview, returns a frame;
+            default: :func:`~stoplist_nb.read_profiles` of :attr:`preview_rows` profiles.
         suggestions: Values to suggest per field name, instead of reading a
             sample page.
         sample: How many profiles the sample page for suggestions holds (0: none).
@@ -126,17 +104,46 @@ class QueryBuilder(anywidget.AnyWidget):
         db_id: int | None = None,
         *,
         fields: Any = None,
-        runner: Runner | None = None,
+        runner: Callable[[dict[str, Any]], pd.DataFrame] | None = None,
         suggestions: Mapping[str, Sequence[str]] | None = None,
         sample: int = 100,
     ) -> None:
-        self._client, self._db_id, self._runner = client, db_id, runner
+        self._client, self._runner = client, runner
+        self._db_id: Any = db_id  # None is refused by a request, and told in the notices
         self._valid: dict[str, Any] = {}
         self._good: tuple[pd.DataFrame, dict[str, Any], str] | None = None
         self._running = False
         self.result: pd.DataFrame | None = None
         notices: list[str] = []
-        self._fields = self._build_catalog(fields, suggestions, sample, notices)
+        infos: list[FieldInfo] = []
+        readable, complete = True, fields is not None
+        if fields is not None:
+            infos = field_infos(fields)
+        elif client is not None and db_id is not None:
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    infos = field_infos(database_fields(client, db_id))
+            except Exception as exc:  # the builder still works with typed-in names
+                readable = False
+                notices.append(self._scrub(f"could not read the field list: {_said(exc)}"))
+            else:
+                complete = not caught
+                for warning in caught:  # e.g. "inferred from a sample": said at the user's cell
+                    _warn_at_caller(str(warning.message), warning.category)
+        if suggestions is None and readable and sample > 0 and client is not None:
+            try:  # one request, nothing sent ahead of it
+                request = ProfilesRequest(
+                    client, self._db_id, limit=sample, max_profiles=sample, lookahead=0
+                )
+                with request.pages() as pages:
+                    page = next(pages, None)
+                profiles = [] if page is None else page.records
+                suggestions = sample_values(profiles, FieldCatalog(infos).string_fields())
+            except Exception as exc:  # suggestions are a help, not a condition to work
+                text = f"could not read a sample page for value suggestions: {_said(exc)}"
+                notices.append(self._scrub(text))
+        self._fields = FieldCatalog(infos, suggestions, complete=complete)
         super().__init__()
         self.notices = notices
         self.catalog = self._fields.to_json()
@@ -146,53 +153,18 @@ class QueryBuilder(anywidget.AnyWidget):
         self.on_msg(self._on_message)
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
-        """The synced state; ``preview_state`` goes to the browser as ``preview``.
+        """The synced state, ``preview_state`` named ``preview`` as the browser knows it.
 
-        In Python ``preview`` is the method that runs Preview, so the trait
-        takes another name here and the browser's name on the wire.
+        In Python ``preview`` is the method that runs Preview.
         """
         state: dict[str, Any] = super().get_state(key=key, drop_defaults=drop_defaults)
-        return {_WIRE.get(k, k): v for k, v in state.items()}
-
-    def _build_catalog(
-        self,
-        fields: Any,
-        suggestions: Mapping[str, Sequence[str]] | None,
-        sample: int,
-        notices: list[str],
-    ) -> FieldCatalog:
-        infos: list[FieldInfo] = []
-        readable, complete = True, fields is not None
-        if fields is not None:
-            infos = field_infos(fields)
-        elif self._client is not None and self._db_id is not None:
-            try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    infos = field_infos(database_fields(self._client, self._db_id))
-            except Exception as exc:  # the builder still works with typed-in names
-                readable = False
-                notices.append(self._scrub(f"could not read the field list: {_said(exc)}"))
-            else:
-                complete = not caught
-                for warning in caught:  # e.g. "inferred from a sample": said at the user's cell
-                    _warn_at_caller(str(warning.message), warning.category)
-        if suggestions is None and readable and sample > 0 and self._client is not None:
-            try:
-                profiles = _sample_page(self._client, self._db_id, sample)
-                suggestions = sample_values(profiles, FieldCatalog(infos).string_fields())
-            except Exception as exc:  # suggestions are a help, not a condition to work
-                text = f"could not read a sample page for value suggestions: {_said(exc)}"
-                notices.append(self._scrub(text))
-        return FieldCatalog(infos, suggestions, complete=complete)
+        return {"preview" if k == "preview_state" else k: v for k, v in state.items()}
 
     def _scrub(self, text: str) -> str:
         """``text`` without the client's token, in any form a service could echo."""
         transport = getattr(self._client, "_transport", None)
         scrub = getattr(transport, "redact", None)
         return scrub(text) if callable(scrub) else redact(text)
-
-    # --- the document and its check ---------------------------------------------------
 
     def _checked(self, change: Any = None) -> None:
         report = check(self.document, self._fields, last_valid=self._valid)
@@ -310,8 +282,6 @@ class QueryBuilder(anywidget.AnyWidget):
             self._fields = catalog
             self.catalog = catalog.to_json()
         self.document = document
-
-    # --- messages and Preview ---------------------------------------------------------
 
     def _on_message(self, _: Any, content: Any, buffers: Any = None) -> None:
         kind = content.get("kind") if isinstance(content, Mapping) else None
