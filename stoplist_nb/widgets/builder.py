@@ -13,7 +13,7 @@ import pathlib
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import anywidget
 import pandas as pd
@@ -108,8 +108,7 @@ class QueryBuilder(anywidget.AnyWidget):
         suggestions: Mapping[str, Sequence[str]] | None = None,
         sample: int = 100,
     ) -> None:
-        self._client, self._runner = client, runner
-        self._db_id: Any = db_id  # None is refused by a request, and told in the notices
+        self._client, self._db_id, self._runner = client, db_id, runner
         self._valid: dict[str, Any] = {}
         self._good: tuple[pd.DataFrame, dict[str, Any], str] | None = None
         self._running = False
@@ -133,8 +132,9 @@ class QueryBuilder(anywidget.AnyWidget):
                     _warn_at_caller(str(warning.message), warning.category)
         if suggestions is None and readable and sample > 0 and client is not None:
             try:  # one request, nothing sent ahead of it
+                # A db_id of None is refused by the request, and told in the notices.
                 request = ProfilesRequest(
-                    client, self._db_id, limit=sample, max_profiles=sample, lookahead=0
+                    client, cast(int, db_id), limit=sample, max_profiles=sample, lookahead=0
                 )
                 with request.pages() as pages:
                     page = next(pages, None)
