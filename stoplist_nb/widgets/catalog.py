@@ -237,7 +237,7 @@ class FieldCatalog:
         ]
 
     def to_json(self) -> dict[str, Any]:
-        """The builder's ``catalog`` trait: fields, operators (the front end's only table of them)."""
+        """The builder's ``catalog`` trait: fields, and the front end's only table of operators."""
         return {
             "fields": self.entries(),
             "operators": operators_by_kind(),
