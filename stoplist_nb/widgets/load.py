@@ -1,9 +1,4 @@
-"""A MongoDB filter loaded back into a query builder document: what the builder shows on load.
-
-Pure: no widget library is imported here. :func:`document_of` turns a filter
-into a document (:mod:`~stoplist_nb.widgets.check` holds its format) whose
-check gives the same filter; :func:`guessed_types` types the fields it names
-that the catalog lacks, from their values.
+"""A MongoDB filter loaded back into a query builder document (no widget library here).
 
 >>> from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo
 >>> catalog = FieldCatalog([FieldInfo("_city", "City", "string")])
@@ -153,12 +148,9 @@ class _Loader:
                 ]
                 return group
             if key == "$nor":
-                if len(value) == 1 and _one_field(value[0]):
-                    ((path, body),) = value[0].items()
-                    rule = self.rule(path, body, f"{where}['$nor'][0]", within, negate=True)
-                    if rule is not None:
-                        group["items"] = [rule]
-                        return group
+                if (rule := self.negated(value, within)) is not None:
+                    group["items"] = [rule]
+                    return group
                 group["not"] = True
                 if len(value) > 1:
                     group["join"] = "or"
@@ -183,11 +175,8 @@ class _Loader:
             raise InvalidQuery(f"{where}: a part of the query must be an object")
         if len(query) == 1:
             ((key, value),) = query.items()
-            if key == "$nor" and len(value) == 1 and _one_field(value[0]):
-                ((path, body),) = value[0].items()
-                rule = self.rule(path, body, where, within, negate=True)
-                if rule is not None:
-                    return rule
+            if key == "$nor" and (rule := self.negated(value, within)) is not None:
+                return rule
             if not key.startswith("$"):
                 return self.field(key, value, f"{where}[{key!r}]", within)
             if key not in ("$and", "$or", "$nor"):
@@ -215,7 +204,7 @@ class _Loader:
                 return outer
             group["each"] = EACH
             return group
-        rule = self.rule(path, body, where, within, negate=False)
+        rule = self.rule(path, body, within, negate=False)
         if rule is not None:
             return rule
         if _is_operators(body) and len(body) > 1:
@@ -226,7 +215,7 @@ class _Loader:
                 one = {op: body[op]}
                 if op == "$regex" and "$options" in body:
                     one["$options"] = body["$options"]
-                rule = self.rule(path, one, f"{where}[{op!r}]", within, negate=False)
+                rule = self.rule(path, one, within, negate=False)
                 if rule is None:
                     raise self.refusal(path, one, f"{where}[{op!r}]", within)
                 group["items"].append(rule)
@@ -245,8 +234,15 @@ class _Loader:
             f"{where}: the builder cannot show {canonical_json(body)} on a {kind} field exactly"
         )
 
+    def negated(self, nor: Any, within: str | None) -> dict[str, Any] | None:
+        """The rule that writes ``{"$nor": nor}`` exactly, if one does."""
+        if len(nor) != 1 or not _one_field(nor[0]):
+            return None
+        ((path, body),) = nor[0].items()
+        return self.rule(path, body, within, negate=True)
+
     def rule(
-        self, path: str, body: Any, where: str, within: str | None, *, negate: bool
+        self, path: str, body: Any, within: str | None, *, negate: bool
     ) -> dict[str, Any] | None:
         """The rule that writes ``{path: body}`` exactly (``$nor`` of it when ``negate``)."""
         catalog = self.catalog.subscriptions() if within else self.catalog
@@ -306,21 +302,13 @@ def _loaded(query: Any) -> dict[str, Any]:
 
 
 def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, Any]:
-    """A document whose :func:`check` gives ``query`` back: what the builder shows on load.
+    """A document whose :func:`check` gives ``query`` (a dict or JSON text) back.
 
     A query the builder wrote comes back the same; another may come back as
-    the same filter in other words (``{"$and": [{"a": 1}, {"b": 2}]}`` as
-    ``{"a": 1, "b": 2}``). Ids are ``"g1"``, ``"r2"``, ... in reading order;
-    fields are shown by their label. ``{}`` is one empty rule.
-
-    Args:
-        query: A MongoDB filter, as a dict or as JSON text.
-        catalog: The fields known; for a field it lacks, see :func:`guessed_types`.
-
-    Raises:
-        InvalidQuery: The text is not JSON, the query is not valid, or a part
-            of it cannot be shown exactly (``$size``, ``$elemMatch`` but on
-            ``subscriptions``, ``$gt`` of a bare day on a date field, ...).
+    the same filter in other words. Ids are ``"g1"``, ``"r2"``, ... in reading
+    order; fields are shown by their label. ``InvalidQuery`` is raised for
+    text that is not JSON, a query that is not valid, or a part that cannot
+    be shown exactly (``$size``, ``$gt`` of a bare day on a date field, ...).
 
     >>> document_of('{"_city": null}')["root"]["items"][0]["operator"]
     'is_null'
