@@ -141,29 +141,24 @@ class _Loader:
         group = new_group(self.id("g"))
         if len(query) == 1:
             ((key, value),) = query.items()
-            if key in ("$or", "$and"):
-                group["join"] = key[1:]
-                group["items"] = [
-                    self.item(p, f"{where}[{key!r}][{i}]", within) for i, p in enumerate(value)
-                ]
-                return group
             if key == "$nor":
                 if (rule := self.negated(value, within)) is not None:
                     group["items"] = [rule]
                     return group
                 group["not"] = True
-                if len(value) > 1:
-                    group["join"] = "or"
-                    group["items"] = [
-                        self.item(p, f"{where}['$nor'][{i}]", within) for i, p in enumerate(value)
-                    ]
-                    return group
                 inner = value[0]
-                if len(inner) == 1 and next(iter(inner)) in ("$and", "$or"):
+                if len(value) == 1 and len(inner) == 1 and next(iter(inner)) in ("$and", "$or"):
                     shown = self.group(inner, f"{where}['$nor'][0]", within)
                     shown["id"], shown["not"] = group["id"], True
                     return shown
-                group["items"] = [self.item(inner, f"{where}['$nor'][0]", within)]
+            if key in ("$or", "$and", "$nor"):
+                # NOT of one part is NOT (AND of it); NOT of several is NOT (a OR b ...).
+                single_nor = key == "$nor" and len(value) == 1
+                group["join"] = "and" if key == "$and" or single_nor else "or"
+                where = f"{where}[{key!r}]"
+                group["items"] = [
+                    self.item(p, f"{where}[{i}]", within) for i, p in enumerate(value)
+                ]
                 return group
         for key, value in query.items():
             group["items"].append(self.item({key: value}, where, within))
