@@ -180,11 +180,7 @@ class QueryBuilder(anywidget.AnyWidget):
 
     @property
     def query(self) -> dict[str, Any]:
-        """The MongoDB filter, ``{}`` when there is no condition.
-
-        Raises:
-            InvalidQuery: A rule has an error; the message names its row ("Row 2: ...").
-        """
+        """The MongoDB filter, ``{}`` without conditions (``InvalidQuery``: "Row 2: ...")."""
         return copy.deepcopy(self._raise_if_wrong()["query"])
 
     @property
@@ -208,11 +204,7 @@ class QueryBuilder(anywidget.AnyWidget):
 
     @property
     def preview_rows(self) -> int:
-        """How many profiles Preview reads (1 to 1000).
-
-        Raises:
-            InvalidInput: What was typed is not a whole number in that range.
-        """
+        """How many profiles Preview reads (1 to 1000; else ``InvalidInput``)."""
         rows = self.report["preview_rows"]
         if rows["error"] is not None:
             raise InvalidInput(rows["error"])
@@ -238,19 +230,11 @@ class QueryBuilder(anywidget.AnyWidget):
         return "; ".join(self.errors) or None
 
     def load(self, query: Mapping[str, Any] | str, fields: Sequence[str] | None = None) -> None:
-        """Show an existing query (and fields to return) in the builder.
+        """Show a query (a dict or JSON text) and the fields to return (kept when ``None``).
 
-        Args:
-            query: A MongoDB filter, as a dict or as JSON text.
-            fields: The fields to return; left as they are when ``None``.
-
-        Raises:
-            InvalidQuery: The query is not valid JSON or not a valid filter, or
-                a part of it cannot be shown exactly (``$size``, ``$elemMatch``
-                on another field than ``subscriptions``, ...); the builder is
-                left as it was.
-            InvalidInput: ``fields`` is not a list of names, or names a field
-                the builder does not know.
+        Raises ``InvalidQuery`` as :func:`~stoplist_nb.widgets.load.document_of`
+        does, ``InvalidInput`` for fields that are not a list of known names;
+        either leaves the builder as it was.
         """
         catalog = self._fields.with_types(guessed_types(query, self._fields))
         document = document_of(query, catalog)
@@ -297,8 +281,7 @@ class QueryBuilder(anywidget.AnyWidget):
     def preview(self) -> None:
         """Run the query and show its first :attr:`preview_rows` profiles, as the button does.
 
-        An error is shown in the Preview area (the last good result stays,
-        marked out of date), never raised: this runs from the browser too.
+        An error is shown (the last good result stays, marked out of date), never raised.
         """
         if self._running:
             return
