@@ -11,8 +11,7 @@ import os
 import pathlib
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from stoplist_nb import __version__, errors
 from stoplist_nb.cli.commands import run_export, run_profiles
@@ -338,24 +337,17 @@ def out_file(*suffixes: str) -> Callable[[str], pathlib.Path]:
     return check
 
 
-@dataclass(frozen=True)
-class Out:
-    """Where ``profiles --out`` writes.
-
-    Attributes:
-        path: The file, or the dataset's directory.
-        dataset: Whether it is a directory (a Parquet dataset).
-    """
+class Out(NamedTuple):
+    """Where ``profiles --out`` writes: a file, or the directory of a dataset."""
 
     path: pathlib.Path
     dataset: bool
 
 
 def out_file_or_dir(*suffixes: str) -> Callable[[str], Out]:
-    """``profiles --out``: a file as :func:`out_file` takes it, or the directory of a dataset.
+    """``profiles --out``: a file as :func:`out_file` takes it, or a dataset's directory.
 
-    A path that ends in ``/``, or a directory that exists, names a dataset's
-    directory (created if missing).
+    A path ending in ``/``, or a directory that exists, names a directory.
     """
     file = out_file(*suffixes)
 
