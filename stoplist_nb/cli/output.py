@@ -34,15 +34,11 @@ EXIT_NETWORK = 4  # no usable reply, or 5xx/429 after every retry
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); other signals give 128 + theirs
 
 FRAME_SUFFIXES = (".parquet", ".csv")
+_OTHER = "add --overwrite to replace it, or name another --out"
 
 
 class CliError(Exception):
-    """An error of the command line itself: a file it cannot write, a missing extra.
-
-    Attributes:
-        code: The exit code.
-        hint: How to carry on, printed on its own line, or ``None``.
-    """
+    """An error of the command line itself, with its exit ``code`` and a ``hint`` line or None."""
 
     def __init__(self, message: str, *, code: int = EXIT_ERROR, hint: str | None = None) -> None:
         super().__init__(message)
@@ -70,11 +66,7 @@ def refuse_existing(paths: Iterable[pathlib.Path], *, overwrite: bool) -> None:
     there = [path for path in paths if path.exists() or path.is_symlink()]
     if there:
         more = f" (and {plural(len(there) - 1, 'other file')} it would write)" if there[1:] else ""
-        raise CliError(
-            f"{there[0]} exists{more}; nothing was sent",
-            code=EXIT_USAGE,
-            hint="add --overwrite to replace it, or name another --out",
-        )
+        raise CliError(f"{there[0]} exists{more}; nothing was sent", code=EXIT_USAGE, hint=_OTHER)
 
 
 def appeared(path: object) -> CliError:
@@ -82,7 +74,7 @@ def appeared(path: object) -> CliError:
     return CliError(
         f"{path} appeared while the command ran; it was left as it was, and nothing was written",
         code=EXIT_USAGE,
-        hint="add --overwrite to replace it, or name another --out",
+        hint=_OTHER,
     )
 
 
