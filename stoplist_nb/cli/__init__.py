@@ -19,8 +19,8 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
-from types import FrameType, TracebackType
+from collections.abc import Iterator, Sequence
+from types import FrameType
 from typing import Any
 
 from stoplist_nb import errors
@@ -84,41 +84,31 @@ def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
     print(f"{PROG}: warning: {redact(str(message))}", file=sys.stderr)
 
 
-class _Signals:
+@contextlib.contextmanager
+def _signals() -> Iterator[dict[str, Any]]:
     """For the length of a run, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` as Ctrl-C does.
 
-    A signal ignored when the run starts (``nohup``, a shell's ``&``) stays
-    ignored; the handlers found are put back at the end, since ``main`` is
-    also called inside a Python process.
+    The state says which signal was ``received``; once the run is ``over`` a
+    signal stops nothing. A signal ignored when the run starts (``nohup``, a
+    shell's ``&``) stays ignored; the handlers found are put back at the end,
+    since ``main`` is also called inside a Python process.
     """
+    state: dict[str, Any] = {"received": None, "over": False}
 
-    def __init__(self) -> None:
-        self.received: int | None = None
-        self._saved: dict[int, Any] = {}
-        self._holding = False
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if state["received"] is None and not state["over"]:  # else let its words be printed
+            state["received"] = signum
+            raise KeyboardInterrupt
 
-    def __enter__(self) -> _Signals:
-        if threading.current_thread() is not threading.main_thread():
-            return self  # only the main thread may set handlers; Ctrl-C still works there
+    saved = {}
+    if threading.current_thread() is threading.main_thread():  # the only one to set handlers
         for signum in STOPPING:
-            if signal.getsignal(signum) in (signal.SIG_IGN, None):
-                continue
-            self._saved[signum] = signal.signal(signum, self._stop)
-        return self
-
-    def _stop(self, signum: int, frame: FrameType | None) -> None:
-        if self.received is not None or self._holding:
-            return  # a second signal, or the run is over: let its words be printed whole
-        self.received = signum
-        raise KeyboardInterrupt
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        for signum, handler in self._saved.items():
+            if signal.getsignal(signum) not in (signal.SIG_IGN, None):
+                saved[signum] = signal.signal(signum, stop)
+    try:
+        yield state
+    finally:
+        for signum, handler in saved.items():
             signal.signal(signum, handler)
 
 
@@ -137,15 +127,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = argv  # for the commands' hints: the command to run next, whole
     progress = args.progress if args.progress is not None else sys.stderr.isatty()
     ui = Ui(progress=progress and not args.quiet, quiet=args.quiet)
-    with warnings.catch_warnings(), _Signals() as signals:
+    with warnings.catch_warnings(), _signals() as signals:
         warnings.showwarning = _show_warning
         try:
             try:
                 code: int = args.run(args, ui)
             finally:
-                signals._holding = True  # the run is over: what it says is printed whole
+                signals["over"] = True
         except KeyboardInterrupt as exc:
-            received = signals.received
+            received = signals["received"]
             by = "" if received in (None, signal.SIGINT) else f" by {signal.Signals(received).name}"
             print(f"{PROG}: interrupted{by}", file=sys.stderr)
             for line in getattr(exc, "stoplist_nb_said", []):  # what was kept, how to go on
