@@ -189,13 +189,21 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         f"{plural(len(done.columns), 'column')}) of database {args.db_id} to {path}"
     )
     if more:
+        # A file name beside the first for the profiles that follow: p.parquet, p-2.parquet.
+        number = int(m.group(1)) + 1 if (m := re.search(r"-(\d+)$", path.stem)) else 2
+        stem = re.sub(r"-(\d+)$", "", path.stem)
         ui.say(
             f"stopped at --max-profiles {args.max_profiles}; --from-id {shlex.quote(cursor)} "
             "reads on: "
             + command_line(
                 args.argv,
                 drop={"--from-id": True, "--max-profiles": True, "--out": True},
-                add=["--from-id", cursor, "--out", _next_name(path)],
+                add=[
+                    "--from-id",
+                    cursor,
+                    "--out",
+                    str(path.with_name(f"{stem}-{number}{path.suffix}")),
+                ],
             )
         )
     elif stopped:
@@ -208,13 +216,6 @@ def _request(client: Client, args: argparse.Namespace, ui: Ui, **more: Any) -> P
     return ProfilesRequest(
         client, args.db_id, query=query, fields=fields, limit=limit, progress=progress, **more
     )
-
-
-def _next_name(path: pathlib.Path) -> str:
-    """A file name beside ``path`` for the profiles that follow (``p.parquet``: ``p-2.parquet``)."""
-    stem = re.sub(r"-(\d+)$", "", path.stem)
-    number = int(m.group(1)) + 1 if (m := re.search(r"-(\d+)$", path.stem)) else 2
-    return str(path.with_name(f"{stem}-{number}{path.suffix}"))
 
 
 def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:

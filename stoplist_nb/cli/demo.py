@@ -80,12 +80,6 @@ def _suppression_list(client: Client, list_id: int, ui: Ui) -> pd.DataFrame:
     return out
 
 
-def contacts_of(profiles: pd.DataFrame) -> pd.DataFrame:
-    """The subscriptions that carry an e-mail or a phone: the contacts to check."""
-    has_contact = profiles["email"].notna() | profiles["phone"].notna()
-    return profiles.loc[has_contact, CONTACT_COLUMNS].reset_index(drop=True)
-
-
 def _plots(
     profiles: pd.DataFrame, flagged: pd.DataFrame, into: pathlib.Path, out: pathlib.Path, ui: Ui
 ) -> list[str]:
@@ -124,16 +118,6 @@ def _plots(
     return written
 
 
-def matches_per_kind(flagged: pd.DataFrame) -> dict[str, int]:
-    """Suppressed rows per kind that matched, with 0 for a kind checked that never did."""
-    by = flagged.loc[flagged["suppressed"].fillna(False).astype(bool), "suppressed_by"]
-    counts = {str(k): int(v) for k, v in by.value_counts().items()}
-    checked = flagged.attrs.get("checked", [])
-    per_kind = {k: counts.pop(k, 0) for k in KINDS if k in counts or k in checked}
-    per_kind.update(counts)  # anything else, after the kinds
-    return per_kind
-
-
 def _summary(
     profiles: pd.DataFrame, stop: pd.DataFrame, flagged: pd.DataFrame, list_id: int
 ) -> list[str]:
@@ -146,7 +130,11 @@ def _summary(
     hits = flagged[flagged["suppressed"].fillna(False).astype(bool)]
     # <NA>: a row with no usable e-mail or phone, neither suppressed nor safe.
     checked = int(flagged["suppressed"].notna().sum())
-    by = matches_per_kind(flagged)
+    # Per kind that matched, with 0 for a kind checked that never did, then any other.
+    counts = {str(k): int(v) for k, v in hits["suppressed_by"].value_counts().items()}
+    looked = flagged.attrs.get("checked", [])
+    by = {k: counts.pop(k, 0) for k in KINDS if k in counts or k in looked}
+    by.update(counts)
     return [
         f"{plural(people, 'profile')} ({bare} without a subscription), "
         f"{plural(len(subs), 'subscription')}: {plural(len(profiles), 'row')}, one per "
@@ -242,7 +230,10 @@ def _run(args: argparse.Namespace, ui: Ui, serve: Callable[..., Any], out: pathl
         profiles = read_profiles(client, svc.db_id, limit=args.limit, progress=ui.progress)
         stop = _suppression_list(client, svc.suppress_id, ui)
         list_id = svc.suppress_id
-    flagged = flag_suppressed(contacts_of(profiles), stop, email="email", phone="phone")
+    # The subscriptions that carry an e-mail or a phone are the contacts to check.
+    has_contact = profiles["email"].notna() | profiles["phone"].notna()
+    contacts = profiles.loc[has_contact, CONTACT_COLUMNS].reset_index(drop=True)
+    flagged = flag_suppressed(contacts, stop, email="email", phone="phone")
     staging = out / f".stoplist-demo-{os.getpid()}.tmp"
     shutil.rmtree(staging, ignore_errors=True)  # left by a killed run of the same process id
     try:

@@ -44,14 +44,6 @@ def _warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None
     warnings.warn(message, category, stacklevel=level)
 
 
-def _first_profiles(frame: pd.DataFrame, count: int) -> pd.DataFrame:
-    # A frame has a row per subscription.
-    if "profile_id" not in frame.columns:
-        return frame.head(count)
-    first = pd.unique(frame["profile_id"])[:count]
-    return frame[frame["profile_id"].isin(first)]
-
-
 class QueryBuilder(anywidget.AnyWidget):
     """Build a ``profiles/list`` query from rules in AND / OR groups, in the browser.
 
@@ -296,7 +288,12 @@ class QueryBuilder(anywidget.AnyWidget):
         last = self.preview_state
         self.preview_state = {**last, "state": "running", "message": "running"}
         try:
-            frame = _first_profiles(self._run(copy.deepcopy(params), rows), rows)
+            frame = self._run(copy.deepcopy(params), rows)
+            if "profile_id" in frame.columns:  # a row per subscription: the first profiles'
+                first = pd.unique(frame["profile_id"])[:rows]
+                frame = frame[frame["profile_id"].isin(first)]
+            else:
+                frame = frame.head(rows)
             html = preview_html(frame, params)
         except Exception as exc:  # shown to the user rather than lost in a callback
             self._show_failure(f"Preview failed: {_said(exc)}", query_json)

@@ -222,10 +222,13 @@ class _Checker:
                 {"part": "field", "message": f"unknown field {name!r}: it is not in {where}"}
             )
         value = rule_value(op, raw, kind, name)
-        if op in ("between", "not_between") and _comparable(*value) and value[0] > value[1]:
-            item["warnings"].append(
-                {"part": "value", "message": f"{name}: the first value is above the second"}
-            )
+        if op in ("between", "not_between"):
+            low, high = value
+            numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            if (type(low) is type(high) or numbers) and low > high:
+                item["warnings"].append(
+                    {"part": "value", "message": f"{name}: the first value is above the second"}
+                )
         return rule_query(name, op, value, kind, node)
 
 
@@ -297,12 +300,6 @@ def _blank(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return all(_blank(v) for v in value)
     return False
-
-
-def _comparable(a: Any, b: Any) -> bool:
-    return type(a) is type(b) or (
-        isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool)
-    )
 
 
 def _pattern(op: str, text: str) -> str:

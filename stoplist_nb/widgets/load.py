@@ -231,7 +231,9 @@ class _Loader:
 
     def negated(self, nor: Any, within: str | None) -> dict[str, Any] | None:
         """The rule that writes ``{"$nor": nor}`` exactly, if one does."""
-        if len(nor) != 1 or not _one_field(nor[0]):
+        if len(nor) != 1 or not isinstance(nor[0], Mapping) or len(nor[0]) != 1:
+            return None
+        if next(iter(nor[0])).startswith("$"):
             return None
         ((path, body),) = nor[0].items()
         return self.rule(path, body, within, negate=True)
@@ -261,26 +263,16 @@ class _Loader:
                 rule["ignore_case"] = ignore_case
                 if not whole_day:
                     rule["whole_day"] = False  # a bare day compared as text, as it was written
-                written = _written(rule, kind, path)
-                if written is not None and canonical_json(written) == canonical_json(wanted):
+                if ignore_case and op not in TEXT_OPERATORS:
+                    continue  # the check drops the tick: the rule without it writes the same
+                try:
+                    written = rule_query(path, op, rule_value(op, value, kind, path), kind, rule)
+                except RuleProblem:
+                    continue
+                if canonical_json(written) == canonical_json(wanted):
                     rule["id"] = self.id("r")
                     return rule
         return None
-
-
-def _written(rule: dict[str, Any], kind: str, path: str) -> dict[str, Any] | None:
-    """The filter ``rule`` writes on ``path``, ``None`` where the check would refuse it."""
-    op = rule["operator"]
-    if rule["ignore_case"] and op not in TEXT_OPERATORS:
-        return None  # the check drops the tick: the rule without it writes the same
-    try:
-        return rule_query(path, op, rule_value(op, rule["value"], kind, path), kind, rule)
-    except RuleProblem:
-        return None
-
-
-def _one_field(query: Any) -> bool:
-    return isinstance(query, Mapping) and len(query) == 1 and not next(iter(query)).startswith("$")
 
 
 def _loaded(query: Any) -> dict[str, Any]:
