@@ -336,33 +336,24 @@ def _export(args: argparse.Namespace, ui: Ui) -> int:
             again = command_line(args.argv, drop=drop, add=["--task-id", task])
             return f"the export task goes on at the service; to pick it up, run: {again}"
 
+        waiting: dict[str, Any] = {
+            "task_id": task_id,
+            "progress": ui.progress,
+            "poll_interval": args.poll_interval,
+            "task_timeout": args.task_timeout,
+        }
         with _resumable(args, task_id, say, kept), resume_said_as(say):
             if out.suffix.lower() == ".zip":
-                return _export_zip(client, args, ui, task_id, what)
+                return _export_zip(client, args, ui, what, waiting)
             if out.suffix.lower() == ".parquet":
                 # In bounded memory: the list is never held whole, whatever its size.
+                type_ = args.type if args.task_id is None else None
                 done = write_suppression_parquet(
-                    client,
-                    args.list_id,
-                    out,
-                    task_id=task_id,
-                    type=args.type if args.task_id is None else None,
-                    overwrite=args.overwrite,
-                    progress=ui.progress,
-                    poll_interval=args.poll_interval,
-                    task_timeout=args.task_timeout,
+                    client, args.list_id, out, type=type_, overwrite=args.overwrite, **waiting
                 )
                 _say_written(ui, done.rows, what, out, done.kinds)
                 return 0
-            frame = read_suppression_list(
-                client,
-                args.list_id,
-                type=args.type,
-                task_id=task_id,
-                progress=ui.progress,
-                poll_interval=args.poll_interval,
-                task_timeout=args.task_timeout,
-            )
+            frame = read_suppression_list(client, args.list_id, type=args.type, **waiting)
     if args.task_id is None:
         frame.attrs["type"] = args.type
     write_frame(frame, out, overwrite=args.overwrite)
@@ -379,30 +370,17 @@ def _say_written(
         ui.say("rows per kind: " + ", ".join(f"{kind} {n}" for kind, n in per_kind.items()))
 
 
-def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, what: str) -> int:
-    status = wait_for_task(
-        client,
-        task_id,
-        poll_interval=args.poll_interval,
-        task_timeout=args.task_timeout,
-        progress=ui.progress,
-    )
+def _export_zip(
+    client: Client, args: argparse.Namespace, ui: Ui, what: str, waiting: dict[str, Any]
+) -> int:
+    status = wait_for_task(client, **waiting)
     files = status.require_files()
     if len(files) > 1:
         raise CliError(
             f"the export has {len(files)} files, a .zip output holds one",
             hint="write .csv or .parquet to read them all into one file",
         )
-    path = download_export(
-        client,
-        files[0],
-        args.out,
-        progress=ui.progress,
-        overwrite=args.overwrite,
-        task_id=task_id,
-        task_timeout=args.task_timeout,
-        poll_interval=args.poll_interval,
-    )
+    path = download_export(client, files[0], args.out, overwrite=args.overwrite, **waiting)
     ui.say(f"wrote {plural(path.stat().st_size, 'byte')} of {what} to {path}")
     if status.total is not None:
         ui.say(f"the service counts {plural(status.total, 'contact')} in it")
