@@ -443,10 +443,7 @@ def check(
             f"Query: the document must be an object, not {type(document).__name__}"
         )
     root = doc.get("root")
-    query: dict[str, Any] | None = None
-    if root is not None:
-        query = checker.group(root, within=None, depth=0)
-    query = {} if query is None else query
+    query = (None if root is None else checker.group(root, within=None, depth=0)) or {}
     try:
         query = validate_query(query)
         parse_query(query)
@@ -459,11 +456,7 @@ def check(
     ok = not checker.summary
     if rows_error is not None:
         checker.summary.append(rows_error[0].upper() + rows_error[1:])
-    params: dict[str, Any] | None = None
-    if ok:
-        params = {"query": query}
-        if resolved:
-            params["fields"] = resolved
+    params = {"query": query, **({"fields": resolved} if resolved else {})} if ok else None
     shown = query if ok else (last_valid if isinstance(last_valid, Mapping) else {})
     return {
         "rev": doc.get("rev"),
