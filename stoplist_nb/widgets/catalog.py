@@ -31,14 +31,8 @@ _CATEGORY_ORDER = {"system": 0, "custom": 1, "subscription": 2}
 #: on one it does not know, and statuses are also accepted as numbers).
 CHANNELS = ("email", "sms", "push", "notify", "viber", "whatsapp", "telegram_bot")
 STATUSES = (
-    "subscribed",
-    "unsubscribed",
-    "complained",
-    "hardbounced",
-    "unconfirmed",
-    "suspended",
-    "invalid",
-)
+    "subscribed", "unsubscribed", "complained", "hardbounced", "unconfirmed", "suspended", "invalid"
+)  # fmt: skip
 KNOWN_VALUES: dict[str, tuple[str, ...]] = {
     "subscriptions.channel": CHANNELS,
     "subscriptions.status": STATUSES,
@@ -260,27 +254,18 @@ def sample_values(
     >>> sample_values([{"s": [{"c": "email"}, {"c": "sms"}]}, {"s": [{"c": "sms"}]}], ["s.c"])
     {'s.c': ('sms', 'email')}
     """
+
+    def spread(values: list[Any]) -> list[Any]:
+        return [v for value in values for v in (value if isinstance(value, list) else [value])]
+
     counts: dict[str, Counter[str]] = {name: Counter() for name in names}
     for profile in profiles:
         for name, counter in counts.items():
+            # A loop, not recursion: a reply nested deeply should not reach the stack limit.
+            found = [profile]
+            for part in name.split("."):
+                found = [i[part] for i in spread(found) if isinstance(i, Mapping) and part in i]
             counter.update(
-                v
-                for v in _values_at(profile, name.split("."))
-                if isinstance(v, str) and v.strip() and len(v) <= 80
+                v for v in spread(found) if isinstance(v, str) and v.strip() and len(v) <= 80
             )
     return {n: tuple(v for v, _ in c.most_common(cap)) for n, c in counts.items() if c}
-
-
-def _values_at(node: Any, parts: list[str]) -> list[Any]:
-    # A loop, not recursion: a reply nested deeply should not reach the stack limit.
-    found = [node]
-    for part in parts:
-        step: list[Any] = []
-        for item in found:
-            items = item if isinstance(item, list) else [item]
-            step.extend(i[part] for i in items if isinstance(i, Mapping) and part in i)
-        found = step
-    out: list[Any] = []
-    for value in found:
-        out.extend(value if isinstance(value, list) else [value])
-    return out
