@@ -139,7 +139,7 @@ class QueryBuilder(anywidget.AnyWidget):
         super().__init__()
         self.notices = notices
         self.catalog = self._fields.to_json()
-        self.preview_state = {"state": "none", "html": "", "message": "", "query_json": None}
+        self.preview_state = _shown("none", "", "", None)
         self.observe(self._checked, "document")
         self.document = empty_document()
         self.on_msg(self._on_message)
@@ -300,12 +300,7 @@ class QueryBuilder(anywidget.AnyWidget):
         else:
             self.result = frame
             self._good = (frame, params, query_json)
-            self.preview_state = {
-                "state": "done",
-                "html": html,
-                "message": "",
-                "query_json": query_json,
-            }
+            self.preview_state = _shown("done", html, "", query_json)
         finally:
             self._running = False
 
@@ -314,12 +309,7 @@ class QueryBuilder(anywidget.AnyWidget):
         if self._good is not None:
             frame, params, shown = self._good
             html = preview_html(frame, params, stale=True)
-        self.preview_state = {
-            "state": "error",
-            "html": html,
-            "message": self._scrub(message),
-            "query_json": shown,
-        }
+        self.preview_state = _shown("error", html, self._scrub(message), shown)
 
     def _run(self, params: dict[str, Any], rows: int) -> pd.DataFrame:
         if self._runner is not None:
@@ -329,6 +319,10 @@ class QueryBuilder(anywidget.AnyWidget):
         return read_profiles(
             self._client, self._db_id, **params, limit=rows, max_profiles=rows, progress=False
         )
+
+
+def _shown(state: str, html: str, message: str, query_json: str | None) -> dict[str, Any]:
+    return {"state": state, "html": html, "message": message, "query_json": query_json}
 
 
 def _said(exc: BaseException) -> str:
