@@ -325,7 +325,7 @@ def guessed_types(query: Any, catalog: FieldCatalog | None = None) -> dict[str, 
     >>> guessed_types({"score": {"$gte": 2.5}, "subscriptions": {"$elemMatch": {"prio": 1}}})
     {'score': 'float', 'subscriptions.prio': 'int'}
     """
-    known = FieldCatalog([]) if catalog is None else catalog
+    known = {} if catalog is None else catalog.infos
     found: dict[str, str] = {}
     todo: list[tuple[Any, str]] = [(_loaded(query), "")]
     while todo:
@@ -343,18 +343,10 @@ def guessed_types(query: Any, catalog: FieldCatalog | None = None) -> dict[str, 
                     todo.append((value["$elemMatch"], f"{EACH}."))
                     continue
                 path = prefix + key
-                if path in known.infos or path in found:
+                if path in known or path in found:
                     continue
-                found[path] = guess_type(_sample(value))
+                if _is_operators(value):  # the value of its first operator that holds one
+                    ops = [(op, v) for op, v in value.items() if op not in ("$exists", "$options")]
+                    value = next(("" if op in ("$regex", "$not") else v for op, v in ops), None)
+                found[path] = guess_type(value)
     return found
-
-
-def _sample(body: Any) -> Any:
-    if not _is_operators(body):
-        return body
-    for op, value in body.items():
-        if op in ("$regex", "$not"):
-            return ""
-        if op not in ("$exists", "$options"):
-            return value
-    return None
