@@ -17,14 +17,6 @@ rules naming subscription fields (``"channel"``). Dates are RFC 3339 text; a
 bare day (``2024-03-01``) stands for the whole day: ``equal`` is ``$gte`` it
 and ``$lt`` the next, ``less or equal`` is ``$lt`` the next, ``greater`` is
 ``$gte`` the next.
-
->>> from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo
->>> catalog = FieldCatalog([FieldInfo("_city", "City", "string")])
->>> doc = {"root": {"id": "g1", "type": "group", "join": "and", "items": [
-...     {"id": "r2", "type": "rule", "field": "City (_city)", "operator": "in",
-...      "value": ["Kazan", "Moscow"]}]}}
->>> check(doc, catalog)["query"]
-{'_city': {'$in': ['Kazan', 'Moscow']}}
 """
 
 from __future__ import annotations

@@ -1,11 +1,4 @@
-"""A MongoDB filter loaded back into a query builder document (no widget library here).
-
->>> from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo
->>> catalog = FieldCatalog([FieldInfo("_city", "City", "string")])
->>> doc = document_of({"_city": {"$in": ["Kazan", "Moscow"]}}, catalog)
->>> doc["root"]["items"][0]["field"], doc["root"]["items"][0]["value"]
-('City (_city)', ['Kazan', 'Moscow'])
-"""
+"""A MongoDB filter loaded back into a query builder document (no widget library here)."""
 
 from __future__ import annotations
 
