@@ -5,6 +5,7 @@ The front end reads its tables of operators from here (no widget library here).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from datetime import date, timedelta
 from typing import Any
@@ -150,10 +151,8 @@ def parse_number(text: str, *, whole: bool) -> int | float:
     """A number typed as ``text`` (whole when asked), or ``ValueError`` saying why."""
     if not text:
         raise ValueError("value is empty: type a whole number" if whole else "value is empty")
-    try:
+    with contextlib.suppress(ValueError):
         return int(text)
-    except ValueError:
-        pass
     try:
         number = float(text)
     except ValueError:
