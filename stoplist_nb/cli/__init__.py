@@ -147,13 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             with contextlib.suppress(OSError, ValueError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_ERROR
-        except errors.OutputExists as exc:  # the library's words name its keyword
-            error = appeared(exc.path)
-            _report(error)
-            return error.code
         except (errors.StoplistError, CliError) as exc:
-            _report(exc)
-            return exit_code(exc)
+            # The library's words for an output that appeared name its keyword.
+            error = appeared(exc.path) if isinstance(exc, errors.OutputExists) else exc
+            _report(error)
+            return exit_code(error)
         except OSError as exc:  # the commands name their outputs; this is in case one did not
             reason = os.strerror(exc.errno) if exc.errno else str(exc)
             where = f"cannot write {os.fsdecode(exc.filename)}: " if exc.filename else ""
