@@ -39,12 +39,7 @@ from stoplist_nb.suppression.download import download_export, start_suppression_
 from stoplist_nb.suppression.export import read_suppression_list, write_suppression_parquet
 from stoplist_nb.suppression.tasks import resume_said_as, wait_for_task
 
-__all__ = ["client_from_env", "command_line", "run_export", "run_profiles"]
-
-TRY_THE_DEMO = (
-    "to try it on the demo service, run python -m stoplist_nb.demo in another terminal "
-    "and paste the export lines it prints"
-)
+__all__ = ["run_export", "run_profiles"]
 
 
 def command_line(
@@ -80,11 +75,9 @@ def client_from_env(args: argparse.Namespace) -> Client:
     ``InvalidInput`` (exit 2) as :func:`~stoplist_nb._connect.settings_from_env`
     raises it, with a hint for the command line.
     """
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
     if args.retries is not None:
         options["retry"] = args.retries if args.retries > 0 else False
-    if args.timeout is not None:
-        options["timeout"] = args.timeout
     try:
         settings = settings_from_env()
         if settings is None:
@@ -98,7 +91,8 @@ def client_from_env(args: argparse.Namespace) -> Client:
             also = f" and {ENV_TOKEN}=<your token>" if not token else " too"
             exc.hint = (
                 f"export {ENV_URL}=https://your-platform.example (your Altcraft "
-                f"platform's address){also}; {TRY_THE_DEMO}"
+                f"platform's address){also}; to try it on the demo service, run python -m "
+                "stoplist_nb.demo in another terminal and paste the export lines it prints"
             )
         elif not token:
             exc.hint = f"export {ENV_TOKEN}=<your token> too (it is never printed)"
