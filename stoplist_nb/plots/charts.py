@@ -23,16 +23,11 @@ from stoplist_nb.errors import InvalidInput
 from stoplist_nb.suppression.contacts import KINDS
 
 _PERIODS = {
-    "s": "second",
-    "min": "minute",
-    "h": "hour",
-    "D": "day",
-    "B": "business day",
-    "W": "week",
+    "s": "second", "min": "minute", "h": "hour", "D": "day", "B": "business day", "W": "week",
     **dict.fromkeys(["M", "ME", "MS", "BME", "BMS", "SME", "SMS"], "month"),
     **dict.fromkeys(["Q", "QE", "QS", "BQE", "BQS"], "quarter"),
     **dict.fromkeys(["A", "Y", "YE", "YS", "AS", "BYE", "BYS"], "year"),
-}
+}  # fmt: skip
 
 
 def plot_channels(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
