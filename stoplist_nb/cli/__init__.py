@@ -1,40 +1,13 @@
-"""``stoplist-nb``: profiles and suppression lists from the command line.
+"""``stoplist-nb`` (also ``python -m stoplist_nb``): profiles and suppression lists to files.
 
-Commands::
-
-    stoplist-nb demo [--out DIR]            the whole job on the embedded demo service
-    stoplist-nb profiles --db-id N --out FILE.parquet|FILE.csv [--query JSON|@FILE] ...
-    stoplist-nb profiles --db-id N --out DIR/ [--resume|--overwrite] ...   a Parquet dataset
-    stoplist-nb export (--list-id N | --task-id ID) --out FILE.zip|FILE.csv|FILE.parquet
-
-``profiles`` and ``export`` read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``
-from the environment; the token is never printed. ``python -m stoplist_nb``
-runs the same command line.
-
-Exit codes:
-
-===  ==============================================================================
-0    done
-1    an error the service or the library reported (a failed export task, an API
-     error other than the ones below, a file that cannot be written)
-2    bad arguments or configuration (argparse errors, a bad ``--query``, a
-     missing ``STOPLIST_NB_URL``): nothing was sent
-3    the service refused the token (401/403)
-4    no usable reply (connection, timeout, broken reply), or the service still
-     failed (5xx, 429) after every retry: worth trying again later
-129  hung up (SIGHUP)
-130  interrupted (Ctrl-C, SIGINT)
-143  terminated (SIGTERM: ``kill``, ``docker stop``, ``timeout``)
-===  ==============================================================================
-
-A signal that stops a run is handled like Ctrl-C: the library's cleanup runs
-(no half-written file is left), and the command says what was kept and how to
-go on before it exits with 128 + the signal's number. A second signal does
-not cut that cleanup short.
-
-The parser checks every argument (:mod:`~stoplist_nb.cli.parser`); the commands run in
-:mod:`~stoplist_nb.cli.commands` and :mod:`~stoplist_nb.cli.demo`; what they
-print and write is :mod:`~stoplist_nb.cli.output`.
+Commands: ``demo`` (the whole job on the embedded demo service), ``profiles``
+(a database's profiles into a file or a Parquet dataset) and ``export`` (a
+suppression list into a file); ``profiles`` and ``export`` read
+``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``, and the token is never printed.
+The exit codes are in ``stoplist-nb --help`` and docs/cli.md. A signal that
+stops a run is handled like Ctrl-C: the library's cleanup runs, the command
+says what was kept and how to go on, and exits with 128 + the signal's
+number; a second signal does not cut that cleanup short.
 """
 
 from __future__ import annotations
@@ -46,9 +19,9 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
-from types import FrameType, TracebackType
-from typing import Any, TextIO
+from collections.abc import Iterator, Sequence
+from types import FrameType
+from typing import Any
 
 from stoplist_nb import errors
 from stoplist_nb._connect import ENV_TOKEN
@@ -63,7 +36,6 @@ from stoplist_nb.cli.output import (
     CliError,
     Ui,
     appeared,
-    signal_exit_code,
 )
 from stoplist_nb.cli.parser import PROG, build_parser
 
@@ -71,7 +43,7 @@ __all__ = ["build_parser", "exit_code", "main"]
 
 
 def exit_code(exc: BaseException) -> int:
-    """The exit code for an exception (see the module's table)."""
+    """The exit code for an exception."""
     if isinstance(exc, CliError):
         return exc.code
     if isinstance(exc, KeyboardInterrupt):
@@ -86,10 +58,10 @@ def exit_code(exc: BaseException) -> int:
     return EXIT_ERROR
 
 
-def _report(exc: Exception, stream: TextIO) -> None:
-    """Print an error as ``stoplist-nb: error: ...``, then its hint and where to resume."""
-    # Exception.__str__ gives the message without StoplistError's hint and
-    # resume suffixes, which name Python attributes; they get their own lines.
+def _report(exc: Exception) -> None:
+    stream = sys.stderr
+    # Exception.__str__ leaves out StoplistError's hint and resume suffixes, which
+    # name Python attributes; they get lines of their own.
     print(f"{PROG}: error: {redact(Exception.__str__(exc))}", file=stream)
     hint = getattr(exc, "hint", None)
     if not hint and isinstance(exc, errors.AuthError):
@@ -107,85 +79,41 @@ def _report(exc: Exception, stream: TextIO) -> None:
         )
 
 
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: TextIO | None = None,
-    line: str | None = None,
-) -> None:
+def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
     # A warning may quote the service's file (rows that are no MD5): scrubbed as all it says.
     print(f"{PROG}: warning: {redact(str(message))}", file=sys.stderr)
 
 
-class _Signals:
-    """For the length of a run, SIGTERM and SIGHUP stop it as Ctrl-C does.
+@contextlib.contextmanager
+def _signals() -> Iterator[dict[str, Any]]:
+    """For the length of a run, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` as Ctrl-C does.
 
-    Each raises ``KeyboardInterrupt`` in the main thread, so every cleanup of
-    the library runs (hidden files removed, a dataset's checkpoint kept), and
-    :attr:`received` remembers which came, for the exit code. A signal that is
-    ignored when the run starts (``nohup`` ignores SIGHUP, a shell's ``&``
-    SIGINT) stays ignored; the handlers found are put back at the end, since
-    ``main`` is also called inside a Python process.
+    The state says which signal was ``received``; once the run is ``over`` a
+    signal stops nothing. A signal ignored when the run starts (``nohup``, a
+    shell's ``&``) stays ignored; the handlers found are put back at the end,
+    since ``main`` is also called inside a Python process.
     """
+    state: dict[str, Any] = {"received": None, "over": False}
 
-    def __init__(self) -> None:
-        self.received: int | None = None
-        self._saved: dict[int, Any] = {}
-        self._holding = False
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if state["received"] is None and not state["over"]:  # else let its words be printed
+            state["received"] = signum
+            raise KeyboardInterrupt
 
-    def __enter__(self) -> _Signals:
-        if threading.current_thread() is not threading.main_thread():
-            return self  # only the main thread may set handlers; Ctrl-C still works there
+    saved = {}
+    if threading.current_thread() is threading.main_thread():  # the only one to set handlers
         for signum in STOPPING:
-            if signal.getsignal(signum) in (signal.SIG_IGN, None):
-                continue
-            self._saved[signum] = signal.signal(signum, self._stop)
-        return self
-
-    def _stop(self, signum: int, frame: FrameType | None) -> None:
-        if self.received is not None or self._holding:
-            return  # a second signal, or the run is over: let its words be printed whole
-        self.received = signum
-        raise KeyboardInterrupt
-
-    def hold(self) -> None:
-        """From now on a signal stops nothing: the run is over, what it says is printed."""
-        self._holding = True
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        for signum, handler in self._saved.items():
+            if signal.getsignal(signum) not in (signal.SIG_IGN, None):
+                saved[signum] = signal.signal(signum, stop)
+    try:
+        yield state
+    finally:
+        for signum, handler in saved.items():
             signal.signal(signum, handler)
-
-    def exit_code(self) -> int:
-        """128 + the signal that stopped the run (SIGINT when none did: a KeyboardInterrupt)."""
-        return EXIT_INTERRUPTED if self.received is None else signal_exit_code(self.received)
-
-    def words(self) -> str:
-        if self.received in (None, signal.SIGINT):
-            return "interrupted"
-        return f"interrupted by {signal.Signals(self.received).name}"
-
-
-def _interrupted(exc: KeyboardInterrupt, signals: _Signals, stream: TextIO) -> int:
-    """Say that the run was stopped, and what its command kept and how to go on."""
-    print(f"{PROG}: {signals.words()}", file=stream)
-    for line in getattr(exc, "stoplist_nb_said", []):
-        print(f"{PROG}: {redact(line)}", file=stream)
-    return signals.exit_code()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code (see the module's table).
-
-    Args:
-        argv: The arguments after the program name; default ``sys.argv[1:]``.
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
     >>> main(["profiles", "--db-id", "1", "--out", "x.txt"])  # doctest: +SKIP
     2
@@ -199,28 +127,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = argv  # for the commands' hints: the command to run next, whole
     progress = args.progress if args.progress is not None else sys.stderr.isatty()
     ui = Ui(progress=progress and not args.quiet, quiet=args.quiet)
-    with warnings.catch_warnings(), _Signals() as signals:
+    with warnings.catch_warnings(), _signals() as signals:
         warnings.showwarning = _show_warning
         try:
             try:
                 code: int = args.run(args, ui)
             finally:
-                signals.hold()
+                signals["over"] = True
         except KeyboardInterrupt as exc:
-            return _interrupted(exc, signals, sys.stderr)
+            received = signals["received"]
+            by = "" if received in (None, signal.SIGINT) else f" by {signal.Signals(received).name}"
+            print(f"{PROG}: interrupted{by}", file=sys.stderr)
+            for line in getattr(exc, "stoplist_nb_said", []):  # what was kept, how to go on
+                print(f"{PROG}: {redact(line)}", file=sys.stderr)
+            return EXIT_INTERRUPTED if received is None else 128 + received
         except BrokenPipeError:
             # Whoever read stdout has gone (| head); point stdout at nothing, so the
             # interpreter's own flush at exit does not fail a second time.
             with contextlib.suppress(OSError, ValueError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_ERROR
-        except errors.OutputExists as exc:  # the library's words name its keyword
-            error = appeared(exc.path)
-            _report(error, sys.stderr)
-            return error.code
         except (errors.StoplistError, CliError) as exc:
-            _report(exc, sys.stderr)
-            return exit_code(exc)
+            # The library's words for an output that appeared name its keyword.
+            error = appeared(exc.path) if isinstance(exc, errors.OutputExists) else exc
+            _report(error)
+            return exit_code(error)
         except OSError as exc:  # the commands name their outputs; this is in case one did not
             reason = os.strerror(exc.errno) if exc.errno else str(exc)
             where = f"cannot write {os.fsdecode(exc.filename)}: " if exc.filename else ""

@@ -1,9 +1,7 @@
 """The ``profiles`` and ``export`` commands: a real service, configured from the environment.
 
-Arguments arrive already checked by the parser (:mod:`stoplist_nb.cli.parser`), so
-everything here may talk to the service, once the output is known to be free
-(:func:`~stoplist_nb.cli.output.refuse_existing`). Every way a run can end
-early says what was kept and gives the whole command that goes on from there.
+Arguments arrive checked by the parser. Every way a run can end early says
+what was kept and gives the whole command that goes on from there.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from stoplist_nb._connect import ENV_TOKEN, ENV_URL, settings_from_env
 from stoplist_nb._http.replies import what_to_check
 from stoplist_nb.cli.output import (
     EXIT_USAGE,
+    PROG,
     CliError,
     Ui,
     cannot_write,
@@ -40,16 +39,7 @@ from stoplist_nb.suppression.download import download_export, start_suppression_
 from stoplist_nb.suppression.export import read_suppression_list, write_suppression_parquet
 from stoplist_nb.suppression.tasks import resume_said_as, wait_for_task
 
-__all__ = ["client_from_env", "command_line", "run_export", "run_profiles"]
-
-PROG = "stoplist-nb"
-
-#: How to try ``profiles`` and ``export`` without an account: the demo service in
-#: another terminal prints the two variables to paste.
-TRY_THE_DEMO = (
-    "to try it on the demo service, run python -m stoplist_nb.demo in another terminal "
-    "and paste the export lines it prints"
-)
+__all__ = ["run_export", "run_profiles"]
 
 
 def command_line(
@@ -58,8 +48,7 @@ def command_line(
     """The command that was run, as one line to paste: less the options ``drop``, plus ``add``.
 
     ``drop`` maps an option to whether it takes a value. An option is found
-    however it was written: whole, as ``--opt=value``, or shortened as argparse
-    allows (a prefix it took, so one that names no other option).
+    however it was written: whole, as ``--opt=value``, or shortened as argparse allows.
 
     >>> command_line(["export", "--list-id", "7", "--out", "s.zip"],
     ...              drop={"--list-id": True}, add=["--task-id", "exp-1"])
@@ -83,17 +72,12 @@ def command_line(
 def client_from_env(args: argparse.Namespace) -> Client:
     """Build the client from ``STOPLIST_NB_URL`` / ``STOPLIST_NB_TOKEN`` and the options.
 
-    Raises:
-        InvalidInput: A variable is missing or the URL is no http(s) address
-            (exit 2, before anything is sent), by the rule of
-            :func:`~stoplist_nb._connect.settings_from_env`; the hint says what
-            to set for the command line, and how to try it on the demo service.
+    ``InvalidInput`` (exit 2) as :func:`~stoplist_nb._connect.settings_from_env`
+    raises it, with a hint for the command line.
     """
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
     if args.retries is not None:
         options["retry"] = args.retries if args.retries > 0 else False
-    if args.timeout is not None:
-        options["timeout"] = args.timeout
     try:
         settings = settings_from_env()
         if settings is None:
@@ -107,7 +91,8 @@ def client_from_env(args: argparse.Namespace) -> Client:
             also = f" and {ENV_TOKEN}=<your token>" if not token else " too"
             exc.hint = (
                 f"export {ENV_URL}=https://your-platform.example (your Altcraft "
-                f"platform's address){also}; {TRY_THE_DEMO}"
+                f"platform's address){also}; to try it on the demo service, run python -m "
+                "stoplist_nb.demo in another terminal and paste the export lines it prints"
             )
         elif not token:
             exc.hint = f"export {ENV_TOKEN}=<your token> too (it is never printed)"
@@ -127,12 +112,11 @@ def _advising(client: Client) -> Iterator[None]:
         raise
 
 
-def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
-    """``stoplist-nb profiles``: read a database's profiles into a file, or a Parquet dataset.
+_DATASET_OPTIONS = ("profiles_per_part", "commit_seconds", "commit_bytes")
 
-    Page by page: a file through ``ProfilesRequest.to_parquet`` or ``to_csv``
-    (complete or not there at all), a directory through ``ProfilesRequest.to_dataset``.
-    """
+
+def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
+    """``stoplist-nb profiles``: read a database's profiles into a file, or a Parquet dataset."""
     carry_on = [name for name in ("--resume", "--repair") if getattr(args, name[2:])]
     if carry_on and args.overwrite:
         raise CliError(
@@ -149,9 +133,7 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
             )
         return _profiles_dataset(args, ui)
     given = carry_on + [
-        f"--{name.replace('_', '-')}"
-        for name in ("profiles_per_part", "commit_seconds", "commit_bytes")
-        if getattr(args, name) is not None
+        f"--{n.replace('_', '-')}" for n in _DATASET_OPTIONS if getattr(args, n) is not None
     ]
     if given:
         raise CliError(
@@ -163,16 +145,7 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
     refuse_existing([path], overwrite=args.overwrite)
     kept = what_is_kept(path)
     with client_from_env(args) as client, _advising(client):
-        request = ProfilesRequest(
-            client,
-            args.db_id,
-            query=args.query,
-            fields=args.fields,
-            limit=args.limit,
-            from_id=args.from_id,
-            max_profiles=args.max_profiles,
-            progress=ui.progress,
-        )
+        request = _request(client, args, ui, from_id=args.from_id, max_profiles=args.max_profiles)
         try:
             done = (
                 request.to_csv(path, overwrite=args.overwrite)
@@ -210,13 +183,21 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         f"{plural(len(done.columns), 'column')}) of database {args.db_id} to {path}"
     )
     if more:
+        # A file name beside the first for the profiles that follow: p.parquet, p-2.parquet.
+        number = int(m.group(1)) + 1 if (m := re.search(r"-(\d+)$", path.stem)) else 2
+        stem = re.sub(r"-(\d+)$", "", path.stem)
         ui.say(
             f"stopped at --max-profiles {args.max_profiles}; --from-id {shlex.quote(cursor)} "
             "reads on: "
             + command_line(
                 args.argv,
                 drop={"--from-id": True, "--max-profiles": True, "--out": True},
-                add=["--from-id", cursor, "--out", _next_name(path)],
+                add=[
+                    "--from-id",
+                    cursor,
+                    "--out",
+                    str(path.with_name(f"{stem}-{number}{path.suffix}")),
+                ],
             )
         )
     elif stopped:
@@ -224,11 +205,11 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
     return 0
 
 
-def _next_name(path: pathlib.Path) -> str:
-    """A file name beside ``path`` for the profiles that follow (``p.parquet``: ``p-2.parquet``)."""
-    stem = re.sub(r"-(\d+)$", "", path.stem)
-    number = int(m.group(1)) + 1 if (m := re.search(r"-(\d+)$", path.stem)) else 2
-    return str(path.with_name(f"{stem}-{number}{path.suffix}"))
+def _request(client: Client, args: argparse.Namespace, ui: Ui, **more: Any) -> ProfilesRequest:
+    query, fields, limit, progress = args.query, args.fields, args.limit, ui.progress
+    return ProfilesRequest(
+        client, args.db_id, query=query, fields=fields, limit=limit, progress=progress, **more
+    )
 
 
 def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
@@ -238,33 +219,21 @@ def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
         args.argv, drop={"--overwrite": False, "--resume": False}, add=["--resume"]
     )
 
-    def kept() -> tuple[str, str]:
-        """What the directory holds now, by its checkpoint, and how to go on from there."""
+    def kept() -> tuple[str, str]:  # what the directory holds now, and how to go on
         try:
             saved = dataset_summary(where, checksums=False)
         except errors.StoplistError:  # no checkpoint yet, or not one to carry on
             return f"nothing was saved in {where}/", "the same command starts again"
         return (
-            f"{plural(saved.profiles, 'profile')} {_are(saved.profiles)} saved in {where}/",
+            f"{plural(saved.profiles, 'profile')} {'is' if saved.profiles == 1 else 'are'} "
+            f"saved in {where}/",
             f"to carry on from there, run: {resume}",
         )
 
-    options = {
-        name: getattr(args, name)
-        for name in ("profiles_per_part", "commit_seconds", "commit_bytes")
-        if getattr(args, name) is not None
-    }
+    options = {n: getattr(args, n) for n in _DATASET_OPTIONS if getattr(args, n) is not None}
     with client_from_env(args) as client, _advising(client):
         try:
-            request = ProfilesRequest(
-                client,
-                args.db_id,
-                query=args.query,
-                fields=args.fields,
-                limit=args.limit,
-                progress=ui.progress,
-            )
-            summary = request.to_dataset(
+            summary = _request(client, args, ui).to_dataset(
                 where,
                 resume=args.resume or args.repair,
                 overwrite=args.overwrite,
@@ -304,15 +273,11 @@ def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
     return 0
 
 
-def _are(count: int) -> str:
-    return "is" if count == 1 else "are"
-
-
 def _more_after(client: Client, args: argparse.Namespace, cursor: str) -> bool:
-    """Whether a profile follows ``cursor``: one request of one profile, to advise right.
+    """Whether a profile follows ``cursor`` (one request of one profile).
 
-    Stopped at exactly ``--max-profiles`` the service still hands out a cursor,
-    even when nothing follows it; ``--from-id`` would then read nothing.
+    Stopped at exactly ``--max-profiles`` the service still hands out a
+    cursor, even when nothing follows it.
     """
     try:
         probe = read_profiles(
@@ -336,26 +301,11 @@ def _more_after(client: Client, args: argparse.Namespace, cursor: str) -> bool:
 _PASSING = (errors.TransportError, errors.ServerError, errors.RateLimited)
 
 
-def _pick_up(args: argparse.Namespace, task_id: str) -> str:
-    """The command that picks the export task up again: ``--task-id`` instead of ``--list-id``."""
-    return command_line(
-        args.argv,
-        # --type goes with a new export: the task was started with one already.
-        drop={"--list-id": True, "--task-id": True, "--type": True},
-        add=["--task-id", task_id],
-    )
-
-
 def run_export(args: argparse.Namespace, ui: Ui) -> int:
     """``stoplist-nb export``: export a suppression list into a ZIP, CSV or Parquet file.
 
-    The export is started here (or picked up with ``--task-id``) and its id
-    printed first, so that an interrupted or timed-out wait can be resumed;
-    a Parquet output is then streamed in by
-    :func:`~stoplist_nb.suppression.export.write_suppression_parquet`, a
-    CSV output goes through
-    :func:`~stoplist_nb.suppression.export.read_suppression_list`, a ZIP output
-    is only waited for and downloaded, unread.
+    The task's id is printed first, so that an interrupted or timed-out wait
+    can be picked up; a ZIP is downloaded unread.
     """
     try:
         return _export(args, ui)
@@ -366,7 +316,6 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def _export(args: argparse.Namespace, ui: Ui) -> int:
-    """Start or pick up the export, wait, and write ``--out`` (see :func:`run_export`)."""
     out: pathlib.Path = args.out
     refuse_existing([out], overwrite=args.overwrite)
     kept = what_is_kept(out)
@@ -376,37 +325,29 @@ def _export(args: argparse.Namespace, ui: Ui) -> int:
         what = f"suppression list {args.list_id}" if args.task_id is None else f"task {task_id}"
 
         def say(task: str) -> str:
-            return "the export task goes on at the service; to pick it up, run: " + _pick_up(
-                args, task
-            )
+            # --type goes with a new export: the task was started with one already.
+            drop = {"--list-id": True, "--task-id": True, "--type": True}
+            again = command_line(args.argv, drop=drop, add=["--task-id", task])
+            return f"the export task goes on at the service; to pick it up, run: {again}"
 
+        waiting: dict[str, Any] = {
+            "task_id": task_id,
+            "progress": ui.progress,
+            "poll_interval": args.poll_interval,
+            "task_timeout": args.task_timeout,
+        }
         with _resumable(args, task_id, say, kept), resume_said_as(say):
             if out.suffix.lower() == ".zip":
-                return _export_zip(client, args, ui, task_id, what)
+                return _export_zip(client, args, ui, what, waiting)
             if out.suffix.lower() == ".parquet":
                 # In bounded memory: the list is never held whole, whatever its size.
+                type_ = args.type if args.task_id is None else None
                 done = write_suppression_parquet(
-                    client,
-                    args.list_id,
-                    out,
-                    task_id=task_id,
-                    type=args.type if args.task_id is None else None,
-                    overwrite=args.overwrite,
-                    progress=ui.progress,
-                    poll_interval=args.poll_interval,
-                    task_timeout=args.task_timeout,
+                    client, args.list_id, out, type=type_, overwrite=args.overwrite, **waiting
                 )
                 _say_written(ui, done.rows, what, out, done.kinds)
                 return 0
-            frame = read_suppression_list(
-                client,
-                args.list_id,
-                type=args.type,
-                task_id=task_id,
-                progress=ui.progress,
-                poll_interval=args.poll_interval,
-                task_timeout=args.task_timeout,
-            )
+            frame = read_suppression_list(client, args.list_id, type=args.type, **waiting)
     if args.task_id is None:
         frame.attrs["type"] = args.type
     write_frame(frame, out, overwrite=args.overwrite)
@@ -423,30 +364,17 @@ def _say_written(
         ui.say("rows per kind: " + ", ".join(f"{kind} {n}" for kind, n in per_kind.items()))
 
 
-def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, what: str) -> int:
-    status = wait_for_task(
-        client,
-        task_id,
-        poll_interval=args.poll_interval,
-        task_timeout=args.task_timeout,
-        progress=ui.progress,
-    )
+def _export_zip(
+    client: Client, args: argparse.Namespace, ui: Ui, what: str, waiting: dict[str, Any]
+) -> int:
+    status = wait_for_task(client, **waiting)
     files = status.require_files()
     if len(files) > 1:
         raise CliError(
             f"the export has {len(files)} files, a .zip output holds one",
             hint="write .csv or .parquet to read them all into one file",
         )
-    path = download_export(
-        client,
-        files[0],
-        args.out,
-        progress=ui.progress,
-        overwrite=args.overwrite,
-        task_id=task_id,
-        task_timeout=args.task_timeout,
-        poll_interval=args.poll_interval,
-    )
+    path = download_export(client, files[0], args.out, overwrite=args.overwrite, **waiting)
     ui.say(f"wrote {plural(path.stat().st_size, 'byte')} of {what} to {path}")
     if status.total is not None:
         ui.say(f"the service counts {plural(status.total, 'contact')} in it")
@@ -455,10 +383,7 @@ def _export_zip(client: Client, args: argparse.Namespace, ui: Ui, task_id: str, 
 
 @contextlib.contextmanager
 def _resumable(
-    args: argparse.Namespace,
-    task_id: str,
-    say: Callable[[str], str],
-    kept: Callable[[], str],
+    args: argparse.Namespace, task_id: str, say: Callable[[str], str], kept: Callable[[], str]
 ) -> Iterator[None]:
     """Say how to go on after a failure as the command line does: with ``--task-id``."""
     try:

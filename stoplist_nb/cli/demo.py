@@ -1,14 +1,8 @@
-"""The ``demo`` command: the whole job, on the embedded demo service.
-
-Reads the profiles, exports the suppression list's e-mails, phones and
-domains, flags the profiles' contacts found in it (an e-mail also by its
-domain), and writes the frames and the plots to a directory. It goes through
-the real client, so paging, retries, the export task and the download all run
-over loopback HTTP.
+"""The ``demo`` command: the whole job, through the real client, on the embedded demo service.
 
 The files are written into a hidden directory inside ``--out`` and go in
 place together once all are written: a run that fails or is stopped leaves
-``--out`` as it was, and one that ends well leaves a set of files of one run.
+``--out`` as it was.
 """
 
 from __future__ import annotations
@@ -43,15 +37,9 @@ from stoplist_nb.suppression.contacts import KINDS
 from stoplist_nb.suppression.export import read_suppression_list
 from stoplist_nb.suppression.flagging import flag_suppressed
 
-__all__ = [
-    "CONTACT_COLUMNS",
-    "DEMO_FILES",
-    "PLOT_FILES",
-    "SUPPRESSION_TYPES",
-    "run_demo",
-]
+__all__ = ["CONTACT_COLUMNS", "DEMO_FILES", "PLOT_FILES", "SUPPRESSION_TYPES", "run_demo"]
 
-#: The list's kinds exported: the ones a profile's contacts can be matched against.
+#: The list's kinds exported: those a profile's contacts can match.
 SUPPRESSION_TYPES = ("emails", "phones", "domains")
 #: The columns of the flagged contacts, before ``suppressed`` and ``suppressed_by``.
 CONTACT_COLUMNS = ["profile_id", "channel", "status", "email", "phone"]
@@ -92,16 +80,10 @@ def _suppression_list(client: Client, list_id: int, ui: Ui) -> pd.DataFrame:
     return out
 
 
-def contacts_of(profiles: pd.DataFrame) -> pd.DataFrame:
-    """The subscriptions that carry an e-mail or a phone: the "own contacts" to check."""
-    has_contact = profiles["email"].notna() | profiles["phone"].notna()
-    return profiles.loc[has_contact, CONTACT_COLUMNS].reset_index(drop=True)
-
-
 def _plots(
     profiles: pd.DataFrame, flagged: pd.DataFrame, into: pathlib.Path, out: pathlib.Path, ui: Ui
 ) -> list[str]:
-    """Draw the plots into ``into`` (their names in messages are in ``out``, where they go)."""
+    """Draw the plots into ``into``, naming them in ``out`` (where they go) in messages."""
     try:
         import matplotlib
     except ModuleNotFoundError:
@@ -136,16 +118,6 @@ def _plots(
     return written
 
 
-def matches_per_kind(flagged: pd.DataFrame) -> dict[str, int]:
-    """Suppressed rows per kind that matched, with 0 for a kind checked that never did."""
-    by = flagged.loc[flagged["suppressed"].fillna(False).astype(bool), "suppressed_by"]
-    counts = {str(k): int(v) for k, v in by.value_counts().items()}
-    checked = flagged.attrs.get("checked", [])
-    per_kind = {k: counts.pop(k, 0) for k in KINDS if k in counts or k in checked}
-    per_kind.update(counts)  # anything else, after the kinds
-    return per_kind
-
-
 def _summary(
     profiles: pd.DataFrame, stop: pd.DataFrame, flagged: pd.DataFrame, list_id: int
 ) -> list[str]:
@@ -158,7 +130,11 @@ def _summary(
     hits = flagged[flagged["suppressed"].fillna(False).astype(bool)]
     # <NA>: a row with no usable e-mail or phone, neither suppressed nor safe.
     checked = int(flagged["suppressed"].notna().sum())
-    by = matches_per_kind(flagged)
+    # Per kind that matched, with 0 for a kind checked that never did, then any other.
+    counts = {str(k): int(v) for k, v in hits["suppressed_by"].value_counts().items()}
+    looked = flagged.attrs.get("checked", [])
+    by = {k: counts.pop(k, 0) for k in KINDS if k in counts or k in looked}
+    by.update(counts)
     return [
         f"{plural(people, 'profile')} ({bare} without a subscription), "
         f"{plural(len(subs), 'subscription')}: {plural(len(profiles), 'row')}, one per "
@@ -181,37 +157,13 @@ def _summary(
     ]
 
 
-def _outputs(args: argparse.Namespace) -> list[str]:
-    """The names of the files the run writes into ``--out``."""
-    names = [f"{name}{suffix}" for name in DEMO_FILES for suffix in (".parquet", ".csv")]
-    if args.plots and importlib.util.find_spec("matplotlib") is not None:
-        names += [f"{name}.png" for name in PLOT_FILES]
-    return names
-
-
-def _staging(out: pathlib.Path) -> pathlib.Path:
-    """A new hidden directory inside ``out`` for the files being written.
-
-    Raises:
-        CliError: It cannot be made (a read-only ``out``).
-    """
-    staging = out / f".stoplist-demo-{os.getpid()}.tmp"
-    shutil.rmtree(staging, ignore_errors=True)  # left by a killed run of the same process id
-    try:
-        staging.mkdir()
-    except OSError as exc:
-        raise cannot_write(f"{out}/", exc) from None
-    return staging
-
-
 def _put_in_place(
     staging: pathlib.Path, out: pathlib.Path, names: Sequence[str], overwrite: bool
 ) -> None:
-    """Move the written files into ``out``: all of them, or (without ``--overwrite``) none.
+    """Move the written files into ``out``: all of them, or none.
 
-    Without ``--overwrite`` each is linked in, which fails where a file has
-    appeared since the check at the start; the ones already put there are
-    taken back, so ``out`` is as it was.
+    Without ``overwrite`` each is linked in, which fails where a file has
+    appeared since the start; the ones already put there are then taken back.
     """
     placed: list[pathlib.Path] = []
     try:
@@ -246,7 +198,9 @@ def run_demo(args: argparse.Namespace, ui: Ui) -> int:
             code=EXIT_USAGE,
             hint="name a directory (created if missing) for the files of the demo",
         )
-    names = _outputs(args)
+    names = [f"{name}{suffix}" for name in DEMO_FILES for suffix in (".parquet", ".csv")]
+    if args.plots and importlib.util.find_spec("matplotlib") is not None:
+        names += [f"{name}.png" for name in PLOT_FILES]
     refuse_existing([out / name for name in names], overwrite=args.overwrite)
     serve = _serve()
     created = not out.exists()
@@ -276,8 +230,16 @@ def _run(args: argparse.Namespace, ui: Ui, serve: Callable[..., Any], out: pathl
         profiles = read_profiles(client, svc.db_id, limit=args.limit, progress=ui.progress)
         stop = _suppression_list(client, svc.suppress_id, ui)
         list_id = svc.suppress_id
-    flagged = flag_suppressed(contacts_of(profiles), stop, email="email", phone="phone")
-    staging = _staging(out)
+    # The subscriptions that carry an e-mail or a phone are the contacts to check.
+    has_contact = profiles["email"].notna() | profiles["phone"].notna()
+    contacts = profiles.loc[has_contact, CONTACT_COLUMNS].reset_index(drop=True)
+    flagged = flag_suppressed(contacts, stop, email="email", phone="phone")
+    staging = out / f".stoplist-demo-{os.getpid()}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)  # left by a killed run of the same process id
+    try:
+        staging.mkdir()
+    except OSError as exc:
+        raise cannot_write(f"{out}/", exc) from None
     try:
         written = []
         for name, frame in zip(DEMO_FILES, (profiles, stop, flagged), strict=True):

@@ -1,19 +1,13 @@
-"""Shared pieces of the command line: exit codes, its own error, what it prints and writes.
-
-Frames are written beside their destination and renamed into place only when
-complete, so a failed or interrupted run never leaves half a file under the
-name a later step would trust; CSV cells as the library writes them
-(:func:`~stoplist_nb.profiles.files.csv_ready`). Profiles go to a file through
-``ProfilesRequest.to_parquet`` / ``to_csv``, page by page.
+"""What the command line shares: exit codes, its own error, what it prints and writes.
 
 One rule for every output: a file that is there is replaced only with
-``--overwrite`` (:func:`refuse_existing`, before anything is sent), and a write
-that fails, for a full disk or a read-only directory, is one line,
-``cannot write <path>: <reason>`` (:func:`cannot_write`).
+``--overwrite`` (:func:`refuse_existing`, before anything is sent), and a
+write that fails is one line, ``cannot write <path>: <reason>``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -21,7 +15,6 @@ import pathlib
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -33,61 +26,24 @@ from stoplist_nb._parquet import to_table
 from stoplist_nb._redact import redact
 from stoplist_nb.profiles.files import as_text, csv_ready
 
-__all__ = [
-    "EXIT_AUTH",
-    "EXIT_ERROR",
-    "EXIT_INTERRUPTED",
-    "EXIT_NETWORK",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "FRAME_SUFFIXES",
-    "CliError",
-    "Ui",
-    "appeared",
-    "cannot_write",
-    "plural",
-    "refuse_existing",
-    "said_on_interrupt",
-    "signal_exit_code",
-    "write_frame",
-]
-
-EXIT_OK = 0
-#: An error reported by the service or the library that is none of the below.
-EXIT_ERROR = 1
-#: Bad arguments or configuration: nothing was sent.
-EXIT_USAGE = 2
-#: The service refused the token (401/403).
-EXIT_AUTH = 3
-#: No usable reply, or the service kept failing (5xx, 429) after every retry.
-EXIT_NETWORK = 4
-#: Ctrl-C, as a shell reports a SIGINT (128 + 2); SIGTERM gives 143 and SIGHUP 129.
-EXIT_INTERRUPTED = 130
+PROG = "stoplist-nb"
+EXIT_ERROR = 1  # an error of the service or the library that is none of the below
+EXIT_USAGE = 2  # bad arguments or configuration: nothing was sent
+EXIT_AUTH = 3  # the service refused the token (401/403)
+EXIT_NETWORK = 4  # no usable reply, or 5xx/429 after every retry
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); other signals give 128 + theirs
 
 FRAME_SUFFIXES = (".parquet", ".csv")
+_OTHER = "add --overwrite to replace it, or name another --out"
 
 
 class CliError(Exception):
-    """An error of the command line itself: a file it cannot write, a missing extra.
-
-    Attributes:
-        code: The exit code.
-        hint: How to carry on, printed on its own line, or ``None``.
-    """
+    """An error of the command line itself, with its exit ``code`` and a ``hint`` line or None."""
 
     def __init__(self, message: str, *, code: int = EXIT_ERROR, hint: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.hint = hint
-
-
-def signal_exit_code(signum: int) -> int:
-    """The exit code of a run stopped by signal ``signum``: 128 + its number, as shells say it.
-
-    >>> signal_exit_code(15)
-    143
-    """
-    return 128 + signum
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
@@ -100,47 +56,35 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 
 
 def refuse_existing(paths: Iterable[pathlib.Path], *, overwrite: bool) -> None:
-    """Refuse to run over files that are there, unless ``--overwrite`` was given.
+    """Refuse (exit 2) to run over files that are there, unless ``--overwrite`` was given.
 
-    Called before anything is sent, so a refused run costs nothing. The
-    library's writers check again as they put a file in place, so a file that
-    appears meanwhile is still not replaced (``OutputExists``).
-
-    Raises:
-        CliError: One of ``paths`` exists (exit 2), naming it.
+    The library's writers check again as they put a file in place, so one that
+    appears meanwhile is still not replaced (``OutputExists``, see :func:`appeared`).
     """
     if overwrite:
         return
     there = [path for path in paths if path.exists() or path.is_symlink()]
     if there:
         more = f" (and {plural(len(there) - 1, 'other file')} it would write)" if there[1:] else ""
-        raise CliError(
-            f"{there[0]} exists{more}; nothing was sent",
-            code=EXIT_USAGE,
-            hint="add --overwrite to replace it, or name another --out",
-        )
+        raise CliError(f"{there[0]} exists{more}; nothing was sent", code=EXIT_USAGE, hint=_OTHER)
 
 
 def appeared(path: object) -> CliError:
-    """The error of an output that was not there at the start, and is there at the end (exit 2).
-
-    The library's writers refuse it atomically (``OutputExists``); it is kept.
-    """
+    """The error of an output that was not there at the start, and is there at the end."""
     return CliError(
         f"{path} appeared while the command ran; it was left as it was, and nothing was written",
         code=EXIT_USAGE,
-        hint="add --overwrite to replace it, or name another --out",
+        hint=_OTHER,
     )
 
 
 def cannot_write(path: pathlib.Path | str, exc: OSError) -> CliError:
     """The error of a write that failed: ``cannot write <path>: <reason>`` (exit 1).
 
-    ``path`` is the output; a file the error names elsewhere (a download kept
-    in the system's temporary directory while it is read) is named instead,
-    since that is where room or rights are missing. The reason is the system's
-    words for the error number when there is one (pyarrow wraps
-    ``File too large`` in words of its own), else the message.
+    A file the error names elsewhere (a download kept in the temporary
+    directory) is named instead of ``path``: that is where room or rights are
+    missing. The reason is the system's words for the error number when there
+    is one (pyarrow words ``File too large`` its own way).
     """
     where = pathlib.Path(path)
     named = pathlib.Path(os.fsdecode(exc.filename)) if exc.filename else None
@@ -154,15 +98,22 @@ def cannot_write(path: pathlib.Path | str, exc: OSError) -> CliError:
 
 
 def what_is_kept(path: pathlib.Path) -> Callable[[], str]:
-    """What an interruption leaves at ``path``, said when it comes: what was there, or not.
+    """What an interruption leaves at ``path``, looked at when it is said.
 
-    Looked at again when it is said: the write may have given the file its
-    name in the instant before the interruption.
+    The write may have given the file its name in the instant before.
     """
-    before = _identity(path)
+
+    def identity() -> tuple[int, int, int] | None:
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        return (stat.st_dev, stat.st_ino, stat.st_mtime_ns)
+
+    before = identity()
 
     def kept() -> str:
-        now = _identity(path)
+        now = identity()
         if now is None:
             return f"nothing was written: no {path}"
         if now == before:
@@ -172,20 +123,8 @@ def what_is_kept(path: pathlib.Path) -> Callable[[], str]:
     return kept
 
 
-def _identity(path: pathlib.Path) -> tuple[int, int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return (stat.st_dev, stat.st_ino, stat.st_mtime_ns)
-
-
 def said_on_interrupt(exc: BaseException, *lines: str) -> None:
-    """Keep, on an interruption, what the command has to say: what was kept, how to go on.
-
-    ``main`` prints the lines after the word that it was interrupted; a line
-    that starts with ``hint:`` is printed as a hint.
-    """
+    """Keep on ``exc`` the lines ``main`` prints after saying the run was interrupted."""
     said: list[str] = getattr(exc, "stoplist_nb_said", [])
     said.extend(lines)
     exc.stoplist_nb_said = said  # type: ignore[attr-defined]
@@ -195,31 +134,20 @@ def said_on_interrupt(exc: BaseException, *lines: str) -> None:
 class Ui:
     """Where the command's words go: results on stdout, notes on stderr.
 
-    Attributes:
-        progress: Show progress bars (on stderr).
-        quiet: Print no results and no notes (errors are still printed).
+    Both are scrubbed (they may quote the service) and left out when ``quiet``;
+    ``progress`` shows progress bars.
     """
 
     progress: bool
     quiet: bool
 
     def say(self, text: str) -> None:
-        """Print a result line on stdout (scrubbed: it may hold the service's words)."""
         if not self.quiet:
             print(redact(text), flush=True)
 
     def note(self, text: str) -> None:
-        """Print a note on stderr, where it stays out of piped results (scrubbed too)."""
         if not self.quiet:
             print(f"stoplist-nb: {redact(text)}", file=sys.stderr, flush=True)
-
-
-def _text_column(series: pd.Series) -> pd.Series:
-    return pd.Series(
-        pd.array([as_text(v) for v in series], dtype=pd.StringDtype("pyarrow")),
-        index=series.index,
-        name=series.name,
-    )
 
 
 def _for_parquet(frame: pd.DataFrame) -> pd.DataFrame:
@@ -231,33 +159,24 @@ def _for_parquet(frame: pd.DataFrame) -> pd.DataFrame:
             try:
                 pa.array(frame[name], from_pandas=True)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-                out[name] = _text_column(frame[name])
+                text = [as_text(v) for v in frame[name]]
+                out[name] = pd.array(text, dtype=pd.StringDtype("pyarrow"))
     # pandas stores attrs in the file's metadata as JSON; keep the ones that are.
-    out.attrs = {k: v for k, v in frame.attrs.items() if _is_json(v)}
+    out.attrs = {}
+    for key, value in frame.attrs.items():
+        with contextlib.suppress(TypeError, ValueError):
+            json.dumps(value)
+            out.attrs[key] = value
     return out
-
-
-def _is_json(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def write_frame(frame: pd.DataFrame, path: pathlib.Path, *, overwrite: bool = False) -> None:
     """Write a frame as Parquet or CSV (by the suffix of ``path``), whole or not at all.
 
-    CSV is UTF-8 with a header and no index; list and object cells are JSON
-    (``["promo", "news"]``), missing values empty. The file is the library's
-    :class:`~stoplist_nb._atomic.Output`: hidden beside ``path`` until
-    complete, with the umask's mode, never over a file that is there unless
-    ``overwrite`` (:func:`refuse_existing` says so before anything is sent).
-
-    Raises:
-        CliError: The suffix is neither ``.parquet`` nor ``.csv``, or the file
-            cannot be written (:func:`cannot_write`).
-        OutputExists: A file is at ``path`` and ``overwrite`` is false.
+    CSV is UTF-8 with a header and no index; list and object cells are JSON,
+    missing values empty. The file is hidden beside ``path`` until complete
+    (:class:`~stoplist_nb._atomic.Output`), and ``OutputExists`` is raised for
+    a file that is there unless ``overwrite``.
     """
     suffix = path.suffix.lower()
     if suffix not in FRAME_SUFFIXES:

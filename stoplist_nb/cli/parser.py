@@ -1,9 +1,6 @@
-"""The command line's parser: every argument is checked here, before anything is sent.
+"""The command line's parser: every argument's type checks it before anything is sent.
 
-Each argument's type checks its value or says what is wrong, raising
-``argparse.ArgumentTypeError``: a bad argument, an unreadable or invalid
-``--query``, or an ``--out`` with an unknown suffix or a missing directory is
-an argparse error (usage, message, exit 2).
+What is wrong is an ``argparse.ArgumentTypeError``: usage, message, exit 2.
 """
 
 from __future__ import annotations
@@ -14,13 +11,12 @@ import os
 import pathlib
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from stoplist_nb import __version__, errors
 from stoplist_nb.cli.commands import run_export, run_profiles
 from stoplist_nb.cli.demo import run_demo
-from stoplist_nb.cli.output import FRAME_SUFFIXES
+from stoplist_nb.cli.output import FRAME_SUFFIXES, PROG
 from stoplist_nb.profiles.dataset import (
     DEFAULT_COMMIT_BYTES,
     DEFAULT_COMMIT_SECONDS,
@@ -30,8 +26,6 @@ from stoplist_nb.query import MAX_DEPTH, validate_query
 from stoplist_nb.suppression.download import EXPORT_TYPES
 
 __all__ = ["PROG", "Out", "build_parser"]
-
-PROG = "stoplist-nb"
 
 _EPILOG = """\
 exit codes: 0 done; 1 error reported by the service or the library, or a file
@@ -51,15 +45,16 @@ terminal and paste the lines it prints:
   stoplist-nb export --list-id 7 --out stop.parquet"""
 
 
-def _wrap(text: str) -> str:
-    # The raw formatter keeps the epilogs' line breaks; descriptions are wrapped here.
-    return textwrap.fill(text, 79)
-
-
-def _common() -> argparse.ArgumentParser:
-    """Options every command takes, given after the command's name."""
-    common = argparse.ArgumentParser(add_help=False)
-    out = common.add_argument_group("output")
+def _command(sub: Any, name: str, help: str, about: str, epilog: str) -> argparse.ArgumentParser:
+    """A command taking the options every command takes, its description wrapped."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help,
+        description=textwrap.fill(about, 79),  # the raw formatter keeps the epilogs' lines
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    out = parser.add_argument_group("output")
     out.add_argument(
         "--overwrite",
         action="store_true",
@@ -69,32 +64,19 @@ def _common() -> argparse.ArgumentParser:
     out.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
-        default=None,
         help="progress bars on stderr (default: when stderr is a terminal)",
     )
-    out.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="print only errors and warnings; no progress bars",
-    )
-    return common
+    quiet = "print only errors and warnings; no progress bars"
+    out.add_argument("-q", "--quiet", action="store_true", help=quiet)
+    return parser
 
 
 def _connection(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connection (STOPLIST_NB_URL, STOPLIST_NB_TOKEN)")
-    group.add_argument(
-        "--retries",
-        type=count,
-        metavar="N",
-        help="retries of a failed request (default: 5, with exponential backoff)",
-    )
-    group.add_argument(
-        "--timeout",
-        type=seconds,
-        metavar="SECONDS",
-        help="seconds to wait for each reply (default: 10 to connect, 120 to read)",
-    )
+    retries = "retries of a failed request (default: 5, with exponential backoff)"
+    group.add_argument("--retries", type=count, metavar="N", help=retries)
+    timeout = "seconds to wait for each reply (default: 10 to connect, 120 to read)"
+    group.add_argument("--timeout", type=seconds, metavar="SECONDS", help=timeout)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,23 +89,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = _common()
-    fmt = argparse.RawDescriptionHelpFormatter
 
-    demo = sub.add_parser(
+    demo = _command(
+        sub,
         "demo",
-        parents=[common],
-        formatter_class=fmt,
-        help="the whole job on the embedded demo service, written to a directory",
-        description=_wrap(
-            "Start the embedded demo service, read its profiles, export its "
-            "suppression list (e-mails, phones and domains), flag the profiles' contacts "
-            "found in it (an e-mail also by its domain), "
-            "and write to DIR: profiles, suppression_list and flagged_contacts as .parquet "
-            "and .csv, and channels, statuses, registrations, top_domains and "
-            "suppression_overlap as .png. Needs the demo extra (and plots for the PNGs)."
-        ),
-        epilog="CSV files hold list cells (cats, phones) as JSON text.\n\n" + _EPILOG,
+        "the whole job on the embedded demo service, written to a directory",
+        "Start the embedded demo service, read its profiles, export its suppression list "
+        "(e-mails, phones and domains), flag the profiles' contacts found in it (an e-mail "
+        "also by its domain), and write to DIR: profiles, suppression_list and "
+        "flagged_contacts as .parquet and .csv, and channels, statuses, registrations, "
+        "top_domains and suppression_overlap as .png. Needs the demo extra (and plots for "
+        "the PNGs).",
+        "CSV files hold list cells (cats, phones) as JSON text.\n\n" + _EPILOG,
     )
     demo.add_argument(
         "--out",
@@ -133,47 +110,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory to write to, created if missing (default: ./stoplist-demo); "
         "the files go in place together once all are written",
     )
-    demo.add_argument(
-        "--profiles",
-        type=positive_int,
-        default=2000,
-        metavar="N",
-        help="size of the demo data set (default: %(default)s)",
-    )
-    demo.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        metavar="N",
-        help="seed of the demo data set (default: %(default)s)",
-    )
-    demo.add_argument(
-        "--limit",
-        type=positive_int,
-        default=250,
-        metavar="N",
-        help="profiles per request (default: %(default)s)",
-    )
-    demo.add_argument(
-        "--plots",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="write the PNG plots (default: yes, when matplotlib is installed)",
-    )
+    size = "size of the demo data set (default: %(default)s)"
+    demo.add_argument("--profiles", type=positive_int, default=2000, metavar="N", help=size)
+    seed = "seed of the demo data set (default: %(default)s)"
+    demo.add_argument("--seed", type=int, default=0, metavar="N", help=seed)
+    limit = "profiles per request (default: %(default)s)"
+    demo.add_argument("--limit", type=positive_int, default=250, metavar="N", help=limit)
+    plots = "write the PNG plots (default: yes, when matplotlib is installed)"
+    demo.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True, help=plots)
     demo.set_defaults(run=run_demo)
 
-    profiles = sub.add_parser(
+    profiles = _command(
+        sub,
         "profiles",
-        parents=[common],
-        formatter_class=fmt,
-        help="read a database's profiles into a Parquet or CSV file, or a Parquet dataset",
-        description=_wrap(
-            "Read a database's profiles (profiles/list, every page) into a file, "
-            "one row per subscription, holding about one page in memory. The format "
-            "follows the suffix of --out; --out DIR/ writes a Parquet dataset (part files "
-            "and a checkpoint) that --resume carries on after a failure."
-        ),
-        epilog="Parquet keeps list columns (cats) as lists; CSV holds them as JSON text,\n"
+        "read a database's profiles into a Parquet or CSV file, or a Parquet dataset",
+        "Read a database's profiles (profiles/list, every page) into a file, one row per "
+        "subscription, holding about one page in memory. The format follows the suffix of "
+        "--out; --out DIR/ writes a Parquet dataset (part files and a checkpoint) that "
+        "--resume carries on after a failure.",
+        "Parquet keeps list columns (cats) as lists; CSV holds them as JSON text,\n"
         'e.g. ["promo", "news"] (json.loads reads them back). CSV is UTF-8, no index.\n'
         "A column that first holds a value on a later page is empty in the rows before.\n\n"
         "examples:\n"
@@ -187,12 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
         + _EPILOG,
     )
     profiles.add_argument("--db-id", type=int, required=True, metavar="N", help="database id")
-    profiles.add_argument(
-        "--query",
-        type=query,
-        metavar="JSON|@FILE",
-        help="MongoDB filter as JSON, or @path to a JSON file; checked before sending",
-    )
+    checked = "MongoDB filter as JSON, or @path to a JSON file; checked before sending"
+    profiles.add_argument("--query", type=query, metavar="JSON|@FILE", help=checked)
     profiles.add_argument(
         "--fields",
         type=fields,
@@ -200,19 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="profile fields to return, comma-separated (_id names the id; add "
         "subscriptions for the subscription columns)",
     )
-    profiles.add_argument(
-        "--limit",
-        type=positive_int,
-        default=1000,
-        metavar="N",
-        help="profiles per request (default: %(default)s)",
-    )
-    profiles.add_argument(
-        "--max-profiles", type=positive_int, metavar="N", help="stop after N profiles"
-    )
-    profiles.add_argument(
-        "--from-id", metavar="CURSOR", help="start after this cursor (a next_from_id)"
-    )
+    limit = "profiles per request (default: %(default)s)"
+    profiles.add_argument("--limit", type=positive_int, default=1000, metavar="N", help=limit)
+    stop = "stop after N profiles"
+    profiles.add_argument("--max-profiles", type=positive_int, metavar="N", help=stop)
+    after = "start after this cursor (a next_from_id)"
+    profiles.add_argument("--from-id", metavar="CURSOR", help=after)
     profiles.add_argument(
         "--out",
         type=out_file_or_dir(*FRAME_SUFFIXES),
@@ -238,12 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="carry on, and where a file the checkpoint lists is damaged (changed, cut "
         "short, missing), drop it and the files after it and pull on after the last good one",
     )
-    dataset.add_argument(
-        "--profiles-per-part",
-        type=positive_int,
-        metavar="N",
-        help=f"profiles per part file (default: {DEFAULT_PROFILES_PER_PART})",
-    )
+    per_part = f"profiles per part file (default: {DEFAULT_PROFILES_PER_PART})"
+    dataset.add_argument("--profiles-per-part", type=positive_int, metavar="N", help=per_part)
     dataset.add_argument(
         "--commit-seconds",
         type=seconds_or_zero,
@@ -262,38 +202,28 @@ def build_parser() -> argparse.ArgumentParser:
     _connection(profiles)
     profiles.set_defaults(run=run_profiles)
 
-    export = sub.add_parser(
+    export = _command(
+        sub,
         "export",
-        parents=[common],
-        formatter_class=fmt,
-        help="export a suppression list (MD5 hashes) into a ZIP, CSV or Parquet file",
-        description=_wrap(
-            "Export a suppression list: start the export task, wait for it, "
-            "download its file. FILE.zip keeps the service's archive as it is; FILE.csv and "
-            "FILE.parquet hold its hashes (md5, then any other columns of the file). "
-            "FILE.parquet is written block by block as the archive is read, in bounded "
-            "memory whatever the size of the list."
-        ),
-        epilog="examples:\n"
+        "export a suppression list (MD5 hashes) into a ZIP, CSV or Parquet file",
+        "Export a suppression list: start the export task, wait for it, download its file. "
+        "FILE.zip keeps the service's archive as it is; FILE.csv and FILE.parquet hold its "
+        "hashes (md5, then any other columns of the file). FILE.parquet is written block by "
+        "block as the archive is read, in bounded memory whatever the size of the list.",
+        "examples:\n"
         "  stoplist-nb export --list-id 7 --type emails --out stop.parquet\n"
         "  stoplist-nb export --task-id exp-1f0c --out stop.parquet   # an export started "
         "before\n\n" + _TRY + "\n\n" + _EPILOG,
     )
     which = export.add_mutually_exclusive_group(required=True)
     which.add_argument("--list-id", type=int, metavar="N", help="suppression list id")
-    which.add_argument(
-        "--task-id", metavar="ID", help="wait for an export task already started instead"
-    )
-    export.add_argument(
-        "--type", choices=EXPORT_TYPES, default="all", help="contacts to export (default: all)"
-    )
-    export.add_argument(
-        "--out",
-        type=out_file(".zip", *FRAME_SUFFIXES),
-        required=True,
-        metavar="FILE",
-        help="FILE.zip, FILE.csv or FILE.parquet",
-    )
+    started = "wait for an export task already started instead"
+    which.add_argument("--task-id", metavar="ID", help=started)
+    contacts = "contacts to export (default: all)"
+    export.add_argument("--type", choices=EXPORT_TYPES, default="all", help=contacts)
+    out = "FILE.zip, FILE.csv or FILE.parquet"
+    suffixes = out_file(".zip", *FRAME_SUFFIXES)
+    export.add_argument("--out", type=suffixes, required=True, metavar="FILE", help=out)
     export.add_argument(
         "--poll-interval",
         type=seconds,
@@ -301,19 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="seconds before the second status poll; it grows by half each time (default: 1)",
     )
-    export.add_argument(
-        "--task-timeout",
-        type=seconds,
-        default=600.0,
-        metavar="SECONDS",
-        help="seconds to wait for the export task (default: 600)",
-    )
+    wait = "seconds to wait for the export task (default: 600)"
+    export.add_argument("--task-timeout", type=seconds, default=600.0, metavar="SECONDS", help=wait)
     _connection(export)
     export.set_defaults(run=run_export)
     return parser
-
-
-# --- the argument types ------------------------------------------------------------------
 
 
 def _whole_number(text: str, minimum: int) -> int:
@@ -415,24 +337,17 @@ def out_file(*suffixes: str) -> Callable[[str], pathlib.Path]:
     return check
 
 
-@dataclass(frozen=True)
-class Out:
-    """Where ``profiles --out`` writes.
-
-    Attributes:
-        path: The file, or the dataset's directory.
-        dataset: Whether it is a directory (a Parquet dataset).
-    """
+class Out(NamedTuple):
+    """Where ``profiles --out`` writes: a file, or the directory of a dataset."""
 
     path: pathlib.Path
     dataset: bool
 
 
 def out_file_or_dir(*suffixes: str) -> Callable[[str], Out]:
-    """``profiles --out``: a file as :func:`out_file` takes it, or the directory of a dataset.
+    """``profiles --out``: a file as :func:`out_file` takes it, or a dataset's directory.
 
-    A path that ends in ``/``, or a directory that exists, names a dataset's
-    directory (created if missing).
+    A path ending in ``/``, or a directory that exists, names a directory.
     """
     file = out_file(*suffixes)
 

@@ -1,12 +1,9 @@
-"""The charts of :mod:`stoplist_nb.plots`: each draws what :mod:`~stoplist_nb.plots.counts` counts.
-
-Needs matplotlib; ``matplotlib.pyplot`` is imported only when a chart needs a
-new figure, so no backend is chosen here.
-"""
+"""The charts of :mod:`stoplist_nb.plots`, and what each counts (counted apart from drawing)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,40 +20,31 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from stoplist_nb._checks import check_int
 from stoplist_nb.errors import InvalidInput
-from stoplist_nb.plots import counts as ct
+from stoplist_nb.suppression.contacts import KINDS
+
+_PERIODS = {
+    "s": "second", "min": "minute", "h": "hour", "D": "day", "B": "business day", "W": "week",
+    **dict.fromkeys(["M", "ME", "MS", "BME", "BMS", "SME", "SMS"], "month"),
+    **dict.fromkeys(["Q", "QE", "QS", "BQE", "BQS"], "quarter"),
+    **dict.fromkeys(["A", "Y", "YE", "YS", "AS", "BYE", "BYS"], "year"),
+}  # fmt: skip
 
 
 def plot_channels(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
-    """Draw subscriptions per channel as bars, each labelled with its count.
-
-    A subscription is a row with a ``channel``; rows with a null ``channel``
-    (profiles without subscriptions) are not counted. Bars go from the most
-    subscriptions to the fewest, ties by channel name.
-
-    Args:
-        df: Profiles, one row per subscription; needs ``channel``.
-        ax: The Axes to draw on; default: a new figure.
-
-    Returns:
-        The Axes drawn on.
-
-    Raises:
-        InvalidInput: ``df`` has no ``channel`` column.
+    """Draw subscriptions per channel (rows with a ``channel``) as bars labelled with counts.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> ax = plot_channels(pd.DataFrame({"channel": ["sms", "email", "sms", None]}))
     >>> [int(b.get_height()) for b in ax.patches], ax.get_title()
     ([2, 1], 'Subscriptions per channel')
     """
-    df = ct.check_frame(df, ["channel"], "plot_channels")
-    ax = _axes_for(ax)
-    _label_axes(ax, title="Subscriptions per channel", xlabel="channel", ylabel="subscriptions")
-    counts = ct.ranked(df["channel"])
+    df = _check_frame(df, ["channel"], "plot_channels")
+    ax = _axes_for(ax, "Subscriptions per channel", "channel", "subscriptions")
+    counts = _ranked(df["channel"])
     if not counts:
         return _note(ax, "no subscriptions")
     names, heights = zip(*counts, strict=True)
-    bars = ax.bar(names, heights, color="C0")
-    _label_bars(ax, bars, [f"{h:,}" for h in heights], horizontal=False)
+    _label_bars(ax, ax.bar(names, heights, color="C0"), [f"{h:,}" for h in heights])
     return ax
 
 
@@ -64,20 +52,8 @@ def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Draw subscription statuses per channel as stacked bars, the total on top.
 
     One bar per channel, in :func:`plot_channels` order; one stacked series
-    (``ax.containers``) and legend entry per status, the most frequent at the
-    bottom, ties by name. A subscription with a null ``status`` counts as
-    ``"(no status)"``, so a bar's total is its channel's count; rows with a
-    null ``channel`` are not counted.
-
-    Args:
-        df: Profiles, one row per subscription; needs ``channel`` and ``status``.
-        ax: The Axes to draw on; default: a new figure.
-
-    Returns:
-        The Axes drawn on.
-
-    Raises:
-        InvalidInput: ``df`` lacks ``channel`` or ``status``.
+    (``ax.containers``) per status, the most frequent at the bottom. A null
+    ``status`` counts as ``"(no status)"``.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"channel": ["email", "email", "sms"],
@@ -86,21 +62,29 @@ def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     >>> {c.get_label(): [int(b.get_height()) for b in c] for c in ax.containers}
     {'subscribed': [1, 1], 'unsubscribed': [1, 0]}
     """
-    df = ct.check_frame(df, ["channel", "status"], "plot_statuses")
-    ax = _axes_for(ax)
-    _label_axes(
-        ax, title="Subscription statuses per channel", xlabel="channel", ylabel="subscriptions"
+    df = _check_frame(df, ["channel", "status"], "plot_statuses")
+    ax = _axes_for(ax, "Subscription statuses per channel", "channel", "subscriptions")
+    rows = df.loc[_mask(df["channel"].notna()), ["channel", "status"]]
+    channel = rows["channel"].astype(str)
+    status = rows["status"].astype("string").fillna("(no status)").astype(str)
+    table = (
+        pd.crosstab(channel.to_numpy(), status.to_numpy())
+        .reindex(
+            index=[n for n, _ in _ranked(channel)],
+            columns=[n for n, _ in _ranked(status)],
+            fill_value=0,
+        )
+        .astype("int64")
     )
-    table = ct.status_table(df)
     if table.empty:
         return _note(ax, "no subscriptions")
     channels = table.index.tolist()
     bottom = np.zeros(len(channels), dtype="int64")
-    for status in table.columns:
-        bars = ax.bar(channels, table[status].to_numpy(), bottom=bottom, label=status)
-        bottom = bottom + table[status].to_numpy()
+    for name in table.columns:
+        bars = ax.bar(channels, table[name].to_numpy(), bottom=bottom, label=name)
+        bottom = bottom + table[name].to_numpy()
     # The last series ends at the top of each stack, so its labels are the totals.
-    _label_bars(ax, bars, [f"{t:,}" for t in bottom], horizontal=False)
+    _label_bars(ax, bars, [f"{t:,}" for t in bottom])
     ax.legend(title="status", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 
@@ -110,27 +94,12 @@ def plot_registrations(
 ) -> Axes:
     """Draw new subscriptions over time: rows counted by ``reg_date`` per ``freq`` period.
 
-    With ``by_channel`` (the default), one line per channel, in
-    :func:`plot_channels` order; otherwise one line for every row with a
-    ``reg_date``. Periods are in UTC, contiguous and shared by all lines: one
-    without registrations counts 0, so a gap shows as a drop instead of being
-    bridged. Each point sits where ``DataFrame.resample`` labels its period
-    (for ``"W"``, the Sunday that ends the week). Rows without a ``reg_date``
-    (or, by channel, a ``channel``) cannot be placed and are left out.
-
-    Args:
-        df: Profiles, one row per subscription; needs ``reg_date`` (datetimes,
-            naive ones read as UTC) and, by channel, ``channel``.
-        freq: A pandas offset alias: ``"D"``, ``"W"``, ``"MS"``, ``"QS"``, ...
-        by_channel: One line per channel rather than one for all rows.
-        ax: The Axes to draw on; default: a new figure.
-
-    Returns:
-        The Axes drawn on; the counts are the y-data of ``ax.lines``.
-
-    Raises:
-        InvalidInput: A needed column is missing, ``reg_date`` does not hold
-            datetimes, or ``freq`` is not an offset alias.
+    One line per channel (in :func:`plot_channels` order), or with
+    ``by_channel=False`` one for all rows. Periods (a pandas offset alias:
+    ``"D"``, ``"W"``, ``"MS"``, ...) are in UTC, contiguous and shared by all
+    lines, so a gap shows as 0; each point sits where ``DataFrame.resample``
+    labels its period. ``reg_date`` must hold datetimes (naive ones read as
+    UTC); rows without one (or, by channel, a ``channel``) are left out.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"channel": ["email", "email", "sms"], "reg_date": pd.to_datetime(
@@ -140,16 +109,35 @@ def plot_registrations(
     {'email': [1, 0, 1], 'sms': [1, 0, 0]}
     """
     func = "plot_registrations"
-    df = ct.check_frame(df, ["reg_date", "channel"] if by_channel else ["reg_date"], func)
-    offset, period = ct.period_name(freq, func)
-    counts = ct.registration_counts(df, offset, by_channel=by_channel, func=func)
-    ax = _axes_for(ax)
-    _label_axes(
-        ax,
-        title="New subscriptions" + (" per channel" if by_channel else ""),
-        xlabel="registration date (UTC)",
-        ylabel=f"subscriptions per {period}",
-    )
+    df = _check_frame(df, ["reg_date", "channel"] if by_channel else ["reg_date"], func)
+    bad = InvalidInput(f"{func}: freq must be a pandas offset alias like 'W' or 'MS', not {freq!r}")
+    if freq is None:  # to_offset(None) is None, not an error
+        raise bad
+    try:
+        offset = pd.tseries.frequencies.to_offset(freq)
+    except (TypeError, ValueError):
+        raise bad from None
+    name = _PERIODS.get(offset.rule_code.split("-")[0])
+    if name is None:
+        period = f"period ({offset.freqstr})"
+    else:
+        period = name if offset.n == 1 else f"{offset.n} {name}s"
+    dates = df["reg_date"]
+    if not pd.api.types.is_datetime64_any_dtype(dates.dtype):
+        raise InvalidInput(f"{func} needs 'reg_date' to hold datetimes, not {dates.dtype}")
+    index = pd.DatetimeIndex(dates)
+    index = index.tz_convert("UTC") if index.tz is not None else index.tz_localize("UTC")
+    keep = _mask(dates.notna())
+    if by_channel:
+        keep &= _mask(df["channel"].notna())
+        channel = df.loc[keep, "channel"].astype(str)
+        marks = {n: _mask(channel == n).astype("int64") for n, _ in _ranked(channel)}
+    else:
+        marks = {"all channels": np.ones(int(keep.sum()), dtype="int64")}
+    # One resample of every column together, so all lines share the same periods.
+    counts = pd.DataFrame(marks, index=index[keep]).resample(offset).sum()
+    title = "New subscriptions" + (" per channel" if by_channel else "")
+    ax = _axes_for(ax, title, "registration date (UTC)", f"subscriptions per {period}")
     if counts.empty:
         return _note(ax, "no registrations")
     # Naive UTC values: matplotlib's date axis reads them as UTC, its default zone.
@@ -170,22 +158,9 @@ def plot_registrations(
 def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -> Axes:
     """Draw the ``n`` e-mail domains with the most distinct addresses, as horizontal bars.
 
-    Counted are distinct e-mail addresses (compared stripped and lowercased),
-    not subscriptions: an address in two profiles counts once. Rows without an
-    ``email`` or an ``email_domain`` are left out. The largest domain is on
-    top, ties by domain name; when some domains are cut off, the title says
-    how many there are in all.
-
-    Args:
-        df: Profiles, one row per subscription; needs ``email`` and ``email_domain``.
-        n: How many domains to show, at least 1.
-        ax: The Axes to draw on; default: a new figure.
-
-    Returns:
-        The Axes drawn on; ``ax.patches`` go from the top bar down.
-
-    Raises:
-        InvalidInput: A column is missing, or ``n`` is not an int of at least 1.
+    Addresses and domains are compared stripped and lowercased, so an address
+    in two profiles counts once; the largest domain is on top. When some
+    domains are cut off, the title says how many there are in all.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"email": ["a@x.org", "A@x.org", "b@x.org", "c@y.org"],
@@ -194,15 +169,13 @@ def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -
     >>> [int(b.get_width()) for b in ax.patches], ax.get_title()
     ([2], 'Top 1 of 2 e-mail domains')
     """
-    df = ct.check_frame(df, ["email", "email_domain"], "plot_top_domains")
+    df = _check_frame(df, ["email", "email_domain"], "plot_top_domains")
     check_int("n", n, minimum=1)
-    counts = ct.domain_counts(df)
+    pairs = pd.DataFrame({"domain": _text(df["email_domain"]), "email": _text(df["email"])})
+    counts = _ranked(pairs.dropna().drop_duplicates()["domain"])
     shown = counts[:n]
-    ax = _axes_for(ax)
     top = f"Top {n} of {len(counts)}" if len(counts) > n else "Top"
-    _label_axes(
-        ax, title=f"{top} e-mail domains", xlabel="distinct e-mail addresses", ylabel="domain"
-    )
+    ax = _axes_for(ax, f"{top} e-mail domains", "distinct e-mail addresses", "domain")
     if not shown:
         return _note(ax, "no e-mail addresses")
     names, widths = zip(*shown, strict=True)
@@ -216,33 +189,13 @@ def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -
 def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Draw how many rows are suppressed, per kind of match, and how many are not.
 
-    One bar per kind that matched (the values of ``suppressed_by``):
-    ``"email"``, ``"phone"``, ``"domain"``, in that order (the precedence of
-    :func:`~stoplist_nb.flag_suppressed`), then ``"not suppressed"``. A kind
-    listed in ``flagged.attrs["checked"]`` that never matched gets a bar of 0,
-    so "checked, nothing found" shows apart from "not checked"; a frame
-    without that record shows only the kinds that matched. Only the rows
-    that had something to check count: a null ``suppressed`` (no e-mail, phone
-    or domain in that row) is left out of every bar and share, and the x label
-    says how many rows were left out. Each bar is labelled with its count and
-    share of the contacts checked, and the title gives the suppressed total
-    "of N contacts checked". Rows count as they are: one per contact you
-    flagged, one per subscription for a :func:`~stoplist_nb.read_profiles`
-    frame. A suppressed row without ``suppressed_by`` counts as
-    ``"(kind unknown)"``; any other value of
-    ``suppressed_by`` gets its own bar after the three kinds, most matches first.
-
-    Args:
-        flagged: The result of :func:`~stoplist_nb.flag_suppressed`; needs
-            ``suppressed`` and ``suppressed_by``.
-        ax: The Axes to draw on; default: a new figure.
-
-    Returns:
-        The Axes drawn on.
-
-    Raises:
-        InvalidInput: ``flagged`` lacks ``suppressed`` or ``suppressed_by``, or
-            its ``attrs["checked"]`` is not a list of kind names.
+    Bars for ``"email"``, ``"phone"``, ``"domain"`` (the precedence of
+    :func:`~stoplist_nb.flag_suppressed`) as they matched, plus any kind in
+    ``flagged.attrs["checked"]`` with 0, then any other ``suppressed_by``
+    (``"(kind unknown)"`` when null), then ``"not suppressed"``. Rows with a
+    null ``suppressed`` had nothing to check: they are left out of every bar
+    and share, and the x label says how many. Each bar shows its count and
+    share; the title, the suppressed total "of N contacts checked".
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> flagged = pd.DataFrame({"suppressed": [True, False, True, False, None],
@@ -255,46 +208,86 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
     'Suppressed: 2 of 4 contacts checked (50.0%)'
     """
     func = "plot_suppression_overlap"
-    df = ct.check_frame(flagged, ["suppressed", "suppressed_by"], func)
-    counts, suppressed, total = ct.overlap_counts(df, ct.checked_kinds(df, func))
+    df = _check_frame(flagged, ["suppressed", "suppressed_by"], func)
+    checked = df.attrs.get("checked")
+    checked = [] if checked is None else checked
+    if isinstance(checked, str) or not isinstance(checked, list | tuple):
+        raise InvalidInput(
+            f"{func}: attrs['checked'] must be a list of kinds, not {type(checked).__name__}"
+        )
+    if not all(isinstance(kind, str) for kind in checked):
+        raise InvalidInput(f"{func}: attrs['checked'] must hold kind names, not {checked!r}")
+    flags = df["suppressed"].astype("boolean")
+    hit = _mask(flags.fillna(False))
+    by = dict(_ranked(df.loc[hit, "suppressed_by"].astype("string").fillna("(kind unknown)")))
+    shown = [k for k in KINDS if k in by or k in checked]
+    shown += [k for k in dict.fromkeys(checked) if k not in shown]
+    suppressed, total = int(hit.sum()), int(flags.notna().sum())
+    counts = [(k, by.pop(k, 0)) for k in shown] + sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))
+    counts.append(("not suppressed", total - suppressed))
     unchecked = len(df) - total
-    ax = _axes_for(ax)
     title = "Suppressed contacts"
     if total:
-        share = f"{suppressed:,} of {total:,} contacts checked ({suppressed / total:.1%})"
-        title = f"Suppressed: {share}"
+        title = (
+            f"Suppressed: {suppressed:,} of {total:,} contacts checked ({suppressed / total:.1%})"
+        )
     xlabel = "matched by"
     if unchecked:
         rows = "row" if unchecked == 1 else "rows"
         xlabel += f" (not counted: {unchecked:,} {rows} with nothing to check)"
-    _label_axes(ax, title=title, xlabel=xlabel, ylabel="contacts")
+    ax = _axes_for(ax, title, xlabel, "contacts")
     if not total:
         return _note(ax, "no contacts checked" if unchecked else "no contacts")
     names, heights = zip(*counts, strict=True)
     # Suppressed in red, the rest in grey: the eye goes to what is blocked.
     bars = ax.bar(names, heights, color=["C3"] * (len(counts) - 1) + ["0.6"])
-    _label_bars(ax, bars, [f"{h:,} ({h / total:.1%})" for h in heights], horizontal=False)
+    _label_bars(ax, bars, [f"{h:,} ({h / total:.1%})" for h in heights])
     return ax
 
 
-def _axes_for(ax: Axes | None) -> Axes:
-    """Return ``ax``, or the Axes of a new figure when it is ``None``."""
+def _check_frame(df: object, columns: Iterable[str], func: str) -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise InvalidInput(f"{func} needs a pandas DataFrame, not {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        has = ", ".join(map(str, df.columns[:12])) + (", ..." if len(df.columns) > 12 else "")
+        names = "column" + ("s" if len(missing) > 1 else "") + " " + ", ".join(map(repr, missing))
+        raise InvalidInput(
+            f"{func} needs {names}, which the frame does not have"
+            f" (its {len(df.columns)} columns: {has or 'none'})"
+        )
+    return df
+
+
+def _ranked(values: pd.Series) -> list[tuple[str, int]]:
+    """The non-null values counted: largest count first, ties by value (the same on every run)."""
+    counts = values.dropna().astype(str).value_counts(sort=False)
+    return sorted(((str(k), int(v)) for k, v in counts.items()), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _mask(series: pd.Series) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    # A writable plain-bool copy: masks from Arrow-backed columns can be read-only.
+    return np.array(series, dtype=bool)
+
+
+def _text(series: pd.Series) -> pd.Series:
+    text = series.astype(pd.StringDtype("pyarrow")).str.strip().str.lower()
+    return text.mask(text.str.len() == 0)
+
+
+def _axes_for(ax: Axes | None, title: str, xlabel: str, ylabel: str) -> Axes:
+    """``ax``, or the Axes of a new figure, with the title and axis labels set."""
     if ax is None:
         import matplotlib.pyplot as plt
 
         # Constrained layout keeps long tick labels and an outside legend in the figure.
-        _, new = plt.subplots(layout="constrained")
-        return new
-    if not isinstance(ax, Axes):
+        _, ax = plt.subplots(layout="constrained")
+    elif not isinstance(ax, Axes):
         raise InvalidInput(f"ax must be a matplotlib Axes or None, not {type(ax).__name__}")
-    return ax
-
-
-def _label_axes(ax: Axes, *, title: str, xlabel: str, ylabel: str) -> None:
-    """Set the title and both axis labels."""
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+    return ax
 
 
 def _note(ax: Axes, text: str) -> Axes:
@@ -305,11 +298,12 @@ def _note(ax: Axes, text: str) -> Axes:
     return ax
 
 
-def _label_bars(ax: Axes, bars: BarContainer, labels: Sequence[str], *, horizontal: bool) -> None:
+def _label_bars(
+    ax: Axes, bars: BarContainer, labels: Sequence[str], *, horizontal: bool = False
+) -> None:
     """Write ``labels`` at the end of ``bars``, and keep the count axis in whole numbers."""
     ax.bar_label(bars, labels=list(labels), padding=2)
-    axis = ax.xaxis if horizontal else ax.yaxis
-    axis.set_major_locator(MaxNLocator(integer=True))
+    (ax.xaxis if horizontal else ax.yaxis).set_major_locator(MaxNLocator(integer=True))
     # Room past the longest bar, so its label stays inside the axes.
     if horizontal:
         ax.margins(x=0.15)

@@ -1,16 +1,7 @@
 """A query builder widget for ``profiles/list``, for Jupyter.
 
 Needs ipywidgets and anywidget (``pip install "stoplist_nb[widgets]"``);
-``import stoplist_nb`` does not import this package. The widget is
-:class:`~stoplist_nb.widgets.builder.QueryBuilder`
-(:mod:`~stoplist_nb.widgets.builder`): one anywidget whose front end
-(``static/builder.js``) edits a document of groups and rules, which
-:mod:`~stoplist_nb.widgets.check` checks into a query and
-:mod:`~stoplist_nb.widgets.load` writes from a loaded query; the operators,
-the type words and the value checks are in
-:mod:`~stoplist_nb.widgets.operators`, the field labels, titles and suggested
-values in :mod:`~stoplist_nb.widgets.catalog`, and what a Preview shows in
-:mod:`~stoplist_nb.widgets.preview`.
+``import stoplist_nb`` does not import this package.
 
 >>> from stoplist_nb.widgets import QueryBuilder
 >>> qb = QueryBuilder(fields={"_city": "string"})

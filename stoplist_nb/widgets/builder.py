@@ -1,12 +1,8 @@
-"""The :class:`QueryBuilder`: one anywidget whose browser side edits a document, checked here.
+"""The :class:`QueryBuilder`: an anywidget whose browser side edits a document, checked here.
 
 The front end (``static/builder.js``) owns everything typed, so no reply of
-the kernel ever rewrites a box being typed in; this side owns the meaning:
-each change of the ``document`` trait is checked by
-:func:`~stoplist_nb.widgets.check.check` into the ``report`` trait. It
-also reads the field list and a sample page for suggestions through
-:mod:`stoplist_nb.profiles`, and runs Preview. Imported through
-:mod:`stoplist_nb.widgets`, which checks that ipywidgets and anywidget are installed.
+the kernel rewrites a box being typed in; this side owns the meaning: each
+change of the ``document`` trait is checked into the ``report`` trait.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ import pathlib
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import anywidget
 import pandas as pd
@@ -36,13 +32,8 @@ from stoplist_nb.widgets.preview import preview_html
 
 __all__ = ["QueryBuilder"]
 
-#: What Preview passes to a runner (:attr:`QueryBuilder.params`) and gets back.
-Runner = Callable[[dict[str, Any]], pd.DataFrame]
-
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _STATIC = pathlib.Path(__file__).parent / "static"
-#: Traits whose name in the browser differs from the attribute's.
-_WIRE = {"preview_state": "preview"}
 
 
 def _warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
@@ -51,26 +42,6 @@ def _warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1  # type: ignore[assignment]
     warnings.warn(message, category, stacklevel=level)
-
-
-def _sample_page(client: Client, db_id: Any, size: int) -> list[dict[str, Any]]:
-    """The profiles of the first page of at most ``size``, as sent, to suggest values from.
-
-    One request through the profiles reader, nothing sent ahead of it; what
-    goes wrong is raised, for the builder to show in its notices.
-    """
-    request = ProfilesRequest(client, db_id, limit=size, max_profiles=size, lookahead=0)
-    with request.pages() as pages:
-        page = next(pages, None)
-    return [] if page is None else page.records
-
-
-def _first_profiles(frame: pd.DataFrame, count: int) -> pd.DataFrame:
-    """The rows of the first ``count`` profiles (a frame has a row per subscription)."""
-    if "profile_id" not in frame.columns:
-        return frame.head(count)
-    first = pd.unique(frame["profile_id"])[:count]
-    return frame[frame["profile_id"].isin(first)]
 
 
 class QueryBuilder(anywidget.AnyWidget):
@@ -89,9 +60,8 @@ class QueryBuilder(anywidget.AnyWidget):
         fields: The fields offered, to skip ``database_fields``: its frame,
             a list of names or a dict of name -> type word (``int``,
             ``float``, ``string``, ``boolean``, ``date``, ``array``, ``object``).
-        runner: Called with :attr:`params` by Preview, returns a frame; by
-            default :func:`~stoplist_nb.read_profiles` of the first
-            :attr:`preview_rows` profiles.
+        runner: Called with :attr:`params` by Preview, returns a frame;
+            default: :func:`~stoplist_nb.read_profiles` of :attr:`preview_rows` profiles.
         suggestions: Values to suggest per field name, instead of reading a
             sample page.
         sample: How many profiles the sample page for suggestions holds (0: none).
@@ -126,7 +96,7 @@ class QueryBuilder(anywidget.AnyWidget):
         db_id: int | None = None,
         *,
         fields: Any = None,
-        runner: Runner | None = None,
+        runner: Callable[[dict[str, Any]], pd.DataFrame] | None = None,
         suggestions: Mapping[str, Sequence[str]] | None = None,
         sample: int = 100,
     ) -> None:
@@ -136,40 +106,15 @@ class QueryBuilder(anywidget.AnyWidget):
         self._running = False
         self.result: pd.DataFrame | None = None
         notices: list[str] = []
-        self._fields = self._build_catalog(fields, suggestions, sample, notices)
-        super().__init__()
-        self.notices = notices
-        self.catalog = self._fields.to_json()
-        self.preview_state = {"state": "none", "html": "", "message": "", "query_json": None}
-        self.observe(self._checked, "document")
-        self.document = empty_document()
-        self.on_msg(self._on_message)
-
-    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
-        """The synced state; ``preview_state`` goes to the browser as ``preview``.
-
-        In Python ``preview`` is the method that runs Preview, so the trait
-        takes another name here and the browser's name on the wire.
-        """
-        state: dict[str, Any] = super().get_state(key=key, drop_defaults=drop_defaults)
-        return {_WIRE.get(k, k): v for k, v in state.items()}
-
-    def _build_catalog(
-        self,
-        fields: Any,
-        suggestions: Mapping[str, Sequence[str]] | None,
-        sample: int,
-        notices: list[str],
-    ) -> FieldCatalog:
         infos: list[FieldInfo] = []
         readable, complete = True, fields is not None
         if fields is not None:
             infos = field_infos(fields)
-        elif self._client is not None and self._db_id is not None:
+        elif client is not None and db_id is not None:
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    infos = field_infos(database_fields(self._client, self._db_id))
+                    infos = field_infos(database_fields(client, db_id))
             except Exception as exc:  # the builder still works with typed-in names
                 readable = False
                 notices.append(self._scrub(f"could not read the field list: {_said(exc)}"))
@@ -177,22 +122,41 @@ class QueryBuilder(anywidget.AnyWidget):
                 complete = not caught
                 for warning in caught:  # e.g. "inferred from a sample": said at the user's cell
                     _warn_at_caller(str(warning.message), warning.category)
-        if suggestions is None and readable and sample > 0 and self._client is not None:
-            try:
-                profiles = _sample_page(self._client, self._db_id, sample)
+        if suggestions is None and readable and sample > 0 and client is not None:
+            try:  # one request, nothing sent ahead of it
+                # A db_id of None is refused by the request, and told in the notices.
+                request = ProfilesRequest(
+                    client, cast(int, db_id), limit=sample, max_profiles=sample, lookahead=0
+                )
+                with request.pages() as pages:
+                    page = next(pages, None)
+                profiles = [] if page is None else page.records
                 suggestions = sample_values(profiles, FieldCatalog(infos).string_fields())
             except Exception as exc:  # suggestions are a help, not a condition to work
                 text = f"could not read a sample page for value suggestions: {_said(exc)}"
                 notices.append(self._scrub(text))
-        return FieldCatalog(infos, suggestions, complete=complete)
+        self._fields = FieldCatalog(infos, suggestions, complete=complete)
+        super().__init__()
+        self.notices = notices
+        self.catalog = self._fields.to_json()
+        self.preview_state = _shown("none", "", "", None)
+        self.observe(self._checked, "document")
+        self.document = empty_document()
+        self.on_msg(self._on_message)
+
+    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+        """The synced state, ``preview_state`` named ``preview`` as the browser knows it.
+
+        In Python ``preview`` is the method that runs Preview.
+        """
+        state: dict[str, Any] = super().get_state(key=key, drop_defaults=drop_defaults)
+        return {"preview" if k == "preview_state" else k: v for k, v in state.items()}
 
     def _scrub(self, text: str) -> str:
         """``text`` without the client's token, in any form a service could echo."""
         transport = getattr(self._client, "_transport", None)
         scrub = getattr(transport, "redact", None)
         return scrub(text) if callable(scrub) else redact(text)
-
-    # --- the document and its check ---------------------------------------------------
 
     def _checked(self, change: Any = None) -> None:
         report = check(self.document, self._fields, last_valid=self._valid)
@@ -208,11 +172,7 @@ class QueryBuilder(anywidget.AnyWidget):
 
     @property
     def query(self) -> dict[str, Any]:
-        """The MongoDB filter, ``{}`` when there is no condition.
-
-        Raises:
-            InvalidQuery: A rule has an error; the message names its row ("Row 2: ...").
-        """
+        """The MongoDB filter, ``{}`` without conditions (``InvalidQuery``: "Row 2: ...")."""
         return copy.deepcopy(self._raise_if_wrong()["query"])
 
     @property
@@ -236,11 +196,7 @@ class QueryBuilder(anywidget.AnyWidget):
 
     @property
     def preview_rows(self) -> int:
-        """How many profiles Preview reads (1 to 1000).
-
-        Raises:
-            InvalidInput: What was typed is not a whole number in that range.
-        """
+        """How many profiles Preview reads (1 to 1000; else ``InvalidInput``)."""
         rows = self.report["preview_rows"]
         if rows["error"] is not None:
             raise InvalidInput(rows["error"])
@@ -266,19 +222,11 @@ class QueryBuilder(anywidget.AnyWidget):
         return "; ".join(self.errors) or None
 
     def load(self, query: Mapping[str, Any] | str, fields: Sequence[str] | None = None) -> None:
-        """Show an existing query (and fields to return) in the builder.
+        """Show a query (a dict or JSON text) and the fields to return (kept when ``None``).
 
-        Args:
-            query: A MongoDB filter, as a dict or as JSON text.
-            fields: The fields to return; left as they are when ``None``.
-
-        Raises:
-            InvalidQuery: The query is not valid JSON or not a valid filter, or
-                a part of it cannot be shown exactly (``$size``, ``$elemMatch``
-                on another field than ``subscriptions``, ...); the builder is
-                left as it was.
-            InvalidInput: ``fields`` is not a list of names, or names a field
-                the builder does not know.
+        Raises ``InvalidQuery`` as :func:`~stoplist_nb.widgets.load.document_of`
+        does, ``InvalidInput`` for fields that are not a list of known names;
+        either leaves the builder as it was.
         """
         catalog = self._fields.with_types(guessed_types(query, self._fields))
         document = document_of(query, catalog)
@@ -311,8 +259,6 @@ class QueryBuilder(anywidget.AnyWidget):
             self.catalog = catalog.to_json()
         self.document = document
 
-    # --- messages and Preview ---------------------------------------------------------
-
     def _on_message(self, _: Any, content: Any, buffers: Any = None) -> None:
         kind = content.get("kind") if isinstance(content, Mapping) else None
         if kind == "preview":
@@ -327,8 +273,7 @@ class QueryBuilder(anywidget.AnyWidget):
     def preview(self) -> None:
         """Run the query and show its first :attr:`preview_rows` profiles, as the button does.
 
-        An error is shown in the Preview area (the last good result stays,
-        marked out of date), never raised: this runs from the browser too.
+        An error is shown (the last good result stays, marked out of date), never raised.
         """
         if self._running:
             return
@@ -343,19 +288,19 @@ class QueryBuilder(anywidget.AnyWidget):
         last = self.preview_state
         self.preview_state = {**last, "state": "running", "message": "running"}
         try:
-            frame = _first_profiles(self._run(copy.deepcopy(params), rows), rows)
+            frame = self._run(copy.deepcopy(params), rows)
+            if "profile_id" in frame.columns:  # a row per subscription: the first profiles'
+                first = pd.unique(frame["profile_id"])[:rows]
+                frame = frame[frame["profile_id"].isin(first)]
+            else:
+                frame = frame.head(rows)
             html = preview_html(frame, params)
         except Exception as exc:  # shown to the user rather than lost in a callback
             self._show_failure(f"Preview failed: {_said(exc)}", query_json)
         else:
             self.result = frame
             self._good = (frame, params, query_json)
-            self.preview_state = {
-                "state": "done",
-                "html": html,
-                "message": "",
-                "query_json": query_json,
-            }
+            self.preview_state = _shown("done", html, "", query_json)
         finally:
             self._running = False
 
@@ -364,12 +309,7 @@ class QueryBuilder(anywidget.AnyWidget):
         if self._good is not None:
             frame, params, shown = self._good
             html = preview_html(frame, params, stale=True)
-        self.preview_state = {
-            "state": "error",
-            "html": html,
-            "message": self._scrub(message),
-            "query_json": shown,
-        }
+        self.preview_state = _shown("error", html, self._scrub(message), shown)
 
     def _run(self, params: dict[str, Any], rows: int) -> pd.DataFrame:
         if self._runner is not None:
@@ -377,13 +317,12 @@ class QueryBuilder(anywidget.AnyWidget):
         if self._client is None or self._db_id is None:
             raise InvalidInput("Preview needs a client and db_id, or a runner")
         return read_profiles(
-            self._client,
-            self._db_id,
-            **params,
-            limit=rows,
-            max_profiles=rows,
-            progress=False,
+            self._client, self._db_id, **params, limit=rows, max_profiles=rows, progress=False
         )
+
+
+def _shown(state: str, html: str, message: str, query_json: str | None) -> dict[str, Any]:
+    return {"state": state, "html": html, "message": message, "query_json": query_json}
 
 
 def _said(exc: BaseException) -> str:

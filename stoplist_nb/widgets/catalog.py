@@ -1,12 +1,7 @@
 """The fields a :class:`stoplist_nb.widgets.QueryBuilder` offers, and the values it suggests.
 
-A :class:`FieldCatalog` turns what ``database_fields`` returns (name, title,
-type, category) into the labels the field boxes show, e.g. ``"City (_city)"``,
-grouped by category, and maps what was typed or picked (a name, a title in any
-case, a label) back to the raw name: :meth:`FieldCatalog.resolve` is the one
-place that does. It also holds the suggested values of string fields: the
-documented words (channels, subscription statuses) and the distinct values of
-a sample page, which are offered but never enforced.
+Suggested values (the documented words, the values of a sample page) are
+offered, never enforced.
 """
 
 from __future__ import annotations
@@ -36,14 +31,8 @@ _CATEGORY_ORDER = {"system": 0, "custom": 1, "subscription": 2}
 #: on one it does not know, and statuses are also accepted as numbers).
 CHANNELS = ("email", "sms", "push", "notify", "viber", "whatsapp", "telegram_bot")
 STATUSES = (
-    "subscribed",
-    "unsubscribed",
-    "complained",
-    "hardbounced",
-    "unconfirmed",
-    "suspended",
-    "invalid",
-)
+    "subscribed", "unsubscribed", "complained", "hardbounced", "unconfirmed", "suspended", "invalid"
+)  # fmt: skip
 KNOWN_VALUES: dict[str, tuple[str, ...]] = {
     "subscriptions.channel": CHANNELS,
     "subscriptions.status": STATUSES,
@@ -91,16 +80,9 @@ def field_infos(fields: Any) -> list[FieldInfo]:
     [FieldInfo(name='vip', title='', type='boolean', category='')]
     """
     if isinstance(fields, pd.DataFrame):
+        words = ("title", "type", "category")
         rows = fields.to_dict("records")
-        return [
-            FieldInfo(
-                str(row["name"]),
-                _text(row.get("title")),
-                _text(row.get("type")),
-                _text(row.get("category")),
-            )
-            for row in rows
-        ]
+        return [FieldInfo(str(r["name"]), *(_text(r.get(w)) for w in words)) for r in rows]
     if isinstance(fields, Mapping):
         return [FieldInfo(str(n), type=str(t or "")) for n, t in fields.items()]
     if isinstance(fields, Sequence) and not isinstance(fields, str):
@@ -134,14 +116,12 @@ def _order(info: FieldInfo) -> tuple[int, str, str]:
 class FieldCatalog:
     """The fields offered by the rules and the fields box, with labels and suggestions.
 
-    Args:
-        infos: The fields, in any order; the first of two with one name wins.
-        suggestions: Suggested values per field name (from a sample page); the
-            documented channels and statuses come first for their fields.
-        complete: Whether ``infos`` is the whole field list (not inferred from
-            a sample, not unreadable): a field to return outside it is refused.
-        guessed: Names among ``infos`` whose type was guessed from a loaded
-            value; a rule on one is still warned about.
+    Of two ``infos`` with one name the first wins. ``suggestions`` are values
+    per field name, after the documented ones. With ``complete`` (``infos``
+    is the whole field list) a field to return outside it is refused.
+    ``guessed`` names fields whose type was guessed from a loaded value: a
+    rule on one is still warned about. :meth:`resolve` is the one place that
+    maps what was typed (a name, a label, a title in any case) to a name.
 
     >>> catalog = FieldCatalog([FieldInfo("_city", "City", "string", "system")])
     >>> catalog.resolve("city"), catalog.resolve("City (_city)"), catalog.resolve(" x ")
@@ -211,17 +191,12 @@ class FieldCatalog:
     def subscriptions(self) -> FieldCatalog:
         """The fields of one subscription, named relative to it (``"channel"``)."""
         if self._subscriptions is None:
-            prefix = "subscriptions."
+            prefix, cut = "subscriptions.", len("subscriptions.")
             own = [i for i in self.infos.values() if i.name.startswith(prefix)]
-            infos = [
-                FieldInfo(i.name[len(prefix) :], i.title, i.type, i.category)
-                for i in (own or SUBSCRIPTION_FIELDS)
-            ]
-            suggestions = {
-                i.name[len(prefix) :]: self.suggestions(i.name)
-                for i in (own or SUBSCRIPTION_FIELDS)
-            }
-            guessed = {n[len(prefix) :] for n in self.guessed if n.startswith(prefix)}
+            own = own or list(SUBSCRIPTION_FIELDS)
+            infos = [FieldInfo(i.name[cut:], i.title, i.type, i.category) for i in own]
+            suggestions = {i.name[cut:]: self.suggestions(i.name) for i in own}
+            guessed = {n[cut:] for n in self.guessed if n.startswith(prefix)}
             self._subscriptions = FieldCatalog(
                 infos, suggestions, complete=self.complete, guessed=guessed
             )
@@ -256,19 +231,13 @@ class FieldCatalog:
         ]
 
     def to_json(self) -> dict[str, Any]:
-        """What the builder's ``catalog`` trait holds: fields, operators, subscriptions.
-
-        The operators are the front end's only table of them: those per kind
-        (name, label, arity), those that match text (the ignore case tick) and
-        those that read a bare day as a whole day (the whole day tick).
-        """
-        subscription_fields = self.subscriptions()
+        """The builder's ``catalog`` trait: fields, and the front end's only table of operators."""
         return {
             "fields": self.entries(),
             "operators": operators_by_kind(),
             "text_operators": list(TEXT_OPERATORS),
             "whole_day_operators": list(WHOLE_DAY_OPERATORS),
-            "subscription_fields": subscription_fields.entries(),
+            "subscription_fields": self.subscriptions().entries(),
             "complete": self.complete,
         }
 
@@ -285,27 +254,18 @@ def sample_values(
     >>> sample_values([{"s": [{"c": "email"}, {"c": "sms"}]}, {"s": [{"c": "sms"}]}], ["s.c"])
     {'s.c': ('sms', 'email')}
     """
+
+    def spread(values: list[Any]) -> list[Any]:
+        return [v for value in values for v in (value if isinstance(value, list) else [value])]
+
     counts: dict[str, Counter[str]] = {name: Counter() for name in names}
     for profile in profiles:
         for name, counter in counts.items():
+            # A loop, not recursion: a reply nested deeply should not reach the stack limit.
+            found = [profile]
+            for part in name.split("."):
+                found = [i[part] for i in spread(found) if isinstance(i, Mapping) and part in i]
             counter.update(
-                v
-                for v in _values_at(profile, name.split("."))
-                if isinstance(v, str) and v.strip() and len(v) <= 80
+                v for v in spread(found) if isinstance(v, str) and v.strip() and len(v) <= 80
             )
     return {n: tuple(v for v, _ in c.most_common(cap)) for n, c in counts.items() if c}
-
-
-def _values_at(node: Any, parts: list[str]) -> list[Any]:
-    # A loop, not recursion: a reply nested deeply should not reach the stack limit.
-    found = [node]
-    for part in parts:
-        step: list[Any] = []
-        for item in found:
-            items = item if isinstance(item, list) else [item]
-            step.extend(i[part] for i in items if isinstance(i, Mapping) and part in i)
-        found = step
-    out: list[Any] = []
-    for value in found:
-        out.extend(value if isinstance(value, list) else [value])
-    return out

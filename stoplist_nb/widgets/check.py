@@ -1,10 +1,8 @@
-"""The query builder's document, and its check into a MongoDB filter.
+"""The query builder's document, and its check into a MongoDB filter (no widget library here).
 
-Pure: no widget library is imported here. The front end of
-:class:`~stoplist_nb.widgets.QueryBuilder` edits a *document* (a JSON tree of
-groups and rules, each rule holding what was typed); :func:`check` reads it
-into a MongoDB filter through the query model (:mod:`stoplist_nb.query`) and
-reports every error and warning per item. The format::
+The front end edits a *document*, a JSON tree of groups and rules holding
+what was typed; :func:`check` reads it through the query model and reports
+every error and warning per item::
 
     {"rev": 3,
      "root": {"id": "g1", "type": "group", "join": "and", "not": False, "each": None,
@@ -12,24 +10,13 @@ reports every error and warning per item. The format::
                          "operator": "in", "value": ["Kazan"], "ignore_case": False}]},
      "fields": ["_fname"], "preview_rows": "10"}
 
-A rule's value follows its operator's arity
-(:data:`~stoplist_nb.widgets.operators.OPERATORS`): a string for 1, two
-strings for 2, a list of strings for ``"list"``, ``None`` for 0. A group whose
-``each`` is ``"subscriptions"`` matches within one subscription
-(``$elemMatch``); its rules name subscription fields (``"channel"``).
-
-Dates are RFC 3339 strings compared as text. A date typed as a bare day
-(``2024-03-01``) stands for the whole day: ``equal`` is ``$gte`` that day and
-``$lt`` the next, ``less or equal`` is ``$lt`` the next day, ``greater`` is
-``$gte`` the next day. That also holds for fields that store days only.
-
->>> from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo
->>> catalog = FieldCatalog([FieldInfo("_city", "City", "string")])
->>> doc = {"root": {"id": "g1", "type": "group", "join": "and", "items": [
-...     {"id": "r2", "type": "rule", "field": "City (_city)", "operator": "in",
-...      "value": ["Kazan", "Moscow"]}]}}
->>> check(doc, catalog)["query"]
-{'_city': {'$in': ['Kazan', 'Moscow']}}
+A rule's value follows its operator's arity (:data:`OPERATORS`): a string,
+two, a list of strings, or ``None``. A group whose ``each`` is
+``"subscriptions"`` matches within one subscription (``$elemMatch``), its
+rules naming subscription fields (``"channel"``). Dates are RFC 3339 text; a
+bare day (``2024-03-01``) stands for the whole day: ``equal`` is ``$gte`` it
+and ``$lt`` the next, ``less or equal`` is ``$lt`` the next, ``greater`` is
+``$gte`` the next.
 """
 
 from __future__ import annotations
@@ -53,40 +40,36 @@ from stoplist_nb.widgets.operators import (
     parse_value,
 )
 
-__all__ = [
-    "DEFAULT_PREVIEW_ROWS",
-    "EACH",
-    "MAX_PREVIEW_ROWS",
-    "RuleProblem",
-    "canonical_json",
-    "check",
-    "empty_document",
-    "join_parts",
-    "new_group",
-    "new_rule",
-    "pretty_json",
-    "rule_filter",
-    "rule_query",
-    "rule_value",
-]
-
-#: The most rows a Preview reads.
 MAX_PREVIEW_ROWS = 1000
 DEFAULT_PREVIEW_ROWS = 10
 #: The array a same-element group (``$elemMatch``) works on.
 EACH = "subscriptions"
+#: The MongoDB operator of each rule operator that writes one condition as it is.
+_PLAIN = {
+    "equal": "$eq",
+    "not_equal": "$ne",
+    "in": "$in",
+    "not_in": "$nin",
+    "less": "$lt",
+    "less_or_equal": "$lte",
+    "greater": "$gt",
+    "greater_or_equal": "$gte",
+}
+#: The condition of each operator that takes no value.
+_FIXED = {
+    "is_empty": ("$eq", ""),
+    "is_not_empty": ("$ne", ""),
+    "is_null": ("$eq", None),
+    "is_not_null": ("$ne", None),
+    "exists": ("$exists", True),
+    "not_exists": ("$exists", False),
+}
 
 
 def new_rule(id_: str, field: str = "", operator: str = "equal", value: Any = "") -> dict[str, Any]:
     """A rule of a document; the default is a fresh one, where nothing is asked yet."""
-    return {
-        "id": id_,
-        "type": "rule",
-        "field": field,
-        "operator": operator,
-        "value": value,
-        "ignore_case": False,
-    }
+    rule = {"id": id_, "type": "rule", "field": field, "operator": operator, "value": value}
+    return {**rule, "ignore_case": False}
 
 
 def new_group(id_: str, *, each: str | None = None) -> dict[str, Any]:
@@ -94,14 +77,15 @@ def new_group(id_: str, *, each: str | None = None) -> dict[str, Any]:
     return {"id": id_, "type": "group", "join": "and", "not": False, "each": each, "items": []}
 
 
-def empty_document() -> dict[str, Any]:
-    """A document of one empty rule: the query ``{}``.
+def empty_document(root: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A document of ``root``, by default one empty rule: the query ``{}``.
 
     >>> check(empty_document())["query"]
     {}
     """
-    root = new_group("g1")
-    root["items"].append(new_rule("r2"))
+    if root is None:
+        root = new_group("g1")
+        root["items"].append(new_rule("r2"))
     return {"rev": 0, "root": root, "fields": [], "preview_rows": str(DEFAULT_PREVIEW_ROWS)}
 
 
@@ -112,11 +96,6 @@ def canonical_json(query: Any) -> str:
     '{"a":[true],"b":1}'
     """
     return json.dumps(query, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def pretty_json(query: Any) -> str:
-    """The query as shown: indented, keys in their order."""
-    return json.dumps(query, indent=2, ensure_ascii=False)
 
 
 class RuleProblem(Exception):
@@ -136,15 +115,9 @@ class _Checker:
         self.summary: list[str] = []
         self.rules = 0
 
-    def entry(self, id_: str, **extra: Any) -> dict[str, Any]:
-        item: dict[str, Any] = {
-            "errors": [],
-            "warnings": [],
-            "number": None,
-            "field": None,
-            "kind": None,
-        }
-        item.update(extra)
+    def entry(self, id_: str, number: int | None = None) -> dict[str, Any]:
+        item: dict[str, Any] = {"errors": [], "warnings": [], "number": number}
+        item.update(field=None, kind=None)
         self.items[id_] = item
         return item
 
@@ -241,19 +214,18 @@ class _Checker:
                 {"part": "field", "message": f"unknown field {name!r}: it is not in {where}"}
             )
         value = rule_value(op, raw, kind, name)
-        if op in ("between", "not_between") and _comparable(*value) and value[0] > value[1]:
-            item["warnings"].append(
-                {"part": "value", "message": f"{name}: the first value is above the second"}
-            )
+        if op in ("between", "not_between"):
+            low, high = value
+            numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            if (type(low) is type(high) or numbers) and low > high:
+                item["warnings"].append(
+                    {"part": "value", "message": f"{name}: the first value is above the second"}
+                )
         return rule_query(name, op, value, kind, node)
 
 
 def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
-    """What was typed for operator ``op`` on the field ``name``, parsed as the query holds it.
-
-    Raises:
-        RuleProblem: ``op`` does not apply to a field of ``kind`` (part
-            ``"operator"``), or a value is missing or not of the kind (``"value"``).
+    """What was typed for ``op`` on the field ``name``, parsed, or :class:`RuleProblem` saying why.
 
     >>> rule_value("between", ["1", "5"], "int", "age")
     [1, 5]
@@ -293,14 +265,7 @@ def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
 def rule_query(
     name: str, op: str, value: Any, kind: str, node: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The filter of a rule whose value :func:`rule_value` parsed, with the rule's ticks.
-
-    ``ignore_case`` counts on the text operators only; ``whole_day`` is on
-    unless it is ``False``.
-
-    Raises:
-        RuleProblem: The query model or the regular expression refuses the value.
-    """
+    """:func:`rule_filter` with the rule's ticks, or :class:`RuleProblem` saying why not."""
     ignore_case = bool(node.get("ignore_case")) and op in TEXT_OPERATORS
     whole_day = node.get("whole_day", True) is not False
     try:
@@ -329,12 +294,6 @@ def _blank(value: Any) -> bool:
     return False
 
 
-def _comparable(a: Any, b: Any) -> bool:
-    return type(a) is type(b) or (
-        isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool)
-    )
-
-
 def _pattern(op: str, text: str) -> str:
     base = op.removeprefix("not_")
     if base == "begins_with":
@@ -355,22 +314,14 @@ def _range(path: str, *pairs: tuple[str, Any]) -> dict[str, Any]:
 
 
 def rule_filter(
-    path: str,
-    op: str,
-    value: Any,
-    *,
-    kind: str,
-    ignore_case: bool = False,
-    whole_day: bool = True,
+    path: str, op: str, value: Any, *, kind: str, ignore_case: bool = False, whole_day: bool = True
 ) -> dict[str, Any]:
     """The filter of one rule on ``path`` from its parsed value(s).
 
-    On a date field, a bare day stands for the whole day unless ``whole_day``
-    is false; then it is compared as the text it is (``{"$ne": "1985-02-22"}``).
-
-    Raises:
-        InvalidQuery: The query model refuses the condition (e.g. an int beyond 64 bits).
-        re.error: ``matches`` got an invalid regular expression.
+    ``ignore_case`` counts on the text operators only. On a date field a bare
+    day stands for the whole day unless ``whole_day`` is false (then it is
+    compared as text). Raises ``InvalidQuery`` where the query model refuses
+    the condition, ``re.error`` for an invalid ``matches`` pattern.
 
     >>> rule_filter("_regdate", "less_or_equal", "2024-03-01", kind="date")
     {'_regdate': {'$lt': '2024-03-02'}}
@@ -379,28 +330,11 @@ def rule_filter(
     """
     whole = kind == "date" and whole_day and op in WHOLE_DAY_OPERATORS
     day = iso_day(value) if whole and isinstance(value, str) else None
-    if op == "equal":
-        if day is not None:
-            return _range(path, ("$gte", value), ("$lt", next_day(day)))
-        return Condition(path, "$eq", value).to_mongo()
-    if op == "not_equal":
-        if day is not None:
-            return {"$nor": [_range(path, ("$gte", value), ("$lt", next_day(day)))]}
-        return Condition(path, "$ne", value).to_mongo()
-    if op in ("in", "not_in"):
-        return Condition(path, "$in" if op == "in" else "$nin", list(value)).to_mongo()
-    if op == "less":
-        return Condition(path, "$lt", value).to_mongo()
-    if op == "less_or_equal":
-        if day is not None:
-            return Condition(path, "$lt", next_day(day)).to_mongo()
-        return Condition(path, "$lte", value).to_mongo()
-    if op == "greater":
-        if day is not None:
-            return Condition(path, "$gte", next_day(day)).to_mongo()
-        return Condition(path, "$gt", value).to_mongo()
-    if op == "greater_or_equal":
-        return Condition(path, "$gte", value).to_mongo()
+    if day is not None and op in ("equal", "not_equal"):
+        body = _range(path, ("$gte", value), ("$lt", next_day(day)))
+        return body if op == "equal" else {"$nor": [body]}
+    if day is not None and op in ("less_or_equal", "greater"):
+        return Condition(path, "$lt" if op == "less_or_equal" else "$gte", next_day(day)).to_mongo()
     if op in ("between", "not_between"):
         low, high = value
         high_day = iso_day(high) if whole and isinstance(high, str) else None
@@ -410,25 +344,15 @@ def rule_filter(
     if op in TEXT_OPERATORS:
         cond = Condition(path, "$regex", _pattern(op, value), options="i" if ignore_case else "")
         return (~cond if op.startswith("not_") else cond).to_mongo()
-    fixed = {
-        "is_empty": ("$eq", ""),
-        "is_not_empty": ("$ne", ""),
-        "is_null": ("$eq", None),
-        "is_not_null": ("$ne", None),
-        "exists": ("$exists", True),
-        "not_exists": ("$exists", False),
-    }
-    mongo_op, argument = fixed[op]
-    return Condition(path, mongo_op, argument).to_mongo()
+    if op in _FIXED:
+        return Condition(path, *_FIXED[op]).to_mongo()
+    return Condition(path, _PLAIN[op], list(value) if op in ("in", "not_in") else value).to_mongo()
 
 
 def join_parts(
     parts: Sequence[dict[str, Any]], join: str, *, negate: bool
 ) -> dict[str, Any] | None:
-    """The filter of a group's parts: merged when they are fields apart, else ``$and``/``$or``.
-
-    MongoDB's implicit AND holds conditions on different fields in one dict,
-    as the query model writes them; NOT of a group is ``$nor``.
+    """The filter of a group's parts: one dict when on different fields, else ``$and``/``$or``.
 
     >>> join_parts([{"a": 1}, {"b": 2}], "and", negate=False)
     {'a': 1, 'b': 2}
@@ -489,22 +413,15 @@ def _return_fields(raw: Any, catalog: FieldCatalog) -> tuple[list[str], list[dic
 def check(
     document: Any, catalog: FieldCatalog | None = None, *, last_valid: Any = None
 ) -> dict[str, Any]:
-    """Check a document: its query, params and every error and warning, per item.
+    """Check a document into its query, params and every error and warning, per item.
 
-    Never raises: whatever is wrong is in the report. Its keys: ``rev`` (the
-    document's), ``ok`` (no error), ``query`` (``None`` while not ok),
-    ``query_json`` (its canonical text), ``json`` (the query indented; while
-    not ok ``last_valid``'s, else ``{}``), ``params`` (``query`` and
-    ``fields`` when any), ``items`` (per rule id: ``errors``, ``warnings``,
-    ``number``, the resolved ``field`` and its ``kind``), ``fields``
-    (``resolved`` and ``problems`` of the fields to return), ``preview_rows``
-    (``value`` and ``error``), ``summary`` (every error, ``"Row 2: ..."``)
-    and ``import_error``.
-
-    Args:
-        document: The document (see the module's text).
-        catalog: The fields known; unknown fields are warned about, not refused.
-        last_valid: The query to show greyed while the document has an error.
+    Never raises: whatever is wrong is in the report, a dict of ``rev``,
+    ``ok``, ``query`` and ``query_json`` (``None`` while not ok), ``json``
+    (shown indented: ``last_valid`` while not ok), ``params``, ``items`` (per
+    rule id: ``errors``, ``warnings``, ``number``, resolved ``field`` and
+    ``kind``), ``fields`` (``resolved``, ``problems``), ``preview_rows``
+    (``value``, ``error``), ``summary`` (every error, ``"Row 2: ..."``) and
+    ``import_error``. Fields the ``catalog`` lacks are warned about, not refused.
 
     >>> report = check({"root": {"id": "g1", "type": "group", "join": "and", "items": [
     ...     {"id": "r2", "type": "rule", "field": "age", "operator": "less", "value": "x"}]}})
@@ -518,10 +435,7 @@ def check(
             f"Query: the document must be an object, not {type(document).__name__}"
         )
     root = doc.get("root")
-    query: dict[str, Any] | None = None
-    if root is not None:
-        query = checker.group(root, within=None, depth=0)
-    query = {} if query is None else query
+    query = (None if root is None else checker.group(root, within=None, depth=0)) or {}
     try:
         query = validate_query(query)
         parse_query(query)
@@ -534,18 +448,14 @@ def check(
     ok = not checker.summary
     if rows_error is not None:
         checker.summary.append(rows_error[0].upper() + rows_error[1:])
-    params: dict[str, Any] | None = None
-    if ok:
-        params = {"query": query}
-        if resolved:
-            params["fields"] = resolved
+    params = {"query": query, **({"fields": resolved} if resolved else {})} if ok else None
     shown = query if ok else (last_valid if isinstance(last_valid, Mapping) else {})
     return {
         "rev": doc.get("rev"),
         "ok": ok,
         "query": query if ok else None,
         "query_json": canonical_json(query) if ok else None,
-        "json": pretty_json(shown),
+        "json": json.dumps(shown, indent=2, ensure_ascii=False),
         "params": params,
         "items": checker.items,
         "fields": {"resolved": resolved, "problems": problems},

@@ -1,16 +1,4 @@
-"""A MongoDB filter loaded back into a query builder document: what the builder shows on load.
-
-Pure: no widget library is imported here. :func:`document_of` turns a filter
-into a document (:mod:`~stoplist_nb.widgets.check` holds its format) whose
-check gives the same filter; :func:`guessed_types` types the fields it names
-that the catalog lacks, from their values.
-
->>> from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo
->>> catalog = FieldCatalog([FieldInfo("_city", "City", "string")])
->>> doc = document_of({"_city": {"$in": ["Kazan", "Moscow"]}}, catalog)
->>> doc["root"]["items"][0]["field"], doc["root"]["items"][0]["value"]
-('City (_city)', ['Kazan', 'Moscow'])
-"""
+"""A MongoDB filter loaded back into a query builder document (no widget library here)."""
 
 from __future__ import annotations
 
@@ -25,11 +13,11 @@ from stoplist_nb.errors import InvalidQuery
 from stoplist_nb.query import parse_query, validate_query
 from stoplist_nb.widgets.catalog import FieldCatalog
 from stoplist_nb.widgets.check import (
-    DEFAULT_PREVIEW_ROWS,
     EACH,
     RuleProblem,
     canonical_json,
     check,
+    empty_document,
     new_group,
     new_rule,
     rule_query,
@@ -146,32 +134,24 @@ class _Loader:
         group = new_group(self.id("g"))
         if len(query) == 1:
             ((key, value),) = query.items()
-            if key in ("$or", "$and"):
-                group["join"] = key[1:]
-                group["items"] = [
-                    self.item(p, f"{where}[{key!r}][{i}]", within) for i, p in enumerate(value)
-                ]
-                return group
             if key == "$nor":
-                if len(value) == 1 and _one_field(value[0]):
-                    ((path, body),) = value[0].items()
-                    rule = self.rule(path, body, f"{where}['$nor'][0]", within, negate=True)
-                    if rule is not None:
-                        group["items"] = [rule]
-                        return group
-                group["not"] = True
-                if len(value) > 1:
-                    group["join"] = "or"
-                    group["items"] = [
-                        self.item(p, f"{where}['$nor'][{i}]", within) for i, p in enumerate(value)
-                    ]
+                if (rule := self.negated(value, within)) is not None:
+                    group["items"] = [rule]
                     return group
+                group["not"] = True
                 inner = value[0]
-                if len(inner) == 1 and next(iter(inner)) in ("$and", "$or"):
+                if len(value) == 1 and len(inner) == 1 and next(iter(inner)) in ("$and", "$or"):
                     shown = self.group(inner, f"{where}['$nor'][0]", within)
                     shown["id"], shown["not"] = group["id"], True
                     return shown
-                group["items"] = [self.item(inner, f"{where}['$nor'][0]", within)]
+            if key in ("$or", "$and", "$nor"):
+                # NOT of one part is NOT (AND of it); NOT of several is NOT (a OR b ...).
+                single_nor = key == "$nor" and len(value) == 1
+                group["join"] = "and" if key == "$and" or single_nor else "or"
+                where = f"{where}[{key!r}]"
+                group["items"] = [
+                    self.item(p, f"{where}[{i}]", within) for i, p in enumerate(value)
+                ]
                 return group
         for key, value in query.items():
             group["items"].append(self.item({key: value}, where, within))
@@ -183,11 +163,8 @@ class _Loader:
             raise InvalidQuery(f"{where}: a part of the query must be an object")
         if len(query) == 1:
             ((key, value),) = query.items()
-            if key == "$nor" and len(value) == 1 and _one_field(value[0]):
-                ((path, body),) = value[0].items()
-                rule = self.rule(path, body, where, within, negate=True)
-                if rule is not None:
-                    return rule
+            if key == "$nor" and (rule := self.negated(value, within)) is not None:
+                return rule
             if not key.startswith("$"):
                 return self.field(key, value, f"{where}[{key!r}]", within)
             if key not in ("$and", "$or", "$nor"):
@@ -215,7 +192,7 @@ class _Loader:
                 return outer
             group["each"] = EACH
             return group
-        rule = self.rule(path, body, where, within, negate=False)
+        rule = self.rule(path, body, within, negate=False)
         if rule is not None:
             return rule
         if _is_operators(body) and len(body) > 1:
@@ -226,7 +203,7 @@ class _Loader:
                 one = {op: body[op]}
                 if op == "$regex" and "$options" in body:
                     one["$options"] = body["$options"]
-                rule = self.rule(path, one, f"{where}[{op!r}]", within, negate=False)
+                rule = self.rule(path, one, within, negate=False)
                 if rule is None:
                     raise self.refusal(path, one, f"{where}[{op!r}]", within)
                 group["items"].append(rule)
@@ -245,8 +222,17 @@ class _Loader:
             f"{where}: the builder cannot show {canonical_json(body)} on a {kind} field exactly"
         )
 
+    def negated(self, nor: Any, within: str | None) -> dict[str, Any] | None:
+        """The rule that writes ``{"$nor": nor}`` exactly, if one does."""
+        if len(nor) != 1 or not isinstance(nor[0], Mapping) or len(nor[0]) != 1:
+            return None
+        if next(iter(nor[0])).startswith("$"):
+            return None
+        ((path, body),) = nor[0].items()
+        return self.rule(path, body, within, negate=True)
+
     def rule(
-        self, path: str, body: Any, where: str, within: str | None, *, negate: bool
+        self, path: str, body: Any, within: str | None, *, negate: bool
     ) -> dict[str, Any] | None:
         """The rule that writes ``{path: body}`` exactly (``$nor`` of it when ``negate``)."""
         catalog = self.catalog.subscriptions() if within else self.catalog
@@ -270,26 +256,16 @@ class _Loader:
                 rule["ignore_case"] = ignore_case
                 if not whole_day:
                     rule["whole_day"] = False  # a bare day compared as text, as it was written
-                written = _written(rule, kind, path)
-                if written is not None and canonical_json(written) == canonical_json(wanted):
+                if ignore_case and op not in TEXT_OPERATORS:
+                    continue  # the check drops the tick: the rule without it writes the same
+                try:
+                    written = rule_query(path, op, rule_value(op, value, kind, path), kind, rule)
+                except RuleProblem:
+                    continue
+                if canonical_json(written) == canonical_json(wanted):
                     rule["id"] = self.id("r")
                     return rule
         return None
-
-
-def _written(rule: dict[str, Any], kind: str, path: str) -> dict[str, Any] | None:
-    """The filter ``rule`` writes on ``path``, ``None`` where the check would refuse it."""
-    op = rule["operator"]
-    if rule["ignore_case"] and op not in TEXT_OPERATORS:
-        return None  # the check drops the tick: the rule without it writes the same
-    try:
-        return rule_query(path, op, rule_value(op, rule["value"], kind, path), kind, rule)
-    except RuleProblem:
-        return None
-
-
-def _one_field(query: Any) -> bool:
-    return isinstance(query, Mapping) and len(query) == 1 and not next(iter(query)).startswith("$")
 
 
 def _loaded(query: Any) -> dict[str, Any]:
@@ -306,21 +282,13 @@ def _loaded(query: Any) -> dict[str, Any]:
 
 
 def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, Any]:
-    """A document whose :func:`check` gives ``query`` back: what the builder shows on load.
+    """A document whose :func:`check` gives ``query`` (a dict or JSON text) back.
 
     A query the builder wrote comes back the same; another may come back as
-    the same filter in other words (``{"$and": [{"a": 1}, {"b": 2}]}`` as
-    ``{"a": 1, "b": 2}``). Ids are ``"g1"``, ``"r2"``, ... in reading order;
-    fields are shown by their label. ``{}`` is one empty rule.
-
-    Args:
-        query: A MongoDB filter, as a dict or as JSON text.
-        catalog: The fields known; for a field it lacks, see :func:`guessed_types`.
-
-    Raises:
-        InvalidQuery: The text is not JSON, the query is not valid, or a part
-            of it cannot be shown exactly (``$size``, ``$elemMatch`` but on
-            ``subscriptions``, ``$gt`` of a bare day on a date field, ...).
+    the same filter in other words. Ids are ``"g1"``, ``"r2"``, ... in reading
+    order; fields are shown by their label. ``InvalidQuery`` is raised for
+    text that is not JSON, a query that is not valid, or a part that cannot
+    be shown exactly (``$size``, ``$gt`` of a bare day on a date field, ...).
 
     >>> document_of('{"_city": null}')["root"]["items"][0]["operator"]
     'is_null'
@@ -335,7 +303,7 @@ def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, An
         outer = new_group("g0")
         outer["items"] = [root]
         root = outer
-    document = {"rev": 0, "root": root, "fields": [], "preview_rows": str(DEFAULT_PREVIEW_ROWS)}
+    document = empty_document(root)
     got = check(document, known)
     if not got["ok"]:
         raise InvalidQuery("the builder cannot show this query: " + "; ".join(got["summary"]))
@@ -350,7 +318,7 @@ def guessed_types(query: Any, catalog: FieldCatalog | None = None) -> dict[str, 
     >>> guessed_types({"score": {"$gte": 2.5}, "subscriptions": {"$elemMatch": {"prio": 1}}})
     {'score': 'float', 'subscriptions.prio': 'int'}
     """
-    known = FieldCatalog([]) if catalog is None else catalog
+    known = {} if catalog is None else catalog.infos
     found: dict[str, str] = {}
     todo: list[tuple[Any, str]] = [(_loaded(query), "")]
     while todo:
@@ -368,18 +336,10 @@ def guessed_types(query: Any, catalog: FieldCatalog | None = None) -> dict[str, 
                     todo.append((value["$elemMatch"], f"{EACH}."))
                     continue
                 path = prefix + key
-                if path in known.infos or path in found:
+                if path in known or path in found:
                     continue
-                found[path] = guess_type(_sample(value))
+                if _is_operators(value):  # the value of its first operator that holds one
+                    ops = [(op, v) for op, v in value.items() if op not in ("$exists", "$options")]
+                    value = next(("" if op in ("$regex", "$not") else v for op, v in ops), None)
+                found[path] = guess_type(value)
     return found
-
-
-def _sample(body: Any) -> Any:
-    if not _is_operators(body):
-        return body
-    for op, value in body.items():
-        if op in ("$regex", "$not"):
-            return ""
-        if op not in ("$exists", "$options"):
-            return value
-    return None

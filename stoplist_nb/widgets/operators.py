@@ -1,38 +1,16 @@
 """What a rule of the query builder says: kinds of field, operators, and typed values.
 
-Pure: no widget library is imported here. :data:`OPERATORS` names every
-operator with its label and arity (jQuery QueryBuilder's words),
-:data:`KIND_OPERATORS` the ones each kind of field offers, :data:`TEXT_OPERATORS`
-and :data:`WHOLE_DAY_OPERATORS` those that match text and read a bare day as a
-whole day (the front end reads all four from Python), :data:`TYPE_WORDS`
-the type words of a field list; :func:`parse_value` turns what was typed into
-the value a query holds, or says why it cannot.
+The front end reads its tables of operators from here (no widget library here).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from datetime import date, timedelta
 from typing import Any
 
 from stoplist_nb._json.kinds import BOOLEAN, FLOAT, INT, STRING, json_kind
-
-__all__ = [
-    "DATE_FIELDS",
-    "KIND_OPERATORS",
-    "OPERATORS",
-    "TEXT_OPERATORS",
-    "TYPE_WORDS",
-    "WHOLE_DAY_OPERATORS",
-    "guess_type",
-    "iso_day",
-    "kind_of",
-    "next_day",
-    "operators_by_kind",
-    "parse_number",
-    "parse_value",
-    "valid_date",
-]
 
 #: Every operator of a rule: name -> (label, arity). Arity 0 takes no value,
 #: 1 one, 2 two (``between``), ``"list"`` one or more (``in``).
@@ -67,7 +45,7 @@ _NULLS = ("is_null", "is_not_null", "exists", "not_exists")
 #: The operators that match text with a regular expression.
 TEXT_OPERATORS = (
     "begins_with", "not_begins_with", "contains", "not_contains", "ends_with", "not_ends_with",
-    "matches",
+    "matches"
 )  # fmt: skip
 #: The operators for which a bare day on a date field stands for the whole day
 #: (unless the rule's ``whole_day`` is false); the others compare it as text.
@@ -127,10 +105,7 @@ def operators_by_kind() -> dict[str, list[list[Any]]]:
 
 
 def guess_type(value: Any) -> str:
-    """The type a loaded value suggests for a field the catalog lacks.
-
-    A list (``$in``) suggests the kind of its first value; anything but a
-    number or a boolean is typed in as text.
+    """The type a loaded value (a list: its first) suggests for a field the catalog lacks.
 
     >>> guess_type(3), guess_type([None, 2.5]), guess_type({"a": 1})
     ('int', 'float', 'string')
@@ -148,7 +123,7 @@ _DATE_TIME = re.compile(
 
 
 def iso_day(text: str) -> date | None:
-    """The day ``text`` spells exactly as ``YYYY-MM-DD``, else ``None`` (a date-time too)."""
+    """The day ``text`` spells exactly as ``YYYY-MM-DD``, else ``None``."""
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
         return None
     try:
@@ -176,10 +151,8 @@ def parse_number(text: str, *, whole: bool) -> int | float:
     """A number typed as ``text`` (whole when asked), or ``ValueError`` saying why."""
     if not text:
         raise ValueError("value is empty: type a whole number" if whole else "value is empty")
-    try:
+    with contextlib.suppress(ValueError):
         return int(text)
-    except ValueError:
-        pass
     try:
         number = float(text)
     except ValueError:
@@ -196,8 +169,7 @@ def parse_number(text: str, *, whole: bool) -> int | float:
 def parse_value(kind: str, text: str) -> Any:
     """One typed value of a field of ``kind`` as the query holds it, or ``ValueError`` saying why.
 
-    Whole numbers refuse ``2.5`` rather than round it; booleans are ``true``
-    or ``false`` in any case; dates are ISO days or date-times, kept as typed.
+    Booleans are ``true`` or ``false`` in any case; dates are kept as typed.
 
     >>> parse_value("int", "3"), parse_value("float", "2.5"), parse_value("boolean", "True")
     (3, 2.5, True)

@@ -1,8 +1,4 @@
-"""What the Preview of a query shows: which columns, how cells read, its HTML.
-
-Pure pandas in, HTML out; :class:`~stoplist_nb.widgets.QueryBuilder` puts it
-in its ``preview`` trait.
-"""
+"""What the Preview of a query shows: which columns, how cells read, its HTML."""
 
 from __future__ import annotations
 
@@ -89,25 +85,8 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
         ]
     shown = list(dict.fromkeys(c for c in wanted if c in present))
     return pd.DataFrame(
-        {c: data[c].astype(object).where(data[c].notna(), "") for c in shown},
-        index=frame.index,
+        {c: data[c].astype(object).where(data[c].notna(), "") for c in shown}, index=frame.index
     )
-
-
-def _parts(frame: pd.DataFrame, params: dict[str, Any]) -> tuple[str, pd.DataFrame, int]:
-    head = frame  # the builder reads only the profiles it shows
-    fields = params.get("fields", [])
-    paths = _query_paths(parse_query(params["query"])) if params.get("query") else []
-    shown = preview_frame(head, fields, paths)
-    count = f"{len(frame)} rows"
-    if "profile_id" in frame.columns:
-        count += f" ({frame['profile_id'].nunique()} profiles)"
-    of = f"{len(shown.columns)} of {len(head.columns)}"
-    if fields:
-        count += f", columns of the chosen fields ({of})"
-    elif len(shown.columns) < len(head.columns):
-        count += f", the first columns ({of}); choose Return fields for others"
-    return count, shown, len(head)
 
 
 _STALE = (
@@ -118,12 +97,9 @@ _STALE = (
 
 
 def preview_html(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool = False) -> str:
-    """The HTML of a Preview: its row count and table, or :data:`EMPTY` with no table.
+    """The HTML of a Preview of ``frame``, read with ``params``: its row count and table.
 
-    Args:
-        frame: What the query read.
-        params: The request it was read with (``query``, ``fields``).
-        stale: The query changed since: the HTML says it is out of date.
+    :data:`EMPTY` with no table for no profile; ``stale`` says it is out of date.
 
     >>> EMPTY in preview_html(pd.DataFrame(), {"query": {}})
     True
@@ -132,7 +108,17 @@ def preview_html(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool = F
     if frame.empty:
         body = f'<div class="sn-preview-count sn-preview-empty">{html.escape(EMPTY)}</div>'
         return f'<div class="sn-preview-result">{note}{body}</div>'
-    count, shown, _ = _parts(frame, params)
+    fields = params.get("fields", [])
+    paths = _query_paths(parse_query(params["query"])) if params.get("query") else []
+    shown = preview_frame(frame, fields, paths)
+    count = f"{len(frame)} rows"
+    if "profile_id" in frame.columns:
+        count += f" ({frame['profile_id'].nunique()} profiles)"
+    of = f"{len(shown.columns)} of {len(frame.columns)}"
+    if fields:
+        count += f", columns of the chosen fields ({of})"
+    elif len(shown.columns) < len(frame.columns):
+        count += f", the first columns ({of}); choose Return fields for others"
     table = shown.to_html(index=False, border=0, classes="sn-preview-table")
     body = (
         f'<div class="sn-preview-count" style="margin:4px 0"><b>{html.escape(count)}</b></div>'
