@@ -143,7 +143,7 @@ def test_unpacked_bytes_are_counted_whatever_the_headers_declare(
 
 
 def test_the_budget_counts_members_together_and_each_once() -> None:
-    budget = zipmembers.Budget(150)
+    budget = zipmembers.Capped(None, 150, "the archive")  # a budget: no stream of its own
     first = zipmembers.Capped(io.BytesIO(b"x" * 100), 100, "a.csv", budget)
     first.read(100)
     again = zipmembers.Capped(io.BytesIO(b"x" * 100), 100, "a.csv", budget)

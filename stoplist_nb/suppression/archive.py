@@ -1,34 +1,9 @@
-"""Read a suppression-list export (``<list name>.md5.zip``) into a DataFrame.
+"""Read a suppression-list export (``<list name>.md5.zip``, or a bare CSV) into a DataFrame.
 
-The service does not document the CSV inside, so each member's layout is
-detected from its first 64 KiB:
-
-* **Members**: regular files named ``*.csv`` (any case), else ``*.txt`` and
-  ``*.md5``; directories, ``__MACOSX/``, names starting with ``.`` and links
-  are ignored. Several members are read in name order and stacked.
-* **Separator**: among ``,`` ``;`` and tab, the one that splits the most
-  sampled lines into one same number (above one) of fields, ties in that
-  order; if none splits a line, the file has a single column.
-* **MD5 column**: the one with the most values matching ``^[0-9a-fA-F]{32}$``
-  (spaces and quotes around aside) in the lines after the first; failing that
-  in the first line; failing that, the column whose first-line name contains
-  ``md5`` or ``hash``; a single column as it is. Otherwise ``BadArchive``.
-* **Header**: the first line is one when none of its fields is 32-hex, its
-  MD5-column field is not hex digits only (a damaged hash stays data), and a
-  later line has a 32-hex value there or the field names a hash.
-* **Lines and quotes**: every line is one row (``\\n``, ``\\r\\n`` and a lone
-  ``\\r`` end one; blank lines are passed over; a UTF-8 BOM is dropped). Quotes
-  never join lines nor hide a separator: a field quoted whole loses its quotes
-  (``""`` in it standing for ``"``); any other quote is kept as written.
-
-The MD5 column comes first, named ``md5``, lowercased; the others keep their
-header names (``col<i>`` without one); all ``string[pyarrow]``, empty fields
-``<NA>``. Rows whose md5 is not 32 hex digits are kept, rows with the wrong
-number of fields skipped, both reported in one warning. ``attrs`` hold the
-``members`` read, the ``layout`` detected and, with a column named ``type`` or
-``kind``, the rows per ``kinds`` (see :func:`~stoplist_nb.suppression.contacts.kind_counts`).
-Members are streamed into pyarrow's CSV reader, never written to disk, within
-the zip-bomb limits of :mod:`~stoplist_nb.suppression.zipmembers`.
+The CSV is undocumented: each member's layout (separator, MD5 column,
+header) is detected from its first 64 KiB, as docs/suppression.md ("The CSV
+in the archive") describes. Members are streamed into pyarrow's CSV reader,
+never written to disk, within the limits of :mod:`~stoplist_nb.suppression.zipmembers`.
 """
 
 from __future__ import annotations
@@ -36,6 +11,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import math
 import os
 import re
 import warnings
@@ -57,7 +33,6 @@ from stoplist_nb.errors import BadArchive, InvalidInput
 from stoplist_nb.suppression.contacts import add_counts, kind_column, kind_counts
 from stoplist_nb.suppression.matching import hex_bytes
 from stoplist_nb.suppression.zipmembers import (
-    Budget,
     Capped,
     check_bomb,
     csv_members,
@@ -73,11 +48,7 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 _STR = pd.StringDtype("pyarrow")
 _STRINGS = {pa.string(): _STR, pa.large_string(): _STR}
 
-#: Bytes of CSV parsed at once, one batch (and, in a frame, one chunk) each.
-BLOCK_SIZE = 4 << 20
-
-
-#: How much of a member the layout is detected from.
+BLOCK_SIZE = 4 << 20  # bytes of CSV parsed at once, one batch each
 SAMPLE = 64 * 1024
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 _HEXISH = re.compile(r"[0-9a-fA-F]*")
@@ -169,7 +140,6 @@ def detect(sample: bytes, complete: bool, label: str) -> Layout | None:
 
 
 def _lower_hex(chunk: Any) -> Any:
-    """A chunk of valid hex strings in lowercase, zero-copy when it already is."""
     buffers = chunk.buffers()
     data = np.frombuffer(buffers[2], dtype=np.uint8)
     if not np.any((data & 0x60) == 0x40):
@@ -181,7 +151,6 @@ def _lower_hex(chunk: Any) -> Any:
 
 
 def check_limits(max_size: Any, max_ratio: Any) -> None:
-    """Refuse zip-bomb limits that are not positive numbers (``InvalidInput``)."""
     check_int("max_size", max_size, minimum=1)
     check_number("max_ratio", max_ratio)
 
@@ -189,7 +158,6 @@ def check_limits(max_size: Any, max_ratio: Any) -> None:
 def _member_batches(
     opener: Opener, layout: Layout, label: str, skipped: list[str], block_size: int
 ) -> Iterator[Any]:
-    """The record batches of one member, as pyarrow's streaming CSV reader parses them."""
 
     def on_bad_row(row: Any) -> str:
         skipped.append(str(row.text)[:60])
@@ -243,10 +211,10 @@ def _member_batches(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _as_input(source: Any) -> bytes | bytearray | memoryview | IO[bytes]:
-    """Bytes as they are; a path opened; a file object that cannot seek read whole."""
+def _as_input(source: Any) -> IO[bytes]:
+    """A seekable binary file: bytes wrapped, a path opened, an unseekable file read whole."""
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return source
+        return io.BytesIO(source)
     if isinstance(source, (str, os.PathLike)):
         return open(source, "rb")  # closed by the caller
     if isinstance(source, io.TextIOBase) or not callable(getattr(source, "read", None)):
@@ -255,21 +223,7 @@ def _as_input(source: Any) -> bytes | bytearray | memoryview | IO[bytes]:
             f"not {type(source).__name__}"
         )
     seekable = getattr(source, "seekable", None)
-    return source if seekable is not None and seekable() else memoryview(source.read())
-
-
-def _open_zip(data: Any) -> tuple[zipfile.ZipFile, int] | None:
-    """The archive and its size in bytes; ``None`` for what is not a ZIP archive."""
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        head, file = bytes(data[:4]), io.BytesIO(data)
-    else:
-        start = data.tell()
-        head, file = data.read(4), data
-        data.seek(start)
-    if head not in (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08"):
-        return None
-    with zip_faults():
-        return open_archive(file)
+    return source if seekable is not None and seekable() else io.BytesIO(source.read())
 
 
 def hashed_csv_members(source: Source) -> list[str]:
@@ -285,16 +239,8 @@ def hashed_csv_members(source: Source) -> list[str]:
     >>> hashed_csv_members(buf.getvalue())
     ['a.csv', 'b.csv']
     """
-    data = _as_input(source)
-    try:
-        opened = _open_zip(data)
-        if opened is None:
-            return []
-        with opened[0] as archive:
-            return [info.filename for info in csv_members(archive)]
-    finally:
-        if data is not source and hasattr(data, "close"):
-            data.close()
+    with HashedBatches(source, max_size=2**63, max_ratio=math.inf) as reader:
+        return reader.members
 
 
 def _unquoted(chunk: Any) -> Any:
@@ -332,10 +278,9 @@ def _schema(names: list[str]) -> pa.Schema:
 
 
 class HashedBatches:
-    """The rows of a hashed CSV export, batch by batch (``block_size`` bytes of CSV each).
+    """The rows of :func:`read_hashed_csv`, batch by batch (``block_size`` bytes of CSV each).
 
-    Behind :func:`read_hashed_csv` and the Parquet writer: ``md5`` first, every
-    column ``large_string``. :attr:`schema`, :attr:`kinds`, :attr:`attrs` and
+    Every column ``large_string``; ``schema``, ``kinds``, ``attrs`` and
     :meth:`warn` are complete once every batch is read.
 
     >>> with HashedBatches(b"md5\\n0cc175b9c0f1b6a831c399e269772661\\n") as reader:
@@ -358,16 +303,11 @@ class HashedBatches:
         self._stack = ExitStack()
         self._archive: zipfile.ZipFile | None = None
         self._openers: list[tuple[str, Opener]] = []
-        #: The names of the members read (empty for a bare CSV).
-        self.members: list[str] = []
-        #: The layout of the first member with lines; ``None`` before, or without one.
-        self.layout: Layout | None = None
-        #: Rows given out so far.
+        self.members: list[str] = []  # empty for a bare CSV
+        self.layout: Layout | None = None  # the first member's with lines
         self.rows = 0
-        #: ``md5`` then the other columns of the layout (only ``md5`` without one).
         self.schema = _schema(["md5"])
-        #: Rows per kind word, with a kind column (see the module); else ``None``.
-        self.kinds: dict[str, int] | None = None
+        self.kinds: dict[str, int] | None = None  # with a kind column only
         self._first, self._kind, self._md5_at = "", None, 0
         self._bad, self._examples, self._skipped = 0, list[str](), list[str]()
 
@@ -383,15 +323,13 @@ class HashedBatches:
         self._stack.close()
 
     def _open(self) -> None:
-        data: Any = _as_input(self._source)
-        if data is not self._source and hasattr(data, "close"):
+        data = _as_input(self._source)
+        if data is not self._source:
             self._stack.callback(data.close)
-        opened = _open_zip(data)
-        if opened is None and isinstance(data, (bytes, bytearray, memoryview)):
-            self._openers = [("the CSV", lambda: nullcontext(pa.BufferReader(data)))]
-            return
-        if opened is None:
-            start = data.tell()
+        start = data.tell()
+        head = data.read(4)
+        data.seek(start)
+        if head not in (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08"):
 
             @contextmanager
             def rewound() -> Iterator[Capped]:
@@ -400,19 +338,19 @@ class HashedBatches:
 
             self._openers = [("the CSV", rewound)]
             return
-        archive, size = opened
-        self._archive = self._stack.enter_context(archive)
+        with zip_faults():
+            archive, size = open_archive(data)
+            self._archive = self._stack.enter_context(archive)
+            infos = csv_members(archive)
+            check_bomb(infos, size, self._max_size, self._max_ratio)
         # What every member yields counts against max_size together, whatever they declare.
-        budget = Budget(self._max_size)
+        budget = Capped(None, self._max_size, "the archive")
 
         @contextmanager
         def member(info: zipfile.ZipInfo) -> Iterator[Capped]:
             with archive.open(info) as raw:
                 yield Capped(raw, info.file_size, info.filename, budget, key=info)
 
-        with zip_faults():
-            infos = csv_members(archive)
-            check_bomb(infos, size, self._max_size, self._max_ratio)
         self.members = [info.filename for info in infos]
         self._openers = [(info.filename, functools.partial(member, info)) for info in infos]
 
@@ -451,7 +389,7 @@ class HashedBatches:
 
     @property
     def attrs(self) -> dict[str, Any]:
-        """``members``, ``layout`` and, with a kind column, ``kinds``: a frame's ``attrs``."""
+        """The frame's ``attrs``."""
         found = self.layout
         layout = found and {
             "delimiter": found.delimiter,
@@ -481,28 +419,30 @@ class HashedBatches:
 def read_hashed_csv(
     source: Source, *, max_size: int = 4 * 2**30, max_ratio: float = 200
 ) -> pd.DataFrame:
-    """Read the MD5 hashes of a suppression-list export (see the module for the layout).
+    """Read the MD5 hashes of a suppression-list export.
+
+    The ``md5`` column comes first, lowercased, then the others by their header
+    names (``col<i>`` without one), all ``string[pyarrow]``, empty fields
+    ``<NA>``. ``attrs`` hold the ``members`` read, the ``layout`` detected and,
+    with a ``type`` or ``kind`` column, the rows per ``kinds``. How the layout
+    is detected: docs/suppression.md.
 
     Args:
         source: The ``.md5.zip`` (or a bare CSV): a path, bytes or a binary file object.
-        max_size: Refuse an archive whose CSV members declare, or yield as
-            they are read, more bytes in total.
-        max_ratio: Refuse CSV members that declare more than this many times
-            the archive's size together, or their packed size each; not below
-            1 MiB unpacked (an MD5 list packs about 2:1).
+        max_size: Refuse CSV members that declare, or yield, more bytes in total.
+        max_ratio: Refuse CSV members that declare more than this many times the
+            archive's size together, or their packed size each (not below 1 MiB).
 
     Returns:
-        The frame the module describes, on a RangeIndex.
+        The hashes, on a RangeIndex.
 
     Raises:
         BadArchive: Not a readable ZIP, no CSV member, no MD5 column, not UTF-8.
-        ArchiveTooLarge: Beyond ``max_size`` or ``max_ratio``, or more than
-            10,000 members.
+        ArchiveTooLarge: Beyond ``max_size`` or ``max_ratio``, or over 10,000 members.
         InvalidInput: A bad ``source`` or limit.
 
     Warns:
-        UserWarning: Rows without a valid MD5 (kept) or with the wrong number of
-            fields (skipped): how many, and up to 3 examples.
+        UserWarning: Rows without a valid MD5 (kept) or of the wrong width (skipped).
 
     >>> import io, zipfile
     >>> buf = io.BytesIO()

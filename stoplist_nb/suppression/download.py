@@ -1,10 +1,7 @@
 """An export of a suppression list, up to its ZIP on disk: start the task, download.
 
-The service exports a list asynchronously (``suppresses/export`` starts a
-task, waited on in :mod:`~stoplist_nb.suppression.tasks`; ``/api/download/...``
-serves the ZIP of MD5-hashed contacts). Each step is public, for when one must
-be retried on its own. A ZIP kept is written as :class:`~stoplist_nb._atomic.Output`
-writes; what the service names is scrubbed of the token before a message.
+Each step is public, for when one must be retried on its own; the task is
+waited on in :mod:`~stoplist_nb.suppression.tasks`.
 """
 
 from __future__ import annotations
@@ -40,15 +37,12 @@ EXPORT_TYPES = ("emails", "phones", "domains", "all")
 
 
 def check_type(type: Any) -> None:
-    """Refuse a ``type`` that is not one of :data:`EXPORT_TYPES` (``InvalidInput``)."""
     if type not in EXPORT_TYPES:
         raise errors.InvalidInput(f"type must be one of {', '.join(EXPORT_TYPES)}; not {type!r}")
 
 
 def start_suppression_export(client: Client, list_id: int, *, type: str = "all") -> str:
-    """Start exporting a suppression list; return the task id.
-
-    The request is never replayed (a replay would start a second export).
+    """Start exporting a suppression list; return the task id (the request is never replayed).
 
     Args:
         client: The API client.
@@ -80,9 +74,9 @@ def download_export(
 ) -> pathlib.Path:
     """Download an export's ZIP of hashed contacts; return where it was saved.
 
-    As :meth:`~stoplist_nb.client.Client.download`: complete or not there,
-    and a file already where it goes (``dest``, or the file's own name in
-    ``dest``) is refused before anything is sent, unless ``overwrite``.
+    As :meth:`~stoplist_nb.client.Client.download`: complete or not there; a
+    file already where it goes is refused before anything is sent, unless
+    ``overwrite``.
 
     Args:
         client: The API client (the file comes only from its service).
@@ -90,20 +84,19 @@ def download_export(
         dest: A file or a directory; default: the current directory.
         progress: Show a byte progress bar.
         overwrite: Replace a file already where the download goes.
-        task_id: The task that named the file. Given, every error names it,
-            the download must be a ZIP archive, and a file not served yet
-            (404) is asked for again, the task asked in between, with pauses
-            as :func:`~stoplist_nb.suppression.tasks.wait_for_task` polls, for
-            up to ``task_timeout`` seconds (then ``TaskTimeout``). Without it,
-            a 404 is an ``APIError``.
+        task_id: The task that named the file: then the download must be a ZIP
+            and a file not served yet (404) is asked for again, as
+            :func:`~stoplist_nb.suppression.tasks.wait_for_task` polls, up to
+            ``task_timeout`` (then ``TaskTimeout``); without it a 404 is an ``APIError``.
         task_timeout: As in :func:`~stoplist_nb.suppression.tasks.wait_for_task`.
         poll_interval: As there.
         max_interval: As there.
 
+    Returns:
+        The path of the file.
+
     Raises:
-        OutputExists: A file is where the download goes and ``overwrite`` is
-            false; nothing was sent.
-        OSError: The file cannot be written (a full disk, a read-only directory).
+        OutputExists: A file is where the download goes and ``overwrite`` is false.
 
     >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
     PosixPath('exports/Stop list.md5.zip')
@@ -138,11 +131,7 @@ def download_export(
 
 @dataclasses.dataclass(frozen=True)
 class FileWait:
-    """Until when (``time.monotonic()``), and how often, a file not served yet is asked for.
-
-    ``task_timeout`` is what the deadline stands for, in messages; the pauses
-    grow as the task's polls do.
-    """
+    """Until when (``time.monotonic()``), and how often, a file not served yet is asked for."""
 
     deadline: float
     task_timeout: float
@@ -157,10 +146,7 @@ def download_target(
     what: str,
     beside: Output | None = None,
 ) -> Iterator[pathlib.Path]:
-    """Where the export's files go: ``dest``, or a hidden directory removed afterwards.
-
-    That is one of ``beside``'s temporaries, or a scratch directory in the system's one.
-    """
+    """Where the export's files go: ``dest``, else a hidden directory removed afterwards."""
     files = status.require_files()
     # As Client.download reads it: a directory exists, or is written with a trailing /.
     directory = dest is None or pathlib.Path(dest).is_dir() or str(dest).endswith(("/", os.sep))
@@ -191,12 +177,9 @@ def download_zip(
     replaceable: Collection[pathlib.Path] = (),
     wait: FileWait | None = None,
 ) -> pathlib.Path:
-    """Download one file of the export of ``status`` and check that it is a ZIP archive.
+    """Download one file of the export of ``status``, a ZIP archive; with ``wait``, wait out a 404.
 
-    With ``wait``, a 404 is a file not served yet: the task is asked again (it
-    may have failed after all) and the file fetched again, with a growing
-    pause, until ``wait.deadline`` (then ``TaskTimeout``). ``replaceable``:
-    files of the same export, already read, that one of the same name replaces.
+    ``replaceable``: files of the same export, already read, that one of the same name replaces.
     """
     interval = max(wait.poll_interval, 0.01) if wait is not None else 0.0
     while True:

@@ -1,13 +1,8 @@
 """A suppression list's export read into a DataFrame, or written to a Parquet file.
 
-:func:`read_suppression_list` and :func:`write_suppression_parquet` run the
-whole flow of :mod:`~stoplist_nb.suppression.download` (start or pick up the
-export, wait, download); :func:`read_export_files` reads the files of a task
-already done. The downloads a call does not keep go to a hidden directory of
-the scheme of :class:`~stoplist_nb._atomic.Output`: beside the Parquet file,
-or in the system's temporary directory for a frame. What the service names
-(the task id, the file names) is scrubbed of the token before it reaches a
-file, its metadata or ``attrs``.
+The whole flow of :mod:`~stoplist_nb.suppression.download`: start or pick up
+the export, wait, download, read. The ZIPs a call does not keep go to a hidden
+directory (beside the Parquet file, or in the system's temporary directory).
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ import pathlib
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -51,6 +46,17 @@ __all__ = [
     "read_suppression_list",
     "write_suppression_parquet",
 ]
+
+
+class _Options(NamedTuple):
+    dest: str | os.PathLike[str] | None
+    overwrite: bool
+    progress: bool
+    poll_interval: float
+    max_interval: float
+    task_timeout: float
+    max_size: int
+    max_ratio: float
 
 
 def _check_request(
@@ -94,81 +100,54 @@ def read_suppression_list(
 ) -> pd.DataFrame:
     """Export a suppression list and read its MD5 hashes into a DataFrame.
 
-    Starts the export (or picks up one already started, by ``task_id``),
-    waits for it, downloads the ZIP and reads the CSV in it (the columns of
-    :func:`~stoplist_nb.suppression.archive.read_hashed_csv`).
+    Starts the export (or picks up ``task_id``), waits for it, downloads the
+    ZIP and reads it as :func:`~stoplist_nb.suppression.archive.read_hashed_csv`
+    does. Once the task exists, every error names it (``exc.task_id``), and
+    ``exc.hint`` says how to pick it up when the task or its file is still there.
 
     Args:
         client: The API client.
         list_id: The suppression list's id; needed unless ``task_id`` is given.
-        type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"``: what a
-            new export holds (one picked up holds what it was started with).
-        task_id: An export task already started (by
-            :func:`start_suppression_export`, ``exc.task_id`` of a
-            :class:`~stoplist_nb.errors.TaskTimeout`, or another program):
-            wait for it and read its file instead of starting an export.
+        type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"`` (a new export only).
+        task_id: An export already started (``exc.task_id`` of a ``TaskTimeout``, say).
         progress: Show progress bars for the task and the download.
-        dest: Where the downloaded ZIP goes and stays (a file or a directory,
-            as in :func:`~stoplist_nb.suppression.download.download_export`;
-            a directory when the export has several files); default: a hidden
-            directory in the system's temporary one, removed afterwards.
-        overwrite: Replace a ZIP already in ``dest`` under the name of a
-            file of the export (else ``OutputExists``, once the name is known).
-        poll_interval: Seconds before the second status poll (it grows after).
-        max_interval: The longest wait between two status polls.
-        task_timeout: Seconds to wait for the task (not the client's socket
-            ``timeout``).
-        max_size: The zip-bomb limit on unpacked bytes of
-            :func:`~stoplist_nb.suppression.archive.read_hashed_csv`; it also
-            caps the download.
-        max_ratio: The zip-bomb limit on the packing ratio, as there.
+        dest: Where the ZIP is kept (a file, or a directory for several files);
+            default: a hidden temporary directory, removed afterwards.
+        overwrite: Replace a ZIP already in ``dest`` (else ``OutputExists``).
+        poll_interval: As in :func:`~stoplist_nb.suppression.tasks.wait_for_task`.
+        max_interval: As there.
+        task_timeout: As there; a file not served yet (404) is waited for up
+            to the same deadline.
+        max_size: As in :func:`~stoplist_nb.suppression.archive.read_hashed_csv`;
+            it also caps the download.
+        max_ratio: As there.
 
     Returns:
         The hashes; ``attrs`` hold ``task_id``, ``list_id``, ``type`` (``None``
-        for a task picked up), ``total`` (as the service reported it), ``file``
-        and, when the CSV names the kind of each row, ``kinds``. The task id
-        and the file names are scrubbed of the token.
+        for a task picked up), ``total`` (the service's), ``file`` and maybe
+        ``kinds``, scrubbed of the token.
 
     Raises:
-        InvalidInput: Neither ``list_id`` nor ``task_id``, a bad argument, or
-            a ``dest`` that is a file for an export of several files.
+        InvalidInput: No ``list_id`` nor ``task_id``, or a bad argument.
         TaskFailed, TaskTimeout: The task failed or ran past ``task_timeout``.
-            A file the done task names but the service does not serve yet
-            (404) is asked for again, with growing pauses, up to the same
-            deadline, counted from the start of the wait.
         ArchiveTooLarge: The download or the archive is beyond the limits.
-        StoplistError: Any error once the task exists names it (``exc.task_id``
-            and its message); ``exc.hint`` says how to pick it up when the task
-            or its file is still there.
 
     Warns:
-        UserWarning: Rows without a valid MD5 (kept) or with the wrong number
-            of fields (skipped), or a row count other than the service's total.
+        UserWarning: As ``read_hashed_csv``, or a row count other than the service's total.
 
     >>> stop = read_suppression_list(client, 7, type="emails")  # doctest: +SKIP
-    >>> late = read_suppression_list(client, 7, task_id="exp-42")  # doctest: +SKIP
     """
     func = "read_suppression_list"
     _check_request(func, list_id, task_id, type, max_size, max_ratio)
-    started = task_id is None
+    recorded = type if task_id is None else None
     if task_id is None:
         assert list_id is not None  # checked above
         task_id = start_suppression_export(client, list_id, type=type)
     say = _resume_call(func, *([repr(list_id)] if list_id is not None else []))
-    frame = _export(
-        client,
-        task_id,
-        None,
-        say,
-        list_id=list_id,
-        type=type if started else None,
-        dest=dest,
-        overwrite=overwrite,
-        progress=progress,
-        polls=(poll_interval, max_interval, task_timeout),
-        max_size=max_size,
-        max_ratio=max_ratio,
+    o = _Options(
+        dest, overwrite, progress, poll_interval, max_interval, task_timeout, max_size, max_ratio
     )
+    frame = _export(client, task_id, None, say, list_id, recorded, o)
     assert isinstance(frame, pd.DataFrame)
     return frame
 
@@ -186,24 +165,18 @@ def read_export_files(
 ) -> tuple[pd.DataFrame, list[pathlib.Path]]:
     """Download the files of a finished export task into ``dest`` and read them as one frame.
 
-    The step of :func:`read_suppression_list` after the wait, for a task
-    waited on elsewhere; the arguments are as there, ``what`` names the export
-    in messages. A file not served yet (404) is not waited for.
+    The step of :func:`read_suppression_list` after the wait (arguments as
+    there; ``what`` names the export in messages); a file not served yet
+    (404) is not waited for.
 
     Returns:
-        The hashes of every file, in order, and the paths they were saved to;
-        ``attrs["kinds"]`` sums the rows per kind of the files that name them.
-
-    Raises:
-        StoplistError: As in :func:`read_suppression_list`, each naming the task;
-            ``InvalidReply`` for a task that names no file.
+        The hashes of every file, in order, and the paths they were saved to.
 
     >>> frame, paths = read_export_files(client, status, "exports/")  # doctest: +SKIP
     """
+    o = _Options(dest, overwrite, progress, 0, 0, 0, max_size, max_ratio)
     with naming_task(status.task_id):
-        frame, paths = _read_files(
-            client, status, dest, None, None, progress, max_size, max_ratio, what, overwrite, 3
-        )
+        frame, paths = _read_files(client, status, dest, None, None, o, what, 3)
     assert frame is not None
     return frame, paths
 
@@ -214,11 +187,8 @@ def _read_files(
     dest: str | os.PathLike[str],
     wait: FileWait | None,
     sink: HashedParquet | None,
-    progress: bool,
-    max_size: int,
-    max_ratio: float,
+    o: _Options,
     what: str,
-    overwrite: bool,
     stacklevel: int,
 ) -> tuple[pd.DataFrame | None, list[pathlib.Path]]:
     """:func:`read_export_files`, into ``sink`` if given; ``stacklevel`` counts from here."""
@@ -230,21 +200,20 @@ def _read_files(
             client,
             name,
             dest,
-            progress=progress,
-            max_size=max_size,
+            progress=o.progress,
+            max_size=o.max_size,
             what=what,
-            overwrite=overwrite,
+            overwrite=o.overwrite,
             replaceable=paths,
             status=status,
             wait=wait,
         )
         if sink is None:
-            frames.append(read_hashed_csv(path, max_size=max_size, max_ratio=max_ratio))
+            frames.append(read_hashed_csv(path, max_size=o.max_size, max_ratio=o.max_ratio))
         else:
             label = f"{what}: {redact(name)!r}"
-            sink.add(
-                path, max_size=max_size, max_ratio=max_ratio, label=label, stacklevel=stacklevel
-            )
+            limits: dict[str, Any] = {"max_size": o.max_size, "max_ratio": o.max_ratio}
+            sink.add(path, label=label, stacklevel=stacklevel, **limits)
         paths.append(path)
     frame, rows = None, 0 if sink is None else sink.rows
     if frames:
@@ -264,13 +233,7 @@ def _read_files(
 class SuppressionSummary:
     """What :func:`write_suppression_parquet` wrote (``pd.read_parquet(path).attrs`` hold more).
 
-    Attributes:
-        path: The Parquet file.
-        rows: The rows written: the list's hashes.
-        task_id: The export task, to pick the export up again.
-        kinds: Rows per kind (``{"email": n, ...}``, as ``attrs["kinds"]``
-            of :func:`~stoplist_nb.suppression.archive.read_hashed_csv`), or
-            ``None`` when the file names no kind.
+    ``kinds`` is rows per kind, as ``attrs["kinds"]``, or ``None`` when the file names none.
     """
 
     path: pathlib.Path
@@ -297,34 +260,25 @@ def write_suppression_parquet(
 ) -> SuppressionSummary:
     """Export a suppression list into a Parquet file, in bounded memory.
 
-    Same as :func:`read_suppression_list` (the flow, arguments, limits,
-    checks, errors and warnings), but the CSV is streamed into ``path`` one
-    1 MiB block at a time, a row group each (about 10 MiB of Arrow memory
-    whatever the size of the list); ``pd.read_parquet(path)`` gives back the
-    frame ``read_suppression_list`` would have returned, ``attrs`` too. The
-    file is written whole or not at all, as :class:`~stoplist_nb._atomic.Output`
-    says; the ZIPs not kept go to a hidden directory beside it.
+    Same as :func:`read_suppression_list`, but the CSV is streamed into
+    ``path`` 1 MiB at a time, a row group each (about 10 MiB of Arrow memory
+    whatever the list's size), written whole or not at all;
+    ``pd.read_parquet(path)`` gives back the frame, ``attrs`` too.
 
     Args:
         list_id: ``None`` with ``task_id``.
         path: The Parquet file to write; its directory must exist.
-        type: ``None`` is ``"all"``; with ``task_id``, what that export was
-            started with, if known: it is only recorded in ``attrs["type"]``.
-        overwrite: Replace a file at ``path`` too (else it is refused before
-            the export is started, or when one appears meanwhile).
+        type: ``None`` is ``"all"``; with ``task_id``, only recorded in ``attrs``.
+        overwrite: Replace a file at ``path`` too (else refused before the export starts).
 
     Returns:
         A :class:`SuppressionSummary`.
 
     Raises:
-        InvalidInput: Also a ``path`` that is a directory or in none.
         OutputExists: A file is at ``path`` and ``overwrite`` is false.
-        OSError: The file cannot be written, naming ``path``.
         BadArchive: Also an export of several files whose columns differ.
 
     >>> done = write_suppression_parquet(client, 7, "stop.parquet")  # doctest: +SKIP
-    >>> done.rows, done.kinds  # doctest: +SKIP
-    (1234, None)
     """
     func = "write_suppression_parquet"
     out = check_target(path)
@@ -337,20 +291,10 @@ def write_suppression_parquet(
             assert list_id is not None  # checked above
             task_id = start_suppression_export(client, list_id, type=kind)
             type = kind
-        summary = _export(
-            client,
-            task_id,
-            sink,
-            _resume_call(func, repr(list_id), repr(str(out))),
-            list_id=list_id,
-            type=type,
-            dest=dest,
-            overwrite=overwrite,
-            progress=progress,
-            polls=(poll_interval, max_interval, task_timeout),
-            max_size=max_size,
-            max_ratio=max_ratio,
-        )
+        say = _resume_call(func, repr(list_id), repr(str(out)))
+        polls = (poll_interval, max_interval, task_timeout)
+        o = _Options(dest, overwrite, progress, *polls, max_size, max_ratio)
+        summary = _export(client, task_id, sink, say, list_id, type, o)
     assert isinstance(summary, SuppressionSummary)
     return summary
 
@@ -360,47 +304,25 @@ def _export(
     task_id: str,
     sink: HashedParquet | None,
     say: Callable[[str], str],
-    *,
     list_id: int | None,
     type: str | None,
-    dest: str | os.PathLike[str] | None,
-    overwrite: bool,
-    progress: bool,
-    polls: tuple[float, float, float],
-    max_size: int,
-    max_ratio: float,
+    o: _Options,
 ) -> pd.DataFrame | SuppressionSummary:
     """The export once the task is known: into a frame, or into ``sink``; ``type`` is recorded."""
-    poll_interval, max_interval, task_timeout = polls
     with naming_task(task_id, say):
         since = time.monotonic()
+        polls = {"poll_interval": o.poll_interval, "max_interval": o.max_interval}
         status = wait_for_task(
-            client,
-            task_id,
-            poll_interval=poll_interval,
-            max_interval=max_interval,
-            task_timeout=task_timeout,
-            progress=progress,
+            client, task_id, task_timeout=o.task_timeout, progress=o.progress, **polls
         )
         # The files are waited for up to the task's own deadline.
-        wait = FileWait(since + task_timeout, task_timeout, poll_interval, max_interval)
+        wait = FileWait(since + o.task_timeout, o.task_timeout, o.poll_interval, o.max_interval)
         what = f"export task {redact(task_id)}"
         what = what if list_id is None else f"suppression list {list_id}"
         beside = None if sink is None else sink.output
-        with download_target(status, dest, what, beside) as target:
-            frame, paths = _read_files(
-                client,
-                status,
-                target,
-                wait,
-                sink,
-                progress,
-                max_size,
-                max_ratio,
-                what,
-                overwrite or dest is None,
-                4,
-            )
+        with download_target(status, o.dest, what, beside) as target:
+            o = o._replace(overwrite=o.overwrite or o.dest is None)
+            frame, paths = _read_files(client, status, target, wait, sink, o, what, 4)
             names = [redact(path.name) for path in paths]
             attrs: dict[Any, Any] = {
                 "task_id": redact(task_id),

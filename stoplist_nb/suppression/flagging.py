@@ -1,23 +1,9 @@
 """Contacts flagged against a suppression list: :func:`flag_suppressed`.
 
-What is matched:
-
-* Each e-mail, phone and domain by the hash of its canonical form
-  (:mod:`~stoplist_nb.suppression.hashing`, where an internationalized domain
-  is hashed in each spelling); with ``domains=True`` (the default) each
-  e-mail's domain too, so a listed domain suppresses every address at it.
-* Kinds: when the list frame has a column named ``type`` or ``kind`` (any
-  case), its words (``email``/``emails``, ``phone``/``phones``/``sms``,
-  ``domain``/``domains``, any case) say what each row holds, and each contact
-  is matched only against rows of its kind; a row whose word is missing or
-  unknown is matched against every kind, since a missed suppression costs more
-  than a contact left out. Without such a column every kind matches every row.
-* ``suppressed_by`` names the kind that matched, the most specific first:
-  ``"email"``, then ``"phone"``, then ``"domain"``.
-
-A Dask DataFrame is flagged partition by partition
-(:mod:`~stoplist_nb.suppression.partitions`) by :func:`flag_frame`, the code
-that flags a pandas frame.
+What is matched (canonical forms, domains, kinds, precedence) is described
+in docs/suppression.md ("Contacts and their hashes"). A Dask DataFrame is
+flagged partition by partition (:mod:`~stoplist_nb.suppression.partitions`)
+by :func:`flag_frame`, the code that flags a pandas frame.
 """
 
 from __future__ import annotations
@@ -103,46 +89,35 @@ def flag_suppressed(
 ) -> pd.DataFrame | dd.DataFrame:
     """Return a copy of ``contacts`` flagging the rows found in a suppression list.
 
-    The named columns are hashed and looked up, case-insensitively, among the
-    list's MD5 values, as the module says. A row with nothing to check (every
-    named column null or blank there, or a phone without digits) is neither
-    suppressed nor safe: its ``suppressed`` is ``<NA>``. A Dask DataFrame
-    (``pip install 'stoplist_nb[dask]'``) gives a lazy Dask DataFrame of the
-    same columns and dtypes, the list decoded once, here.
+    The named columns are hashed and looked up among the list's MD5 values; a
+    listed domain suppresses every e-mail at it, and with a kind column each
+    contact is matched only against rows of its kind (or of no known kind). A
+    Dask DataFrame (``pip install 'stoplist_nb[dask]'``) gives a lazy Dask
+    DataFrame of the same partitions, columns and dtypes.
 
     Args:
         contacts: The contacts, one per row: a pandas or a Dask DataFrame.
-        suppressed: A DataFrame from :func:`~stoplist_nb.suppression.archive.read_hashed_csv`
-            (its ``md5`` column, and its ``type`` or ``kind`` column if any), a
-            Series or any collection of MD5 hex strings.
+        suppressed: A frame of :func:`~stoplist_nb.suppression.archive.read_hashed_csv`,
+            a Series or any collection of MD5 hex strings.
         email: The column of e-mail addresses.
         phone: The column of phone numbers.
-        domain: A column of domains, checked on their own (a leading ``@`` is
-            dropped); ``domains=False`` does not turn it off.
-        domains: Also check the domain of every e-mail. With ``hashed=True``
-            the domain of a hashed e-mail is unknown, so it is not checked.
-        email_canonical: A per-value rule replacing :func:`canonical_email`;
-            the e-mail's domain is taken from its result.
+        domain: A column of domains, checked on their own (a leading ``@`` dropped).
+        domains: Also check the domain of every e-mail (not with ``hashed=True``).
+        email_canonical: A per-value rule replacing :func:`canonical_email`.
         phone_canonical: A per-value rule replacing :func:`canonical_phone`.
         hashed: The named columns already hold MD5 hex values.
 
     Returns:
-        A copy (same rows, order, index) with ``suppressed`` (``boolean``:
-        True, False, or ``<NA>`` for a row with nothing to check) and
-        ``suppressed_by`` (``string[pyarrow]``: the kind that matched,
-        ``"email"``, ``"phone"`` or ``"domain"`` in that precedence, else
-        ``<NA>``), replacing any columns of those names. ``attrs["checked"]``
-        lists the kinds checked, in that order.
+        A copy (same rows, order, index) with ``suppressed`` (``boolean``;
+        ``<NA>`` for a row with nothing to check) and ``suppressed_by``
+        (``"email"``, ``"phone"`` or ``"domain"``, in that precedence, else
+        ``<NA>``); ``attrs["checked"]`` lists the kinds checked.
 
     Raises:
-        InvalidInput: No column named, a name that is not one column, a canonical
-            rule with ``hashed=True``, a ``domains`` that is not a bool, or a
-            ``suppressed`` of another kind.
+        InvalidInput: No column named, a name that is not one column, or a bad argument.
 
     Warns:
-        UserWarning: List values (or, with ``hashed=True``, column values) that
-            are not MD5 hex strings, as they can never match (for a Dask
-            DataFrame, the columns' where each partition is flagged).
+        UserWarning: Values that are not MD5 hex strings, as they can never match.
 
     >>> import pandas as pd
     >>> emails = ["a@x.org", " B@x.org", "c@Spam.example", None]
@@ -155,17 +130,6 @@ def flag_suppressed(
     r2        True         email
     r3        True        domain
     r4        <NA>          <NA>
-    >>> out.attrs["checked"]
-    ['email', 'domain']
-
-    The same contacts in a Dask DataFrame of two partitions:
-
-    >>> import dask.dataframe as dd
-    >>> lazy = flag_suppressed(dd.from_pandas(contacts, npartitions=2), listed, email="email")
-    >>> lazy.npartitions, lazy["suppressed"].dtype
-    (2, BooleanDtype)
-    >>> lazy.compute()["suppressed_by"].tolist()
-    [<NA>, 'email', 'domain', <NA>]
     """
     columns = {"email": email, "phone": phone, "domain": domain}
     rules = {"email": email_canonical, "phone": phone_canonical}
@@ -182,7 +146,6 @@ def flag_suppressed(
 def check_args(
     contacts: Any, columns: Mapping[str, Any], rules: Mapping[str, Any], hashed: bool, domains: Any
 ) -> None:
-    """Raise ``InvalidInput`` unless the columns and canonical rules fit ``contacts``."""
     if not isinstance(contacts, pd.DataFrame):
         raise InvalidInput(f"contacts must be a DataFrame, not {type(contacts).__name__}")
     if all(name is None for name in columns.values()):
@@ -217,9 +180,7 @@ def flag_frame(
 ) -> pd.DataFrame:
     """:func:`flag_suppressed` on one pandas frame (or partition) whose arguments were checked.
 
-    ``text`` and ``words`` are the list as :func:`~stoplist_nb.suppression.matching.match_kinds`
-    takes it; ``columns`` and ``rules`` map each kind to its column and canonical
-    rule, or ``None``; ``stacklevel`` is where a warning of values not MD5 points.
+    ``text`` and ``words`` as :func:`~stoplist_nb.suppression.matching.match_kinds` takes them.
     """
     n = len(contacts)
     checks: list[tuple[str, np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
@@ -269,10 +230,7 @@ def flag_frame(
 
 
 def warn_not_md5(notes: list[str], *, stacklevel: int) -> None:
-    """Warn that the values counted in ``notes`` (blank ones left out) can never match.
-
-    ``stacklevel`` counts from this function, as :func:`warnings.warn`'s does.
-    """
+    """Warn that the values counted in ``notes`` (blank ones left out) can never match."""
     if message := " and ".join(note for note in notes if note):
         warnings.warn(
             f"{message} are not 32-hex MD5 values and can never match", stacklevel=stacklevel
@@ -293,5 +251,4 @@ def _spread_domains(owner: np.ndarray, rows: np.ndarray, found: np.ndarray) -> n
 
 
 def _present(values: Any) -> np.ndarray:
-    """Which values hold some text: not null, not blank."""
     return np.asarray(pc.is_valid(strip_lower(values)), dtype=bool)

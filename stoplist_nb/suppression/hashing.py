@@ -1,17 +1,9 @@
-"""MD5 hashes of contacts, from their canonical forms.
+"""MD5 hashes of contacts, from their canonical forms (the rules: docs/suppression.md).
 
-How the service normalises a contact before hashing is not documented; the
-forms used here are those of :func:`canonical_email`, :func:`canonical_phone`
-and :func:`canonical_domain` (pass your own ``canonical`` for a list built
-another way). Numbers are read as their digits (a phone column with gaps
-arrives as float64: ``79001234567.0`` is ``"79001234567"``); ``None``,
-``NaN``, ``pd.NA`` and an empty form mean no value: no hash, never a match.
-An internationalized domain is hashed in each spelling, Unicode and IDNA
-(UTS 46, IDNA 2008), label by label; a label that cannot be converted is kept.
-
-The hash is the lowercase hex MD5 of the form's UTF-8 bytes. The vectorized
-functions agree with the scalar ones: ASCII values go through pyarrow.compute,
-the rare others through the scalar rule.
+The hash is the lowercase hex MD5 of the form's UTF-8 bytes; ``None``,
+``NaN``, ``pd.NA`` and an empty form mean no value (no hash, never a match).
+The vectorized functions agree with the scalar ones: ASCII values go through
+pyarrow.compute, the rare others through the scalar rule.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Hashed CSV exports streamed into one Parquet file, in bounded memory, whole or not at all.
 
-Each archive is read by :class:`~stoplist_nb.suppression.archive.HashedBatches`
-(the reader of :func:`~stoplist_nb.suppression.archive.read_hashed_csv`: same
-columns, cleaning, limits and warnings) and each batch written as a row group
-as it comes. The file carries pandas' metadata, so ``pd.read_parquet`` gives
-back the frame ``read_hashed_csv`` would have built, ``attrs`` too. It is an
-:class:`~stoplist_nb._atomic.Output`: whole under its name, or not there.
+Each batch of :class:`~stoplist_nb.suppression.archive.HashedBatches` is a row
+group; pandas' metadata makes ``pd.read_parquet`` give back the frame of
+``read_hashed_csv``, ``attrs`` too.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Contacts in a Dask DataFrame, flagged partition by partition (the ``dask`` extra).
 
-The list is decoded once, on the caller's side, into a
-:class:`~stoplist_nb.suppression.matching.HashedList`, and enters the graph as
-one task every partition's task depends on: on a ``dask.distributed`` cluster
-it travels to each worker that needs it once, however many partitions that
-worker flags. Each partition is flagged by
-:func:`~stoplist_nb.suppression.flagging.flag_frame`, as a pandas frame.
+The list is decoded once, here, and enters the graph as one task every
+partition's task depends on (see docs/suppression.md).
 """
 
 from __future__ import annotations

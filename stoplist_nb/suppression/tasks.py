@@ -1,10 +1,8 @@
 """Export tasks: what ``tasks/status`` says of a task, and waiting for one to finish.
 
-Only ``completed`` (and ``success`` in an older example) are documented as
-final; other words are read as "still running" unless they say failure
-(``error``, ``failed``, ``canceled``, ...). A task at progress 100 with a file
-is also done. Every word of the service (task id, status, failure reason) is
-scrubbed of the token before it reaches a message, the progress bar or stderr.
+Only ``completed`` (and ``success``) are documented as final; other words
+are "still running" unless they say failure. Every word of the service is
+scrubbed of the token before it reaches a message, the bar or stderr.
 """
 
 from __future__ import annotations
@@ -33,34 +31,26 @@ _DONE = frozenset({"completed", "complete", "success", "succeeded", "done", "fin
 _FAILED = frozenset(
     {"error", "failed", "failure", "fail", "canceled", "cancelled", "aborted", "rejected"}
 )
-# Errors after which the task may well still be running: worth picking it up again.
 _PASSING = (errors.TransportError, errors.ServerError, errors.RateLimited)
-# How to pick up a task again, as the caller would say it: the command line says
-# its option, not the Python call (see resume_said_as).
 _RESUME: ContextVar[Callable[[str], str] | None] = ContextVar("stoplist_nb_resume", default=None)
 
 
 def how_to_resume(task_id: str) -> str:
-    """How to pick up ``task_id`` again, as the caller says it (see :func:`resume_said_as`)."""
     say = _RESUME.get()
     if say is not None:
         return say(redact(task_id))
     return f"the task goes on: wait_for_task(client, {redact(task_id)!r}) picks it up"
 
 
-# Errors after which the task, or its file, is still there to pick up (a
-# TaskTimeout says so in its hint already); a file too large for the limits
-# given is read with larger ones.
+# A file too large for the limits given is read with larger ones.
 _RESUMABLE = (*_PASSING, errors.ArchiveTooLarge)
 
 
 @contextmanager
 def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterator[None]:
-    """Within the block, every :class:`~stoplist_nb.errors.StoplistError` names the task.
+    """Within the block, every StoplistError gets ``exc.task_id``, and a resumable one a hint.
 
-    Each gets ``exc.task_id``; one after which the task or its file is still
-    there also gets ``exc.hint``, how to pick it up: ``say(task_id)``, unless an
-    outer :func:`resume_said_as` says it; without either, :func:`wait_for_task`.
+    The hint is ``say(task_id)`` unless an outer :func:`resume_said_as` says it.
     """
     chosen = _RESUME.get() or say
     with resume_said_as(chosen) if chosen is not None else contextlib.nullcontext():
@@ -85,14 +75,7 @@ def resume_said_as(say: Callable[[str], str]) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class TaskStatus:
-    """What ``tasks/status`` says of a task.
-
-    Attributes:
-        task_id: The task's identifier.
-        status: The status word, as sent.
-        progress: 0 to 100, or ``None`` if the service sent none.
-        result: The ``result`` object (empty until the task is done).
-    """
+    """What ``tasks/status`` says of a task: ``progress`` is 0 to 100, or ``None`` if not sent."""
 
     task_id: str
     status: str
@@ -110,7 +93,6 @@ class TaskStatus:
         return ()
 
     def require_files(self) -> tuple[str, ...]:
-        """:attr:`hashed_files`, or ``InvalidReply`` if the task names none."""
         if not self.hashed_files:
             raise errors.InvalidReply(
                 f"tasks/status: task {redact(self.task_id)!r} is done but names no file"
@@ -124,7 +106,7 @@ class TaskStatus:
 
     @property
     def done(self) -> bool:
-        """Whether the task finished well: a final word, or 100% with a file."""
+        """A final word, or 100% with a file."""
         word = self.status.strip().lower()
         return not self.failed and (
             word in _DONE or (self.progress == 100 and bool(self.hashed_files))
@@ -138,7 +120,6 @@ class TaskStatus:
 
 
 def check_task_id(task_id: Any) -> None:
-    """Refuse a ``task_id`` that is not a non-empty string (``InvalidInput``)."""
     if not isinstance(task_id, str) or not task_id:
         raise errors.InvalidInput(f"task_id must be a non-empty string, not {task_id!r}")
 
@@ -166,7 +147,6 @@ def get_task(client: Client, task_id: str) -> TaskStatus:
 
 
 def check_not_failed(status: TaskStatus) -> None:
-    """Raise ``TaskFailed`` with the service's reason if ``status`` says the task failed."""
     if not status.failed:
         return
     word = redact(status.status)
@@ -196,23 +176,19 @@ def wait_for_task(
         poll_interval: Seconds before the second poll; each wait is 1.5 times
             the one before, up to ``max_interval``.
         max_interval: The longest wait between two polls.
-        task_timeout: Seconds after which to give up waiting (the task goes on
-            at the service). Not the client's ``timeout``, which bounds each
-            socket operation of one request.
+        task_timeout: Seconds to wait (not the client's socket ``timeout``).
         progress: Show a bar driven by the reported progress.
+
+    Returns:
+        The status of the finished task.
 
     Raises:
         TaskFailed: The task reported failure.
         TaskTimeout: The deadline passed; ``exc.task_id`` resumes the wait.
-        InvalidInput: An interval or the deadline is not a number of seconds.
-        StoplistError: A poll failed after its retries. When the failure
-            leaves the task running (no reply, a 5xx, a 429), ``exc.hint``
-            says how to pick it up; a refusal (e.g. an unknown task id) has
-            no such hint, since asking again would get the same answer.
+        StoplistError: A poll failed; ``exc.hint`` says how to pick the task
+            up when it may still run (no reply, a 5xx, a 429).
 
     >>> status = wait_for_task(client, task_id, task_timeout=300)  # doctest: +SKIP
-    >>> status.hashed_files  # doctest: +SKIP
-    ('suppress/2b0e.../Stop list.md5.zip',)
     """
     check_number("poll_interval", poll_interval, unit="seconds", zero=True)
     check_number("max_interval", max_interval, unit="seconds", zero=True)

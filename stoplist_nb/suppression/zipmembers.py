@@ -1,10 +1,8 @@
 """Which members of a ZIP archive to read, and the limits against zip bombs.
 
-Before :mod:`zipfile` parses the directory, the end record is read: beyond
-:data:`MAX_MEMBERS` entries or :data:`MAX_DIRECTORY` bytes the archive is
-refused. The members chosen are checked before anything is unpacked
-(:func:`check_bomb`), then each read through :class:`Capped`, held to its
-declared size and counted into a :class:`Budget` held to ``max_size``.
+The end record is checked before :mod:`zipfile` parses the directory, the
+members chosen before anything is unpacked (:func:`check_bomb`), and each is
+read through a :class:`Capped` stream.
 """
 
 from __future__ import annotations
@@ -21,11 +19,10 @@ from typing import IO
 
 from stoplist_nb.errors import ArchiveTooLarge, BadArchive, StoplistError
 
-#: A member, or the members of an archive together, unpacking to no more than
-#: this are never refused for their ratio: they can do no harm.
+#: A member, or the members together, unpacking to no more than this are never
+#: refused for their ratio: they can do no harm.
 RATIO_FLOOR = 1 << 20
-#: The most entries an archive may list (an export holds one or two): each
-#: member read costs a parse, each entry listed a little memory.
+#: The most entries an archive may list (an export holds one or two).
 MAX_MEMBERS = 10_000
 #: The most bytes the archive's directory may take: :mod:`zipfile` parses all
 #: of it on opening, 46 bytes or more an entry, whatever count the end record gives.
@@ -69,11 +66,7 @@ def _mib(size: float) -> str:
 
 
 def _directory(file: IO[bytes]) -> tuple[int, int, int]:
-    """The archive's size, and the entries and directory bytes its end record gives.
-
-    The record is found as :mod:`zipfile` finds it, so the numbers checked are
-    those it acts on; no record gives zeros (zipfile refuses the archive then).
-    """
+    """The archive's size, and its entries and directory bytes as zipfile finds them (or 0)."""
     size = file.seek(0, os.SEEK_END)
     start = max(size - _END.size - (1 << 16), 0)  # the comment after it is under 64 KiB
     file.seek(start)
@@ -119,60 +112,53 @@ def open_archive(file: IO[bytes]) -> tuple[zipfile.ZipFile, int]:
     return archive, size
 
 
-class Budget:
-    """The bytes unpacked from one archive so far, across its members, up to ``limit``.
-
-    A member is read more than once (a sample, then the parse): the furthest
-    point reached in each counts, once.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit, self.total = limit, 0
-        self._reached: dict[Hashable, int] = {}
-
-    def charge(self, key: Hashable, count: int) -> None:
-        """Record that member ``key`` has yielded ``count`` bytes from its start."""
-        before = self._reached.get(key, 0)
-        if count <= before:
-            return
-        self._reached[key] = count
-        self.total += count - before
-        if self.total > self.limit:
-            raise ArchiveTooLarge(
-                f"the CSV in the archive unpacks to more than max_size={self.limit:,} bytes "
-                f"({_mib(self.limit)}); if the archive is trusted, pass a larger max_size= "
-                "to read_hashed_csv"
-            )
-
-
 class Capped:
-    """A read-only stream that refuses to yield more than ``limit`` bytes.
+    """A read-only stream refusing to yield more than ``limit`` bytes (its declared size).
 
-    With a ``budget``, what it yields is also counted there under ``key``
-    (default: ``label``).
+    A Capped of no stream (``raw=None``) is an archive's budget: what each
+    stream given it as ``budget`` yields is also counted there under ``key``
+    (default: ``label``), each key once to the furthest point read, and past
+    its ``limit`` (``max_size``) for all keys together it raises.
     """
 
     def __init__(
         self,
-        raw: IO[bytes],
+        raw: IO[bytes] | None,
         limit: int | None,
         label: str,
-        budget: Budget | None = None,
+        budget: Capped | None = None,
         key: Hashable = None,
     ) -> None:
-        self._raw, self._limit, self._label, self._count = raw, limit, label, 0
-        self._budget, self._key = budget, label if key is None else key
-        self.closed = False
+        self._raw, self._limit, self._label, self._budget = raw, limit, label, budget
+        self._key = label if key is None else key
+        self._reached: dict[Hashable, int] = {}
+        self.total, self.closed = 0, False
 
     def read(self, size: int = -1) -> bytes:
+        assert self._raw is not None
         data = self._raw.read(size)
-        self._count += len(data)
-        if self._limit is not None and self._count > self._limit:
-            # zipfile already stops at the declared size: this only holds it to that.
-            raise ArchiveTooLarge(f"{self._label}: unpacks beyond its declared {self._limit:,} B")
-        if self._budget is not None:
-            self._budget.charge(self._key, self._count)
+        self.charge(self._key, self.total + len(data))
         return data
+
+    def charge(self, key: Hashable, count: int) -> None:
+        """Record that ``key`` has yielded ``count`` bytes from its start."""
+        before = self._reached.get(key, 0)
+        if count > before:
+            self._reached[key] = count
+            self.total += count - before
+        if self._limit is not None and self.total > self._limit:
+            if self._raw is not None:
+                # zipfile already stops at the declared size: this only holds it to that.
+                raise ArchiveTooLarge(
+                    f"{self._label}: unpacks beyond its declared {self._limit:,} B"
+                )
+            raise ArchiveTooLarge(
+                f"the CSV in the archive unpacks to more than max_size={self._limit:,} bytes "
+                f"({_mib(self._limit)}); if the archive is trusted, pass a larger max_size= "
+                "to read_hashed_csv"
+            )
+        if self._budget is not None:
+            self._budget.charge(key, count)
 
     def readable(self) -> bool:
         return True
@@ -210,8 +196,7 @@ def check_bomb(
 ) -> None:
     """Refuse members that declare too much, before any is unpacked.
 
-    The ratio of the whole is taken against ``archive_size``, the bytes at
-    hand: packed sizes are the members' to declare, and may share bytes.
+    The whole's ratio is against ``archive_size``: packed sizes may share bytes.
     """
     total = sum(info.file_size for info in infos)
     if total > max_size:
