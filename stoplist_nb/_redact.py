@@ -1,12 +1,10 @@
 """Keeping the API token out of text: messages, chained exceptions, log records.
 
-Notebooks are saved and shared, so everything a user may see passes through
-here first. A token is looked for in every form a service could echo it in
-(URL-quoted once or twice, JSON-escaped, as a ``repr``). Tokens of at least
-``MIN_SECRET`` characters are registered for the whole process, so that
-:func:`redact` scrubs them from text far from their client (every
-:class:`~stoplist_nb.errors.StoplistError` does); shorter ones would match
-ordinary words, and only their own client's transport scrubs them.
+Notebooks are shared, so all a user may see passes through here, in every
+form a service could echo a token (URL-quoted, JSON-escaped, a ``repr``).
+Tokens of ``MIN_SECRET`` characters or more are scrubbed process-wide by
+:func:`redact` (every ``StoplistError`` does); shorter ones, which would match
+ordinary words, only by their own client.
 """
 
 from __future__ import annotations
@@ -25,9 +23,7 @@ _MASK = "***"
 _TOKEN_QUERY = re.compile(r"(?i)((?:\?|&|%3F|%26)token(?:=|%3D))[^&\s'\"]*")
 _FILTERED_LOGGERS = (
     "stoplist_nb",
-    "urllib3.connectionpool",
-    "urllib3.util.retry",
-    "urllib3.poolmanager",
+    *(f"urllib3.{n}" for n in ("connectionpool", "util.retry", "poolmanager")),
 )
 
 
