@@ -53,22 +53,10 @@ def _pattern(forms: set[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(map(re.escape, alternatives)), re.IGNORECASE)
 
 
-class _Known:
-    """The secrets of every client of this process (only ever added to)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._forms: set[str] = set()
-        self.pattern: re.Pattern[str] | None = None
-
-    def add(self, forms: set[str]) -> None:
-        with self._lock:
-            if not forms <= self._forms:
-                self._forms |= forms
-                self.pattern = _pattern(self._forms)
-
-
-_KNOWN = _Known()
+# The secrets of every client of this process (only ever added to).
+_known: set[str] = set()
+_known_pattern: re.Pattern[str] | None = None
+_lock = threading.Lock()
 
 
 def redact(text: str) -> str:
@@ -78,7 +66,7 @@ def redact(text: str) -> str:
     >>> redact('bad token doctest%2ftoken-4f2a in {"token": "doctest\\/token-4f2a"}')
     'bad token *** in {"token": "***"}'
     """
-    pattern = _KNOWN.pattern
+    pattern = _known_pattern
     return text if pattern is None else pattern.sub(_MASK, text)
 
 
@@ -108,7 +96,11 @@ class Redactor:
         forms = _forms(secret) if secret else set()
         self._pattern = _pattern(forms)
         if secret and len(secret) >= MIN_SECRET:
-            _KNOWN.add(forms)
+            global _known_pattern
+            with _lock:
+                if not forms <= _known:
+                    _known.update(forms)
+                    _known_pattern = _pattern(_known)
 
     def __call__(self, text: str) -> str:
         if self._pattern is not None:

@@ -33,10 +33,12 @@ class StoplistError(Exception):
     task_id: str | None = None
     hint: str | None = None
 
-    def __init__(self, *args: Any, hint: str | None = None) -> None:
+    def __init__(self, *args: Any, **attributes: Any) -> None:
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
-        if hint is not None:
-            self.hint = hint
+        for name, value in attributes.items():  # those the class declares (hint, path, ...)
+            if not hasattr(type(self), name):
+                raise TypeError(f"{type(self).__name__} has no attribute {name!r}")
+            setattr(self, name, value)
 
     def __str__(self) -> str:
         text = super().__str__()
@@ -140,9 +142,7 @@ class DatasetMismatch(InvalidInput):
 class OutputExists(InvalidInput, FileExistsError):
     """Raised when the output file ``path`` exists and ``overwrite`` is false."""
 
-    def __init__(self, message: str, *, path: Any = None) -> None:
-        super().__init__(message)
-        self.path = path
+    path: Any = None
 
 
 class DatasetDamaged(DatasetMismatch):
@@ -152,9 +152,7 @@ class DatasetDamaged(DatasetMismatch):
     there), or ``None`` for the checkpoint (only ``overwrite=True`` restarts).
     """
 
-    def __init__(self, message: str, *, part: str | None = None) -> None:
-        super().__init__(message)
-        self.part = part
+    part: str | None = None
 
 
 class DatasetLocked(StoplistError, RuntimeError):
@@ -164,9 +162,7 @@ class DatasetLocked(StoplistError, RuntimeError):
     where the filesystem cannot lock. The OS lock dies with its process.
     """
 
-    def __init__(self, message: str, *, holder: str = "") -> None:
-        super().__init__(message)
-        self.holder = holder
+    holder: str = ""
 
 
 class CursorStalled(StoplistError, RuntimeError):
@@ -176,19 +172,13 @@ class CursorStalled(StoplistError, RuntimeError):
 class TaskFailed(StoplistError):
     """Raised when an export task reports failure (``status``: the service's word)."""
 
-    def __init__(self, message: str, *, task_id: str, status: str) -> None:
-        super().__init__(message)
-        self.task_id = task_id
-        self.status = status
+    status: str = ""
 
 
 class TaskTimeout(StoplistError, TimeoutError):
     """Raised when an export task still runs at the deadline (``wait_for_task`` resumes)."""
 
-    def __init__(self, message: str, *, task_id: str, progress: int | None = None) -> None:
-        super().__init__(message)
-        self.task_id = task_id
-        self.progress = progress
+    progress: int | None = None
 
 
 class BadArchive(StoplistError, ValueError):

@@ -51,20 +51,12 @@ def default_retry() -> Retry:
     >>> client = sn.Client("https://api.example.com", "secret",
     ...                    retry=sn.default_retry().new(total=10, backoff_max=60))
     """
+    # allowed_methods=None: every verb, POST included (these calls are reads).
     return CappedRetry(
-        total=5,
-        connect=5,
-        read=2,
-        status=5,
-        other=0,
-        redirect=2,
-        backoff_factor=0.5,
-        backoff_max=30.0,
-        status_forcelist=RETRY_STATUSES,
-        allowed_methods=None,  # None = every verb, POST included: these calls are reads
-        respect_retry_after_header=True,
-        raise_on_status=False,
-    )
+        total=5, connect=5, read=2, status=5, other=0, redirect=2, backoff_factor=0.5,
+        backoff_max=30.0, status_forcelist=RETRY_STATUSES, allowed_methods=None,
+        respect_retry_after_header=True, raise_on_status=False,
+    )  # fmt: skip
 
 
 def connect_only(retry: Retry) -> Retry:
