@@ -112,19 +112,6 @@ class Output:
     """One file, written under hidden temporaries and given its name by :meth:`put`.
 
     Entering refuses a file at ``path`` unless ``overwrite``; leaving removes the temporaries.
-
-    >>> tmp = pathlib.Path(tempfile.mkdtemp())
-    >>> with Output(tmp / "note.txt") as out:
-    ...     part = out.temporary("part")
-    ...     _ = part.write_text("whole")
-    ...     _ = out.put(part)
-    >>> [p.name for p in tmp.iterdir()], (tmp / "note.txt").read_text()
-    (['note.txt'], 'whole')
-    >>> with Output(tmp / "note.txt"):
-    ...     pass
-    Traceback (most recent call last):
-    stoplist_nb.errors.OutputExists: '.../note.txt' exists; nothing was written (...)
-    >>> shutil.rmtree(tmp)
     """
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:

@@ -79,13 +79,7 @@ class Client:
         check_number("deadline", deadline, none=True)
         check_number("min_download_rate", min_download_rate, none=True)
         self._transport = Transport(
-            base_url,
-            token,
-            timeout=timeout,
-            deadline=deadline,
-            min_download_rate=min_download_rate,
-            retry=retry,
-            session=session,
+            base_url, token, timeout, deadline, min_download_rate, retry, session
         )
 
     @property

@@ -103,17 +103,6 @@ def what_to_check(exc: BaseException, base_url: str, var: str = "base_url") -> s
 
     The words name ``var``, where the address comes from; ``None`` once the
     service was reached.
-
-    >>> import requests
-    >>> try:
-    ...     requests.get("http://name.invalid:8000", timeout=5)
-    ... except requests.exceptions.ConnectionError as exc:
-    ...     ours = translate("profiles/list", exc, "http://name.invalid:8000")
-    ...     ours.__cause__ = exc
-    >>> print(ours)
-    profiles/list: the host name 'name.invalid' does not resolve (no such name in DNS)
-    >>> what_to_check(ours, "http://name.invalid:8000", "STOPLIST_NB_URL")
-    'check the host name in STOPLIST_NB_URL (name.invalid:8000)'
     """
     cause = exc.__cause__
     if cause is None or not isinstance(exc, errors.TransportError):

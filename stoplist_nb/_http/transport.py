@@ -61,12 +61,11 @@ class Transport:
         self,
         base_url: str,
         token: str | None,
-        *,
-        timeout: float | tuple[float, float] | None = DEFAULT_TIMEOUT,
-        deadline: float | None = DEFAULT_DEADLINE,
-        min_download_rate: float | None = DEFAULT_MIN_DOWNLOAD_RATE,
-        retry: Retry | int | bool = True,
-        session: requests.Session | None = None,
+        timeout: float | tuple[float, float] | None,
+        deadline: float | None,
+        min_download_rate: float | None,
+        retry: Retry | int | bool,
+        session: requests.Session | None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
