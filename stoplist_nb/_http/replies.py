@@ -115,6 +115,10 @@ def check_envelope(method: str, envelope: Mapping[str, Any], http_status: int = 
     """Raise the matching :class:`~stoplist_nb.errors.APIError` if ``error`` is non-zero.
 
     A missing ``error`` counts as success: data without it is more useful read than refused.
+
+    >>> check_envelope("profiles/list", {"error": 401, "error_text": "bad token"})
+    Traceback (most recent call last):
+    stoplist_nb.errors.AuthError: profiles/list: error 401 (bad token)
     """
     raw = envelope.get("error", 0)
     try:
