@@ -42,10 +42,6 @@ class Deadline:
         self._connections: list[Any] = []
         self._lock = threading.Lock()
 
-    @property
-    def allowed(self) -> float:
-        return self.expires_at - self.start
-
     def remaining(self) -> float:
         return self.expires_at - time.monotonic()
 

@@ -266,8 +266,9 @@ class Transport:
             )
         rate = self.min_download_rate
         earned = f", plus 1 s per {rate:g} bytes received" if rate else ""
+        allowed = deadline.expires_at - deadline.start
         return (
-            f"download: not complete within the deadline of {deadline.allowed:.1f} s "
+            f"download: not complete within the deadline of {allowed:.1f} s "
             f"({deadline.seconds:g} s{earned}; {received} bytes arrived). "
             "Client(deadline=..., min_download_rate=...) sets it"
         )
