@@ -145,18 +145,16 @@ def parse_query(query: Any) -> Query:
     return _parse_filter(validate_query(query), "query")
 
 
+_GROUPS: dict[str, type[And | Or | Nor]] = {"$and": And, "$or": Or, "$nor": Nor}
+
+
 def _parse_filter(query: Mapping[str, Any], where: str) -> Query:
     parts: list[Query] = []
     for key, value in query.items():
         here = f"{where}[{key!r}]"
-        if key in {"$and", "$or", "$nor"}:
+        if group := _GROUPS.get(key):
             items = [_parse_filter(part, f"{here}[{i}]") for i, part in enumerate(value)]
-            if key == "$and":
-                parts.append(And(items))
-            elif key == "$or":
-                parts.append(items[0] if len(items) == 1 else Or(items))
-            else:
-                parts.append(Nor(items))
+            parts.append(items[0] if group is Or and len(items) == 1 else group(items))
         elif key.startswith("$"):
             raise _fail(here, f"{key} cannot be held by a Query")
         else:
