@@ -1,25 +1,11 @@
 """A file put in place whole: written under hidden names beside it, given its name when complete.
 
-Every writer of one file writes through :class:`Output`, which holds the rules they share:
-
-- **Hidden temporaries, one naming scheme.**
-  ``.<target name>.stoplist_nb-<host>-<pid>-<nonce>.<label>`` beside the
-  target (``<host>``: eight hex digits of a hash of the host name;
-  ``<nonce>``: eight random hex digits), or without ``<target name>.`` for a
-  :func:`scratch_directory`. On every way out but success (an error, Ctrl-C,
-  SIGTERM turned into it) they are removed.
-- **Debris is cleared by the next write.** A later write in the same
-  directory removes the temporaries whose writer is over (this host, a
-  process id no longer running, or this process in a write that has ended);
-  another host's, a live writer's or a name of any other shape stays.
-- **No file is replaced unasked.** Without ``overwrite`` a file at the target
-  raises :class:`~stoplist_nb.errors.OutputExists` before anything is sent,
-  and the file is given its name with a hard link, which fails if the name
-  was taken meanwhile (where there are no hard links, the name is claimed
-  with an empty file first).
-- **One mode.** Files ``0o666`` and directories ``0o777``, less the umask.
-- **A clean error.** An ``OSError`` of the write leaves as a plain
-  ``OSError`` of the same kind naming the target; cleaning up never hides it.
+Every writer of one file goes through :class:`Output`: temporaries named
+``.<target>.stoplist_nb-<host hash>-<pid>-<nonce>.<label>`` are removed on
+every way out but success, and a later write clears those of writers that
+are over; no file is replaced unasked (a hard link claims the name); modes
+are ``0o666``/``0o777`` less the umask; a failed write raises an ``OSError``
+of its kind naming the target. The rules in full: docs/profiles.md.
 """
 
 from __future__ import annotations
@@ -123,24 +109,9 @@ def refuse_existing(path: pathlib.Path, overwrite: bool) -> None:
 
 
 class Output:
-    """One file, written under hidden temporaries beside it and given its name when complete.
+    """One file, written under hidden temporaries and given its name by :meth:`put`.
 
-    Opening it (``with``) refuses a file already at ``path`` unless
-    ``overwrite`` and clears the debris beside it; :meth:`put` gives a
-    temporary the name ``path``; leaving removes every temporary still there.
-
-    >>> tmp = pathlib.Path(tempfile.mkdtemp())
-    >>> with Output(tmp / "note.txt") as out:
-    ...     part = out.temporary("part")
-    ...     _ = part.write_text("whole")
-    ...     _ = out.put(part)
-    >>> [p.name for p in tmp.iterdir()], (tmp / "note.txt").read_text()
-    (['note.txt'], 'whole')
-    >>> with Output(tmp / "note.txt"):
-    ...     pass
-    Traceback (most recent call last):
-    stoplist_nb.errors.OutputExists: '.../note.txt' exists; nothing was written (...)
-    >>> shutil.rmtree(tmp)
+    Entering refuses a file at ``path`` unless ``overwrite``; leaving removes the temporaries.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:

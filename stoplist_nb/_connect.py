@@ -1,10 +1,7 @@
 """``connect()``: your account when the environment names one, the demo service when asked.
 
-The answer of this package decides whom a campaign may contact, so demo data
-must never pass for an account's: the demo service is read only when asked
-(``demo=True``, or ``STOPLIST_NB_DEMO=1`` with no account set), and then a
-line says so. :func:`settings_from_env` is the one rule that reads the two
-variables, for ``connect()`` and the command line alike.
+Demo data must never pass for an account's (they decide whom a campaign may
+contact): the demo is read only when asked, and a line then says so.
 """
 
 from __future__ import annotations
@@ -40,17 +37,10 @@ class EnvSettings:
 
 
 def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings | None:
-    """Read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``: the one rule for every entry point.
+    """Read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` (blank is unset); ``None`` if neither.
 
-    Both set: that service. Neither: ``None``. Blank values count as unset.
-
-    Args:
-        ask: Called with the URL when only the URL is set, to supply the token.
-
-    Raises:
-        InvalidInput: Only one of the two is set (the message names the
-            variables, never their values), or ``STOPLIST_NB_URL`` is not an
-            ``http://`` or ``https://`` address or holds a secret.
+    ``ask(url)`` supplies the token when only the URL is set. Only one set, or
+    a URL ``Client`` would refuse, is ``InvalidInput`` naming the variables.
     """
     url = os.environ.get(ENV_URL, "").strip()
     token = os.environ.get(ENV_TOKEN, "").strip()
@@ -81,7 +71,6 @@ _LOOPBACK = ("localhost", "127.", "::1", "[::1]")
 
 
 def _check_env_url(url: str) -> None:
-    """Refuse a ``STOPLIST_NB_URL`` that ``Client`` would refuse, naming the variable."""
     fault = address_fault(url)
     if fault is None:
         return
@@ -96,8 +85,7 @@ def _check_env_url(url: str) -> None:
     )
 
 
-#: With no account in the environment, ``connect()`` reads the demo service when
-#: this is ``1`` (also ``true``, ``yes``, ``on``); ``0`` or unset: it refuses.
+#: ``1`` (or ``true``, ``yes``, ``on``): with no account set, ``connect()`` reads the demo.
 ENV_DEMO = "STOPLIST_NB_DEMO"
 _YES = ("1", "true", "yes", "on")
 _NO = ("", "0", "false", "no", "off")
@@ -120,25 +108,21 @@ def connect(
     """Return a client for your account, or for the embedded demo service when asked.
 
     The account comes from ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``. The
-    demo service (started on loopback once per process and data set) is read
-    with ``demo=True``; with ``demo=None`` only when no account is set and
-    ``STOPLIST_NB_DEMO`` is ``1`` (Binder sets it); never with ``demo=False``.
-    A line then says the data are demo data, with the demo's database id (1)
-    and suppression-list id (7).
+    demo (on loopback, once per process and data set) is read with
+    ``demo=True``, with ``None`` only when no account is set and
+    ``STOPLIST_NB_DEMO=1`` (Binder sets it), and then a line says so.
 
     Args:
         demo: ``True``, ``False`` or ``None``, as above.
-        ask_token: When only ``STOPLIST_NB_URL`` is set, ask for the token with
-            :func:`getpass.getpass` (not echoed, not kept in the notebook).
+        ask_token: Ask for the token (:func:`getpass.getpass`) when only the URL is set.
         profiles: Size of the demo data set.
         seed: Seed of the demo data set.
         quiet: Do not print the demo line.
         **client_options: Passed to :class:`Client` (``timeout``, ``retry``, ...).
 
     Raises:
-        InvalidInput: No account and the demo service not asked for; only one
-            variable set; ``STOPLIST_NB_DEMO`` neither ``1`` nor ``0``; or
-            ``demo=True`` with ``ask_token=True``.
+        InvalidInput: No account and no demo asked for, one variable set, a bad
+            ``STOPLIST_NB_DEMO``, or ``demo=True`` with ``ask_token=True``.
         ImportError: The demo service is needed but ``mongomock`` is missing.
 
     >>> import stoplist_nb as sn
@@ -174,7 +158,6 @@ def connect(
 
 
 def _demo_from_env() -> bool:
-    """Whether ``STOPLIST_NB_DEMO`` asks for the demo service."""
     value = os.environ.get(ENV_DEMO, "").strip()
     if value.lower() in _YES:
         return True

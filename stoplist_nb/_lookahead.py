@@ -1,13 +1,11 @@
 """Requests of a cursor walk sent ahead on a fetch thread, their replies parsed on workers.
 
-A fetch thread sends each request as soon as its cursor is read from the
-previous reply's raw bytes, and hands the reply to workers that parse (and
-``prepare``) it once the next request is on the wire (a parse holding the GIL
-would hold the send back). At most ``lookahead + workers`` pages are in
-flight. The cursor read from bytes is a guess: :class:`Ahead` answers a
-request from one sent ahead only if that one had the same body, else drops
-them and sends it again, so looking ahead changes when pages arrive, never
-which. Closing cuts the request on the wire and joins every thread.
+A fetch thread sends each request once its cursor is read from the previous
+reply's bytes, and hands the reply to the workers once the next request is on
+the wire (a parse holding the GIL would hold the send back); at most
+``lookahead + workers`` pages are in flight. A request is answered from one
+sent ahead only if that had the same body: looking ahead changes when pages
+arrive, never which. Closing cuts the request on the wire and joins every thread.
 """
 
 from __future__ import annotations
@@ -72,11 +70,7 @@ def in_workers(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> 
 
 
 def peek_cursor(content: bytes) -> str | None:
-    """The ``next_from_id`` a reply most likely holds, found without parsing it.
-
-    The last occurrence of the key is taken (services write the envelope after
-    ``data`` or before it); ``None`` when there is no usable value, or when the
-    reply looks empty.
+    """The ``next_from_id`` a reply most likely holds (its last one), or ``None``, unparsed.
 
     >>> peek_cursor(b'{"data":[{"id":"a"}],"error":0,"next_from_id":"a"}')
     'a'
@@ -109,11 +103,7 @@ class _Sent:
 
 
 class Ahead:
-    """Replies to the requests of plain paging, with up to ``lookahead`` more sent ahead.
-
-    ``get`` returns the reply to exactly the request it is given. With
-    ``lookahead=0`` nothing is sent ahead and replies are parsed in the caller's thread.
-    """
+    """Replies to exactly the requests of plain paging, up to ``lookahead`` more sent ahead."""
 
     def __init__(
         self,
@@ -196,8 +186,7 @@ class Ahead:
     def close(self) -> None:
         """Stop the fetch thread (cutting the request on the wire), cancel parses, join all.
 
-        Each step runs whatever the one before it raised (a second Ctrl-C), and
-        each join is bounded (:func:`~stoplist_nb._threads.join`).
+        Each step runs whatever the one before raised (a second Ctrl-C); joins are bounded.
         """
         with self._cond:
             self._closed = True
@@ -268,8 +257,7 @@ class Ahead:
         """Whether :meth:`close` has run (read afresh: another thread sets it)."""
         return self._closed
 
-    def _start_parses(self) -> None:
-        """Hand the replies received to the workers (the next request is on the wire)."""
+    def _start_parses(self) -> None:  # the next request is on the wire
         assert self._pool is not None
         with self._cond:  # held while submitting: close() shuts the pool down after it
             unparsed, self._unparsed = self._unparsed, []
@@ -288,7 +276,7 @@ class Ahead:
         return None if body is None else (self._generation, guess, body, fetched)
 
     def _drop(self) -> None:
-        """Forget what was sent ahead (the lock held): its replies are thrown away."""
+        # the lock held
         self._generation += 1
         self._next = None
         self._unparsed.clear()
@@ -303,7 +291,6 @@ def _work(
     prepare: Callable[[pa.Array, bytes], Any] | None,
     content: bytes,
 ) -> tuple[Reply, Prepared | None]:
-    """A worker's task: parse a reply, then ``prepare`` its rows (its error kept for later)."""
     reply = parse(content)
     if prepare is None or reply.data is None or len(reply.data) == 0:
         return reply, None

@@ -1,14 +1,12 @@
 """Cursor paging (``from_id`` / ``next_from_id``): the walk and its rules.
 
-A page whose cursor does not move forward (to one this walk, or an earlier
-one in ``seen``, was at) is never yielded: the error carries the cursor it
-was asked with as ``resume_from``, so what was yielded plus a read resumed
-there is the whole list. Where the cursor is evidently the last row's id
-(``next_from_id`` equals the last row's ``id`` or ``_id``), a row's id
-serves as one: a page past ``max_rows`` is cut, and a page of ``limit`` rows
-without a cursor goes on from its last row's id (``CursorStalled`` with
-``resume_from=None`` after yielding it, when that row has none). An opaque
-cursor is never cut inside a page.
+A page whose cursor does not move forward (to one this walk or ``seen`` was
+at) is never yielded, and the error's ``resume_from`` is the cursor it was
+asked with: yielded plus resumed is the whole list. Where ``next_from_id`` is
+the last row's ``id`` or ``_id``, a row's id serves as a cursor: a page past
+``max_rows`` is cut, and a full page without a cursor goes on from its last
+row's id (``CursorStalled`` after yielding it, when that row has none). An
+opaque cursor is never cut inside a page.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ class Page:
     """One page of a cursor endpoint.
 
     Attributes:
-        data: The page's rows as an Arrow array of structs (empty when no rows).
+        data: The page's rows as an Arrow array of structs.
         from_id: The cursor this page was requested with (``None`` for the first).
         next_from_id: The cursor the walk goes on from.
         envelope: The reply's other top-level keys (``error``, ``error_text``, ...).
@@ -52,11 +50,7 @@ class Page:
         return len(self.data)
 
     def prepared(self) -> Prepared | None:
-        """What the walk's ``prepare`` made of these rows in a worker, if it ran on them.
-
-        ``None`` when it did not (no ``prepare``, ``lookahead=0``, or a page cut at
-        ``max_rows``): the reader prepares the page itself.
-        """
+        """What the walk's ``prepare`` made of these rows in a worker (``None``: it did not run)."""
         return self._prepared
 
     @cached_property
@@ -105,13 +99,9 @@ def walk(
 ) -> Stream[Page]:
     """The pages of a cursor endpoint, until one comes back without rows, as a stream.
 
-    ``post(body, sent)`` sends one request body and returns the reply's bytes
-    (see :data:`~stoplist_nb._lookahead.Post`); ``parse`` turns them into a
-    :class:`Reply`. A :class:`~stoplist_nb.errors.StoplistError` of either
-    leaves with ``resume_from`` set to the cursor of the page that failed.
-    ``cut`` ends the request on the wire when the walk is closed; ``owner``:
-    the stream's, if the caller has adopted something in it already. The other
-    arguments are :meth:`~stoplist_nb.Client.pages`'.
+    ``post`` (:data:`~stoplist_nb._lookahead.Post`) sends, ``parse`` reads a
+    reply (their errors get ``resume_from``); ``cut`` ends the request on the
+    wire at close; ``owner``: the stream's. The rest as in :meth:`~stoplist_nb.Client.pages`.
     """
 
     def pages(owner: Owner) -> Iterator[Page]:
@@ -144,13 +134,11 @@ def walk(
             next_id = as_cursor(raw_next)
             limit = body.get("limit")
             last = row_id(data, len(data) - 1)
-            if next_id is None and (limit is None or len(data) < limit):
+            if next_id is None and (limit is None or len(data) < limit or last is None):
                 fetched += len(data)
                 yield Page(data, from_id, None, reply.envelope, content, prepared)
-                return  # a short page without a cursor can only be the last one
-            if next_id is None and last is None:
-                fetched += len(data)
-                yield Page(data, from_id, None, reply.envelope, content, prepared)  # rows kept
+                if limit is None or len(data) < limit:
+                    return  # a short page without a cursor can only be the last one
                 lost = errors.CursorStalled(
                     f"{method}: {len(data)} rows (as many as the limit of {limit} asked) came "
                     "without next_from_id, and the last of them has no id to go on from: "

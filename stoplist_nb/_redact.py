@@ -1,12 +1,10 @@
 """Keeping the API token out of text: messages, chained exceptions, log records.
 
-Notebooks are saved and shared, so everything a user may see passes through
-here first. A token is looked for in every form a service could echo it in
-(URL-quoted once or twice, JSON-escaped, as a ``repr``). Tokens of at least
-``MIN_SECRET`` characters are registered for the whole process, so that
-:func:`redact` scrubs them from text far from their client (every
-:class:`~stoplist_nb.errors.StoplistError` does); shorter ones would match
-ordinary words, and only their own client's transport scrubs them.
+Notebooks are shared, so all a user may see passes through here, in every
+form a service could echo a token (URL-quoted, JSON-escaped, a ``repr``).
+Tokens of ``MIN_SECRET`` characters or more are scrubbed process-wide by
+:func:`redact` (every ``StoplistError`` does); shorter ones, which would match
+ordinary words, only by their own client.
 """
 
 from __future__ import annotations
@@ -25,9 +23,7 @@ _MASK = "***"
 _TOKEN_QUERY = re.compile(r"(?i)((?:\?|&|%3F|%26)token(?:=|%3D))[^&\s'\"]*")
 _FILTERED_LOGGERS = (
     "stoplist_nb",
-    "urllib3.connectionpool",
-    "urllib3.util.retry",
-    "urllib3.poolmanager",
+    *(f"urllib3.{n}" for n in ("connectionpool", "util.retry", "poolmanager")),
 )
 
 
@@ -57,22 +53,10 @@ def _pattern(forms: set[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(map(re.escape, alternatives)), re.IGNORECASE)
 
 
-class _Known:
-    """The secrets of every client of this process (only ever added to)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._forms: set[str] = set()
-        self.pattern: re.Pattern[str] | None = None
-
-    def add(self, forms: set[str]) -> None:
-        with self._lock:
-            if not forms <= self._forms:
-                self._forms |= forms
-                self.pattern = _pattern(self._forms)
-
-
-_KNOWN = _Known()
+# The secrets of every client of this process (only ever added to).
+_known: set[str] = set()
+_known_pattern: re.Pattern[str] | None = None
+_lock = threading.Lock()
 
 
 def redact(text: str) -> str:
@@ -82,7 +66,7 @@ def redact(text: str) -> str:
     >>> redact('bad token doctest%2ftoken-4f2a in {"token": "doctest\\/token-4f2a"}')
     'bad token *** in {"token": "***"}'
     """
-    pattern = _KNOWN.pattern
+    pattern = _known_pattern
     return text if pattern is None else pattern.sub(_MASK, text)
 
 
@@ -112,7 +96,11 @@ class Redactor:
         forms = _forms(secret) if secret else set()
         self._pattern = _pattern(forms)
         if secret and len(secret) >= MIN_SECRET:
-            _KNOWN.add(forms)
+            global _known_pattern
+            with _lock:
+                if not forms <= _known:
+                    _known.update(forms)
+                    _known_pattern = _pattern(_known)
 
     def __call__(self, text: str) -> str:
         if self._pattern is not None:

@@ -1,10 +1,9 @@
 """A stream of pages: an iterator and a context manager that cleans up after itself.
 
 What its pages need (threads, a progress bar) is adopted by its
-:class:`Owner`, and ended on every path: exhausted, an exception (Ctrl-C
-included) leaving :meth:`Stream.__next__` before it reaches the caller,
-``close()`` or ``with``, and as a backstop when dropped half-read. Closing is
-bounded in time, and a second Ctrl-C during it is held until it ends.
+:class:`Owner` and ended on every path: exhausted, an exception (Ctrl-C too)
+in :meth:`Stream.__next__`, ``close()``, ``with``, or dropped half-read.
+Closing is bounded in time; a second Ctrl-C during it waits until it ends.
 """
 
 from __future__ import annotations
@@ -103,11 +102,7 @@ class Stream(Generic[T]):
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold the stopping signals whose handlers are Python's until the block ends.
-
-    Only in the main thread, where Python runs signal handlers; a held signal is
-    handed to its handler afterwards (Ctrl-C's raises ``KeyboardInterrupt``).
-    """
+    """In the main thread, hold the stopping signals Python handles until the block ends."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

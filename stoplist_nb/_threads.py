@@ -1,10 +1,8 @@
 """The package's threads leave the stopping signals to the main thread; joins are bounded.
 
-CPython runs the Python handler of a signal (Ctrl-C, the command line's
-SIGTERM) in the main thread only, and the kernel hands it to any thread that
-does not block it: one landing in our thread would wait for the main thread
-to run Python again. So every thread of ours blocks them. A thread is told
-to stop before it is joined, and the join waits at most :data:`JOIN_SECONDS`.
+CPython runs a signal's Python handler in the main thread only; one the
+kernel hands to our thread would wait for the main thread to run Python
+again, so our threads block them. A join waits at most :data:`JOIN_SECONDS`.
 """
 
 from __future__ import annotations

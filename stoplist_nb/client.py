@@ -40,26 +40,18 @@ class Client:
     """A connection to one Altcraft Platform API v1.1 service.
 
     Args:
-        base_url: The service address, e.g. ``"https://api.example.com"``: a
-            host, perhaps a port and a path; no user name, password or query
-            (``InvalidInput``: the token goes in ``token``).
-        token: The API token. It is sent in the body of every call and never
-            shown: not in ``repr``, log records or exception messages.
-        timeout: Seconds each socket operation may wait, as ``(connect, read)``
-            or one number.
-        deadline: Seconds one call may take in all, retries, their pauses and
-            redirects included (default 300); past it, ``RequestTimeout``: a
-            server sending a byte now and then cannot hold a call longer. A
-            retry whose pause would end past it is not made. ``None``: none.
-        min_download_rate: A download may run past ``deadline`` by one second
-            for every ``min_download_rate`` bytes it receives (default 16 KiB).
-            ``None``: downloads get the plain ``deadline``.
-        retry: A urllib3 ``Retry`` policy, an int (number of retries), ``True``
-            for :func:`~stoplist_nb.default_retry` or ``False``.
-        session: A ``requests.Session`` to use (for proxies, certificates).
-            It stays yours: the client mounts its adapters on it for URLs
-            under ``base_url`` only, and :meth:`close` restores what was
-            mounted there before, without closing the session.
+        base_url: The service address (``"https://api.example.com"``): no user
+            name, password or query, the token goes in ``token``.
+        token: The API token, sent in each call's body and never shown.
+        timeout: Seconds each socket operation may wait: ``(connect, read)`` or one.
+        deadline: Seconds one call may take in all, retries, pauses and
+            redirects included (``RequestTimeout`` past it); ``None``: none.
+        min_download_rate: A download earns one second past ``deadline`` per
+            this many bytes received (default 16 KiB); ``None``: none.
+        retry: A urllib3 ``Retry``, a number of retries, ``True`` for
+            :func:`~stoplist_nb.default_retry` or ``False``.
+        session: A ``requests.Session`` (proxies, certificates). It stays
+            yours: :meth:`close` unmounts the client's adapters, leaving it open.
 
     >>> client = Client("https://api.example.com", "secret")
     >>> client
@@ -87,13 +79,7 @@ class Client:
         check_number("deadline", deadline, none=True)
         check_number("min_download_rate", min_download_rate, none=True)
         self._transport = Transport(
-            base_url,
-            token,
-            timeout=timeout,
-            deadline=deadline,
-            min_download_rate=min_download_rate,
-            retry=retry,
-            session=session,
+            base_url, token, timeout, deadline, min_download_rate, retry, session
         )
 
     @property
@@ -118,11 +104,7 @@ class Client:
         self._transport.close()
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
-        """Call an API method and return its reply as a dict.
-
-        Args:
-            method: The method path after ``/api/v1.1/``, e.g. ``"tasks/status"``.
-            **params: The JSON body, without the token (the client adds it).
+        """Call ``method`` (after ``/api/v1.1/``) with ``params`` (no token) and return the reply.
 
         Raises:
             APIError: The service answered with a non-zero ``error``.
@@ -148,29 +130,24 @@ class Client:
     ) -> Stream[Page]:
         """Walk a cursor endpoint (``from_id`` / ``next_from_id``) page by page.
 
-        The pages come as a :class:`~stoplist_nb._stream.Stream`, which stops
-        and joins every thread it started when exhausted, when an exception
-        (Ctrl-C included) leaves it, or at the end of a ``with`` block; nothing
-        is sent after that. The walk stops at the first page with no rows; an
-        exception raised while paging carries ``resume_from``. The rules for a
-        cursor that is a row's id are in :mod:`stoplist_nb._paging`.
+        The :class:`~stoplist_nb._stream.Stream` joins its threads when
+        exhausted, left by an exception or closed, and sends nothing after.
+        The walk stops at the first empty page; its errors carry
+        ``resume_from`` (the cursor rules: :mod:`stoplist_nb._paging`).
 
         Args:
             method: The method, e.g. ``"profiles/list"``.
             params: The body of every request; its ``limit`` is the page size.
             from_id: The cursor to start from (``None``: the beginning).
-            max_rows: Stop after this many rows; the last request asks for
-                only what is missing. A page past it (a service that ignored
-                ``limit``) is cut only where its cursor is its last row's id.
-            lookahead: Requests sent while earlier replies are still being
-                parsed, on the cursor read from their raw bytes (sent again if
-                the parsed cursor differs); ``0`` waits for each parse. At most
-                ``lookahead + workers`` replies are held at once.
-            seen: Cursors an earlier walk of the same list was at: a cursor
-                that goes back to one is a stall.
+            max_rows: Stop after this many rows (the last request asks for
+                only those; a longer page is cut where its cursor allows).
+            lookahead: Requests sent ahead on the cursor read from raw bytes
+                (``0``: wait for each parse); at most ``lookahead + workers``
+                replies are held.
+            seen: Cursors an earlier walk of the list was at (a return is a stall).
             workers: Threads that parse replies (``None``: one per core, at most 8).
-            prepare: ``prepare(rows, content)``, run in a worker on each
-                page's rows once parsed (:meth:`Page.prepared`).
+            prepare: ``prepare(rows, content)``, run in a worker on each page
+                (:meth:`Page.prepared`).
 
         Raises:
             CursorStalled: Rows keep coming but the cursor does not move.
@@ -214,29 +191,23 @@ class Client:
         max_bytes: int | None = None,
         overwrite: bool = False,
     ) -> pathlib.Path:
-        """Download ``/api/download/<path>`` from this client's service to a file.
+        """Download ``/api/download/<path>`` to a file, named only once complete.
 
-        The file is written under a hidden name and given its name only when
-        complete (:class:`~stoplist_nb._atomic.Output`): a failed download
-        leaves nothing behind. Redirects are followed only within the client's
-        origin; ``deadline``, extended by ``min_download_rate``, bounds it.
+        A failed download leaves nothing behind; redirects are followed only
+        within the client's origin.
 
         Args:
-            path: The path relative to ``/api/download/``, as a task result
-                gives it (``suppress/<uuid>/<list name>.md5.zip``), or the
-                same file as ``/api/download/...`` or a URL on this origin
-                (:func:`~stoplist_nb._http.addresses.safe_download_path`).
-            dest: A file, or a directory to put the file in under its own
-                name; default: the current directory.
+            path: Relative to ``/api/download/`` as a task result gives it,
+                or the same file as ``/api/download/...`` or a URL on this origin.
+            dest: A file, or a directory for the file under its own name
+                (default: the current directory).
             progress: Show a byte progress bar.
-            max_bytes: Stop, and raise, once the file would exceed this many
-                bytes (or the service announces more); ``None``: no limit.
+            max_bytes: Raise once the file would exceed this many bytes (``None``: no limit).
             overwrite: Replace a file already at the target.
 
         Raises:
             UnsafePath: ``path`` leaves ``/api/download/`` of this origin.
-            OutputExists: A file is at the target and ``overwrite`` is false
-                (before the request, or one that appeared meanwhile).
+            OutputExists: A file is at the target and ``overwrite`` is false.
             IncompleteDownload: The body ended before its announced length.
             ArchiveTooLarge: The file exceeds ``max_bytes``.
             RequestTimeout: The download outran its deadline.
@@ -269,10 +240,7 @@ class Client:
     def download_target(
         self, path: str, dest: str | os.PathLike[str] | None = None
     ) -> pathlib.Path:
-        """The file :meth:`download` writes ``path`` to, for ``dest``; nothing is sent.
-
-        ``dest`` is a directory when it is one or ends in ``/``: the file goes
-        in it under the last segment of ``path``, scrubbed of the token.
+        """Where :meth:`download` writes ``path`` for ``dest`` (a directory if it ends in ``/``).
 
         >>> client.download_target("suppress/1f0c/My%20list.md5.zip", "exports/")  # doctest: +SKIP
         PosixPath('exports/My list.md5.zip')
@@ -293,20 +261,15 @@ def _parse_page(method: str, content: bytes) -> Reply:
     check_envelope(method, reply.envelope)
     if "data" in reply.envelope:
         # Only a list is a page; null or no data at all is an empty one (the end).
-        kind = _JSON_KINDS.get(type(reply.envelope["data"]), "a value")
+        data = reply.envelope["data"]
+        kind = _JSON_KINDS.get(type(data), "a number" if isinstance(data, float) else "a value")
         raise errors.InvalidReply(
             f"{method}: 'data' is {kind}, not a list of rows ({len(content)} bytes)"
         )
     return reply
 
 
-_JSON_KINDS = {
-    dict: "an object",
-    str: "a string",
-    bool: "a boolean",
-    int: "a number",
-    float: "a number",
-}
+_JSON_KINDS = {dict: "an object", str: "a string", bool: "a boolean", int: "a number"}
 
 
 def _check_method(method: str, params: Mapping[str, Any]) -> None:

@@ -1,40 +1,9 @@
-"""Every exception stoplist_nb raises, in one tree.
+"""Every exception stoplist_nb raises, in one tree (drawn in docs/errors.md).
 
-::
-
-    StoplistError
-    ├── APIError                  the service answered, with a non-zero ``error``
-    │   ├── BadRequest            400: the service refused the request's content
-    │   ├── AuthError             401/403: token missing, wrong or without access
-    │   ├── TariffLimit           402: the account's tariff limit is reached
-    │   ├── RateLimited           429: too many requests, retries ran out
-    │   └── ServerError           5xx: the service failed, retries ran out
-    ├── TransportError            no usable reply at all
-    │   ├── ConnectError          the connection failed or was reset
-    │   ├── RequestTimeout        the reply did not arrive in time
-    │   ├── InvalidReply          the reply was not the JSON envelope
-    │   └── IncompleteDownload    a download ended before its last byte
-    ├── InvalidInput              bad arguments, caught before anything is sent
-    │   ├── InvalidQuery          a MongoDB query the service would not accept
-    │   ├── UnsafePath            a download path that leaves the service's base URL
-    │   ├── OutputExists          a file is where the output goes, and replacing it was not asked
-    │   └── DatasetMismatch       a dataset directory that holds another pull, or other files
-    │       └── DatasetDamaged    a dataset's checkpoint or parts are not what it recorded
-    ├── DatasetLocked             another writer is writing the dataset directory
-    ├── CursorStalled             paging: the cursor stopped advancing
-    ├── TaskFailed                an export task ended in failure
-    ├── TaskTimeout               an export task was still running at the deadline
-    └── BadArchive                a download is not a readable ZIP of CSV files
-        └── ArchiveTooLarge       the download or its unpacking exceeds the set limits
-
-Leaves also inherit the builtin they resemble, so ``except ValueError`` and
-``except TimeoutError`` keep working. Every exception raised while paging
-carries what was already fetched (``partial``) and where to resume
-(``resume_from``); its message says so. Every exception raised by an export
-after its task was started names the task (``task_id``), in its message too.
-
-No message ever contains the API token: every exception here scrubs its own
-message of the tokens of this process's clients.
+Leaves also inherit the builtin they resemble (``except ValueError`` and
+``except TimeoutError`` work). A paging error carries ``partial`` and
+``resume_from``, an export's error its ``task_id``, each also in the message;
+no message ever holds the token of one of this process's clients.
 """
 
 from __future__ import annotations
@@ -49,13 +18,14 @@ class StoplistError(Exception):
     """Raised for anything that goes wrong in stoplist_nb (the root of the tree).
 
     Attributes:
-        partial: What a paging call fetched before it failed (a DataFrame for
-            ``read_profiles``), or ``None``.
-        resume_from: The ``from_id`` to resume a paging call from (``""``: the
-            first page failed, start again); ``partial`` plus the read resumed
-            there are the whole list, each row once.
-        hint: How to carry on, when there is a way (also shown in the message).
+        partial: What a paging call fetched before it failed, or ``None``.
+        resume_from: The ``from_id`` to resume from (``""``: start again);
+            ``partial`` plus the resumed read are the whole list, each row once.
+        hint: How to carry on, when there is a way (also in the message).
         task_id: The export task the error happened in, once it was started.
+
+    >>> print(InvalidInput("limit must be positive", hint="e.g. limit=500"))
+    limit must be positive (e.g. limit=500)
     """
 
     partial: Any = None
@@ -63,10 +33,12 @@ class StoplistError(Exception):
     task_id: str | None = None
     hint: str | None = None
 
-    def __init__(self, *args: Any, hint: str | None = None) -> None:
+    def __init__(self, *args: Any, **attributes: Any) -> None:
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
-        if hint is not None:
-            self.hint = hint
+        for name, value in attributes.items():  # those the class declares (hint, path, ...)
+            if not hasattr(type(self), name):
+                raise TypeError(f"{type(self).__name__} has no attribute {name!r}")
+            setattr(self, name, value)
 
     def __str__(self) -> str:
         text = super().__str__()
@@ -97,6 +69,9 @@ class APIError(StoplistError):
         text: The service's ``error_text``.
         method: The API method called, e.g. ``"profiles/list"``.
         http_status: The HTTP status of the reply.
+
+    >>> str(APIError(404, "no such list", method="suppresses/export"))
+    'suppresses/export: error 404 (no such list)'
     """
 
     def __init__(self, code: int, text: str, *, method: str, http_status: int = 200) -> None:
@@ -161,52 +136,33 @@ class UnsafePath(InvalidInput):
 
 
 class DatasetMismatch(InvalidInput):
-    """Raised when a directory cannot take the Parquet dataset asked for; nothing is changed.
-
-    It holds another pull's checkpoint, another version's, a dataset while
-    neither resuming nor overwriting was asked, or files not the dataset's.
-    """
+    """Raised when a directory holds another pull, version or files; nothing changes."""
 
 
 class OutputExists(InvalidInput, FileExistsError):
-    """Raised when the output file exists and ``overwrite`` was not given; nothing is sent.
+    """Raised when the output file ``path`` exists and ``overwrite`` is false."""
 
-    Attributes:
-        path: The file that is there.
-    """
-
-    def __init__(self, message: str, *, path: Any = None) -> None:
-        super().__init__(message)
-        self.path = path
+    path: Any = None
 
 
 class DatasetDamaged(DatasetMismatch):
     """Raised when a dataset's checkpoint or files differ from what was written.
 
-    Attributes:
-        part: The first file that fails its check (``repair=True`` pulls on
-            from there), or ``None`` for the checkpoint itself (only
-            ``overwrite=True`` starts again).
+    ``part``: the first file failing its check (``repair=True`` pulls on from
+    there), or ``None`` for the checkpoint (only ``overwrite=True`` restarts).
     """
 
-    def __init__(self, message: str, *, part: str | None = None) -> None:
-        super().__init__(message)
-        self.part = part
+    part: str | None = None
 
 
 class DatasetLocked(StoplistError, RuntimeError):
-    """Raised when another writer, named in the message, holds the dataset's ``.lock``.
+    """Raised when another writer holds the dataset's ``.lock``; nothing was changed or sent.
 
-    Nothing was removed, written or sent; the OS lock dies with its process.
-    Also raised, with ``holder`` empty, where the filesystem cannot lock.
-
-    Attributes:
-        holder: What the lock file says of its holder (host, pid, start time).
+    ``holder``: what the lock file says of it (host, pid, start time); empty
+    where the filesystem cannot lock. The OS lock dies with its process.
     """
 
-    def __init__(self, message: str, *, holder: str = "") -> None:
-        super().__init__(message)
-        self.holder = holder
+    holder: str = ""
 
 
 class CursorStalled(StoplistError, RuntimeError):
@@ -214,28 +170,15 @@ class CursorStalled(StoplistError, RuntimeError):
 
 
 class TaskFailed(StoplistError):
-    """Raised when an export task reports failure.
+    """Raised when an export task reports failure (``status``: the service's word)."""
 
-    Attributes:
-        status: The status word the service reported.
-    """
-
-    def __init__(self, message: str, *, task_id: str, status: str) -> None:
-        super().__init__(message)
-        self.task_id = task_id
-        self.status = status
+    status: str = ""
 
 
 class TaskTimeout(StoplistError, TimeoutError):
-    """Raised when an export task is still running at the deadline.
+    """Raised when an export task still runs at the deadline (``wait_for_task`` resumes)."""
 
-    The task goes on: ``wait_for_task(client, exc.task_id)`` picks it up again.
-    """
-
-    def __init__(self, message: str, *, task_id: str, progress: int | None = None) -> None:
-        super().__init__(message)
-        self.task_id = task_id
-        self.progress = progress
+    progress: int | None = None
 
 
 class BadArchive(StoplistError, ValueError):
@@ -243,10 +186,7 @@ class BadArchive(StoplistError, ValueError):
 
 
 class ArchiveTooLarge(BadArchive):
-    """Raised when a download exceeds ``max_bytes``, or a ZIP would unpack too far.
-
-    The unpacking limits (against zip bombs) are ``max_size`` and ``max_ratio``.
-    """
+    """Raised past ``max_bytes``, or for a ZIP past ``max_size`` or ``max_ratio``."""
 
 
 _BY_CODE: dict[int, type[APIError]] = {

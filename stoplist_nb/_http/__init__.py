@@ -1,8 +1,4 @@
-"""Everything that touches requests and urllib3, behind :class:`Transport`.
-
-:mod:`~stoplist_nb._http.transport` sends and receives; retries, the overall
-deadline, redirects, replies and URLs have a module each.
-"""
+"""Everything that touches requests and urllib3, behind :class:`Transport`."""
 
 from stoplist_nb._http.addresses import address_fault, origin, safe_download_path, secret_in_address
 from stoplist_nb._http.replies import check_envelope

@@ -1,8 +1,7 @@
 """Every rule about a URL: the service's address, its origin, and the download paths under it.
 
-A base URL is checked once, where it comes in; a download path or a
-redirect's target comes from the service and is checked each time, since the
-token travels with it. A URL in a message is :func:`shown` without secrets.
+A base URL is checked where it comes in; a download path or a redirect's
+target each time, since the token travels with it.
 """
 
 from __future__ import annotations
@@ -24,9 +23,7 @@ _CONTROL = ("Cc", "Cf", "Cs", "Zl", "Zp")
 def address_fault(url: object) -> Literal["scheme", "secret"] | None:
     """What is wrong with ``url`` as a service's address: ``None``, ``"scheme"`` or ``"secret"``.
 
-    An address is ``http://`` or ``https://``, a host, perhaps a port and a
-    path; a user name, a password, a query or a fragment is a ``"secret"``:
-    the address is shown in reprs and messages.
+    A user name, password, query or fragment is a ``"secret"``: the address is shown.
 
     >>> address_fault("https://api.example.com:8443/altcraft/")
     >>> address_fault("api.example.com"), address_fault("https://api.example.com/?token=x")
@@ -94,7 +91,7 @@ def same_origin(url: str, base_url: str) -> bool:
 
 
 def shown(url: str) -> str:
-    """``url`` fit for a message: no user info, query or fragment (they may hold secrets)."""
+    """``url`` fit for a message: no user info, query or fragment."""
     parts = urlsplit(url)
     host = parts.netloc.rpartition("@")[2]
     path = parts.path if len(parts.path) <= 200 else parts.path[:200] + "..."
@@ -102,10 +99,7 @@ def shown(url: str) -> str:
 
 
 def _under_downloads(path: str, base_url: str) -> str:
-    """The path under ``/api/download/`` that a URL or a rooted path on ``base_url``'s origin names.
-
-    The query and fragment are dropped and the path percent-decoded.
-    """
+    """The decoded path under ``/api/download/`` a URL or rooted path on ``base_url`` names."""
     base = urlsplit(base_url)
     if path.startswith("//"):  # scheme-relative: the client's scheme, its own host
         path = f"{base.scheme}:{path}"
@@ -134,7 +128,6 @@ def _under_downloads(path: str, base_url: str) -> str:
 
 
 def _dot_segment(segment: str) -> bool:
-    """Whether a segment is ``.`` or ``..``, plainly or percent-encoded (once or more)."""
     for _ in range(4):  # a server or proxy may decode more than once
         if segment in ("", ".", ".."):
             return True
@@ -155,11 +148,9 @@ def _bad_characters(path: str) -> str | None:
 def safe_download_path(path: str, *, base_url: str | None = None) -> str:
     """Check a download path and return it URL-quoted for ``/api/download/``.
 
-    The token travels with every download, so only paths within the service's
-    download area are taken: a plain relative path, as the contract gives it,
-    or with ``base_url`` the same file named from the root or by a URL on that
-    origin. Anything else (``..``, backslashes, control characters, another
-    host) is ``UnsafePath``.
+    The token travels with it, so only a plain relative path is taken, or with
+    ``base_url`` the same file from the root or by a URL on that origin;
+    anything else is ``UnsafePath``.
 
     >>> safe_download_path("suppress/1f0c/Стоп-лист 1.md5.zip")
     'suppress/1f0c/%D0%A1%D1%82%D0%BE%D0%BF-%D0%BB%D0%B8%D1%81%D1%82%201.md5.zip'

@@ -1,12 +1,10 @@
 """An overall deadline for one HTTP exchange, enforced by shutting its socket down.
 
-requests' timeouts bound each socket operation, not the exchange: a server
-sending one byte every few seconds holds a call as long as it likes. Here one
-watchdog thread shuts down the sockets of an exchange's connections once its
-deadline passes (the blocked read returns at once), and the retry policy asks
-:func:`current` before each further attempt. Connections are known through
-the pools of :func:`watch_pools`; one still being opened has no socket, and
-the connect timeout (capped at the deadline) bounds that phase.
+requests' timeouts bound each socket operation, not the exchange. One
+watchdog thread shuts down an exchange's sockets once its deadline passes
+(the blocked read returns), and the retry policy asks :func:`current` before
+each attempt. A connection being opened has no socket yet: the connect
+timeout, capped at the deadline, bounds it.
 """
 
 from __future__ import annotations
@@ -44,31 +42,23 @@ class Deadline:
         self._connections: list[Any] = []
         self._lock = threading.Lock()
 
-    @property
-    def allowed(self) -> float:
-        """The seconds allowed in all, extensions included."""
-        return self.expires_at - self.start
-
     def remaining(self) -> float:
-        """Seconds left (negative once passed; ``inf`` without a limit)."""
         return self.expires_at - time.monotonic()
 
     @property
     def passed(self) -> bool:
-        """Whether the deadline has passed (or the watchdog has already acted on it)."""
         return self.fired or self.remaining() <= 0
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
 
     def extend(self, seconds: float) -> None:
-        """Allow ``seconds`` more (a download earns time for the bytes it receives)."""
         with self._lock:
             if not self.fired:
                 self.expires_at += seconds
 
     def watch(self, connection: Any) -> None:
-        """Make ``connection`` this exchange's; shut it down now if the deadline has fired."""
+        """Make ``connection`` this exchange's; shut it down now if the deadline fired."""
         with self._lock:
             connection.stoplist_deadline = self
             if not self.closed and all(c is not connection for c in self._connections):
@@ -125,11 +115,7 @@ def _shut_down(connection: Any) -> None:
 
 
 class _Watchdog:
-    """One daemon thread that fires deadlines when they pass.
-
-    It ends once no exchange has run for :data:`_IDLE_SECONDS` (at once after
-    :meth:`settle`): a closed stream leaves no thread of the package behind.
-    """
+    """One daemon thread that fires deadlines; it ends once idle (or at :meth:`settle`)."""
 
     def __init__(self) -> None:
         self._reset()
@@ -223,11 +209,7 @@ if hasattr(os, "register_at_fork"):  # a forked child has no watchdog thread, ma
 
 
 class Exchanges:
-    """The exchanges one thread runs, which another thread may cut short.
-
-    The paging walk's fetch thread runs each request under :meth:`tracking`;
-    :meth:`cut` then ends the exchange on the wire at once (no retry) and any
-    later one as soon as it starts, so that nothing is sent after it.
+    """The exchanges one thread runs (under :meth:`tracking`), which another may :meth:`cut`.
 
     >>> exchanges = Exchanges()
     >>> exchanges.cut()
@@ -244,11 +226,9 @@ class Exchanges:
 
     @contextlib.contextmanager
     def tracking(self, sent: Callable[[], None] | None = None) -> Iterator[None]:
-        """Report the exchanges run in the ``with`` block (in this thread) to this object.
+        """Report this thread's exchanges here; ``sent`` runs once the first is on the wire.
 
-        ``sent`` runs once, in this thread, as soon as the first request is on the
-        wire (or when the block ends, if none got that far or its connection is not
-        one :func:`watch_pools` reaches, such as a SOCKS proxy's).
+        (Or when the block ends, if none got that far or a SOCKS proxy carried it.)
         """
         token = _EXCHANGES.set(self)
         self._sent = sent
@@ -283,7 +263,7 @@ _EXCHANGES: ContextVar[Exchanges | None] = ContextVar("stoplist_nb_exchanges", d
 
 
 def settle() -> None:
-    """End the watchdog's thread now if no exchange runs (a stream's close calls it)."""
+    """End the watchdog's thread now if no exchange runs."""
     _WATCHDOG.settle()
 
 
@@ -350,10 +330,7 @@ _WATCHED_POOLS = {
 
 
 def watch_pools(manager: Any) -> None:
-    """Make the pools ``manager`` creates use connections a deadline can shut down.
-
-    Only urllib3's standard pools are changed (not a SOCKS proxy's).
-    """
+    """Make the standard pools ``manager`` creates use connections a deadline can shut down."""
     if (
         getattr(manager, "pool_classes_by_scheme", None)
         is urllib3.poolmanager.pool_classes_by_scheme

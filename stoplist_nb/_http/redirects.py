@@ -19,15 +19,10 @@ MAX_REDIRECTS = 3
 def next_url(
     what: str, verb: str, status: int, location: str | None, url: str, base_url: str, hop: int
 ) -> str:
-    """The URL to send the request to next, for a 3xx reply to ``url``.
+    """The URL to send the request to next, for a 3xx reply to ``url`` (``hop``: followed so far).
 
-    Within the base URL's origin at most :data:`MAX_REDIRECTS` are followed: a
-    POST only on 307 and 308 (the API serves no GET), a GET on any of them.
-    ``what`` names the method in messages; ``hop``: redirects followed so far.
-
-    Raises:
-        InvalidReply: Another origin (named without its query), a POST turned
-            into a GET, too many redirects, or no ``Location``.
+    Within the origin, at most :data:`MAX_REDIRECTS`: a POST only on 307 and
+    308 (the API serves no GET). Anything else is ``InvalidReply``.
     """
     if location is None:
         raise errors.InvalidReply(f"{what}: an HTTP {status} reply with no Location")

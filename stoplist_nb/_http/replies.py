@@ -1,8 +1,6 @@
-"""What a reply, or the lack of one, means: the envelope check and the typed errors.
+"""What a reply, or its lack, means: the envelope check and the typed errors.
 
-The service's ``error``/``error_text`` envelope, an HTTP error status and
-requests' exceptions become exceptions of :mod:`stoplist_nb.errors`; every
-text of the service is scrubbed of the token first.
+Every text of the service is scrubbed of the token first.
 """
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ import json
 import socket
 import ssl
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,7 +22,7 @@ from stoplist_nb._redact import redact
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and everything under it: args, ``reason`` (urllib3's), causes, contexts."""
+    # exc and everything under it: args, urllib3's reason, causes, contexts
     todo: list[Any] = [exc]
     found: list[BaseException] = []
     seen: set[int] = set()
@@ -51,76 +48,43 @@ _NEW = urllib3.exceptions.NewConnectionError
 _RESOLVE = (urllib3.exceptions.NameResolutionError, socket.gaierror)
 
 
-@dataclass(frozen=True)
-class _Row:
-    """What one kind of foreign failure becomes.
+_Row = tuple[_Test, type[errors.TransportError], str, str | None]
+_CONNECT, _TIMEOUT = errors.ConnectError, errors.RequestTimeout
+_CHECK = "check {var} ({address}), and that this machine may reach it"
 
-    ``words`` say what happened (``{address}``: host and port, ``{host}``,
-    ``{url}``: the base URL); ``check``, for a connection that never opened,
-    what to check, naming ``{var}``.
-    """
-
-    test: _Test
-    error: type[errors.TransportError]
-    words: str
-    check: str | None = None
-
-
-# requests' and urllib3's errors, by what lies under them; the first row that fits wins.
+# requests' and urllib3's errors, by what lies under them; the first row that fits wins:
+# (test, error, what happened, for a connection that never opened what to check).
 # urllib3 derives NewConnectionError (refused, unreachable, no such name) from its
 # ConnectTimeoutError, and requests reports a read timeout that used up the retries as
 # ConnectionError(MaxRetryError(ReadTimeoutError)): hence the tests of the chain.
-_TABLE = (
-    _Row(
-        _kind(*_RESOLVE),
-        errors.ConnectError,
-        "the host name {host!r} does not resolve (no such name in DNS)",
-        "check the host name in {var} ({address})",
-    ),
-    _Row(
-        _kind(ConnectionRefusedError),
-        errors.ConnectError,
-        "the connection to {address} was refused: nothing listens there",
-        "check that the service runs at {address}, the address {var} names",
-    ),
-    _Row(
-        _kind(
-            urllib3.exceptions.ConnectTimeoutError, requests.exceptions.ConnectTimeout, but=(_NEW,)
-        ),
-        errors.RequestTimeout,
-        "no connection to {address} within the timeout",
-        "check {var} ({address}), and that this machine may reach it (a firewall, a proxy)",
-    ),
-    _Row(
-        _kind(_NEW),
-        errors.ConnectError,
-        "no connection to {address} could be opened",
-        "check {var} ({address}), and that this machine may reach it",
-    ),
-    _Row(
-        _kind(requests.exceptions.SSLError, ssl.SSLError),
-        errors.ConnectError,
-        "the TLS handshake with {address} failed",
-        "check {var}: does {address} speak https, with a certificate this machine trusts?",
-    ),
-    _Row(
-        _kind(urllib3.exceptions.TimeoutError, TimeoutError, but=(_NEW,)),
-        errors.RequestTimeout,
-        "no reply within the timeout at {url}",
-    ),
-    _Row(_kind(ConnectionResetError), errors.ConnectError, "the connection was reset at {url}"),
-    _Row(
-        _kind(requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError),
-        errors.ConnectError,
-        "the connection failed at {url}",
-    ),
-    _Row(lambda chain: True, errors.TransportError, "the request failed at {url}"),
+# fmt: off
+_TABLE: tuple[_Row, ...] = (
+    (_kind(*_RESOLVE), _CONNECT,
+     "the host name {host!r} does not resolve (no such name in DNS)",
+     "check the host name in {var} ({address})"),
+    (_kind(ConnectionRefusedError), _CONNECT,
+     "the connection to {address} was refused: nothing listens there",
+     "check that the service runs at {address}, the address {var} names"),
+    (_kind(urllib3.exceptions.ConnectTimeoutError, requests.exceptions.ConnectTimeout,
+           but=(_NEW,)), _TIMEOUT,
+     "no connection to {address} within the timeout", _CHECK + " (a firewall, a proxy)"),
+    (_kind(_NEW), _CONNECT, "no connection to {address} could be opened", _CHECK),
+    (_kind(requests.exceptions.SSLError, ssl.SSLError), _CONNECT,
+     "the TLS handshake with {address} failed",
+     "check {var}: does {address} speak https, with a certificate this machine trusts?"),
+    (_kind(urllib3.exceptions.TimeoutError, TimeoutError, but=(_NEW,)), _TIMEOUT,
+     "no reply within the timeout at {url}", None),
+    (_kind(ConnectionResetError), _CONNECT, "the connection was reset at {url}", None),
+    (_kind(requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError),
+     _CONNECT, "the connection failed at {url}", None),
+    (lambda chain: True, errors.TransportError, "the request failed at {url}", None),
 )
+# fmt: on
 
 
 def _row(exc: BaseException) -> _Row:
     chain = _chain(exc)
-    return next(row for row in _TABLE if row.test(chain))
+    return next(row for row in _TABLE if row[0](chain))
 
 
 def _where(base_url: str) -> dict[str, str]:
@@ -130,39 +94,31 @@ def _where(base_url: str) -> dict[str, str]:
 
 def translate(method: str, exc: requests.exceptions.RequestException, base_url: str) -> Exception:
     """Our error for a requests exception (to be raised ``from`` the scrubbed ``exc``)."""
-    row = _row(exc)
-    return row.error(f"{method}: " + row.words.format(**_where(base_url)))
+    _, error, words, _ = _row(exc)
+    return error(f"{method}: " + words.format(**_where(base_url)))
 
 
 def what_to_check(exc: BaseException, base_url: str, var: str = "base_url") -> str | None:
-    """For an error of a connection to ``base_url`` that never opened: what to check.
+    """What to check when ``exc`` (ours, from a foreign error) says no connection opened.
 
-    ``exc`` is ours, raised ``from`` the foreign error; the words name ``var``,
-    where the address comes from. ``None`` when the service was reached.
-
-    >>> import requests
-    >>> try:
-    ...     requests.get("http://name.invalid:8000", timeout=5)
-    ... except requests.exceptions.ConnectionError as exc:
-    ...     ours = translate("profiles/list", exc, "http://name.invalid:8000")
-    ...     ours.__cause__ = exc
-    >>> print(ours)
-    profiles/list: the host name 'name.invalid' does not resolve (no such name in DNS)
-    >>> what_to_check(ours, "http://name.invalid:8000", "STOPLIST_NB_URL")
-    'check the host name in STOPLIST_NB_URL (name.invalid:8000)'
+    The words name ``var``, where the address comes from; ``None`` once the
+    service was reached.
     """
     cause = exc.__cause__
     if cause is None or not isinstance(exc, errors.TransportError):
         return None
-    row = _row(cause)
-    return None if row.check is None else row.check.format(var=var, **_where(base_url))
+    check = _row(cause)[3]
+    return None if check is None else check.format(var=var, **_where(base_url))
 
 
 def check_envelope(method: str, envelope: Mapping[str, Any], http_status: int = 200) -> None:
     """Raise the matching :class:`~stoplist_nb.errors.APIError` if ``error`` is non-zero.
 
-    A missing ``error`` counts as success: a reply that carries data without it
-    is more useful read than refused.
+    A missing ``error`` counts as success: data without it is more useful read than refused.
+
+    >>> check_envelope("profiles/list", {"error": 401, "error_text": "bad token"})
+    Traceback (most recent call last):
+    stoplist_nb.errors.AuthError: profiles/list: error 401 (bad token)
     """
     raw = envelope.get("error", 0)
     try:

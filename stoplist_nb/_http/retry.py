@@ -1,8 +1,7 @@
 """The retry policy: urllib3 ``Retry`` objects, named and overridable.
 
-urllib3 does not retry POST unless told; we tell it to, since the calls are
-reads, except those that create something (``NON_REPLAYABLE``), which get
-:func:`connect_only`. Every policy mounted goes through :func:`deadline_aware`.
+POST is retried (the calls are reads), but ``NON_REPLAYABLE`` methods get
+:func:`connect_only`; every policy mounted goes through :func:`deadline_aware`.
 """
 
 from __future__ import annotations
@@ -37,12 +36,10 @@ class CappedRetry(Retry):
 def default_retry() -> Retry:
     """Return the retry policy a :class:`~stoplist_nb.Client` uses by default.
 
-    Five retries in all, exponential backoff from 0.5 s capped at 30 s, on
-    429/502/503/504 (``Retry-After`` honoured up to 60 s) and on connection
-    and read errors. When the budget runs out the last reply is kept, so the
-    caller gets the service's own error rather than a ``RetryError``.
-    Whatever the policy, the client never sends ``suppresses/export`` twice
-    and stops retrying at its ``deadline``.
+    Five retries, backoff from 0.5 s up to 30 s, on 429/502/503/504
+    (``Retry-After`` honoured up to 60 s) and broken connections; the last
+    reply is kept, so the service's own error is raised. Whatever the policy,
+    ``suppresses/export`` is never sent twice and retrying stops at the deadline.
 
     Returns:
         A fresh urllib3 ``Retry`` each call: change it with ``.new(...)``
@@ -54,20 +51,12 @@ def default_retry() -> Retry:
     >>> client = sn.Client("https://api.example.com", "secret",
     ...                    retry=sn.default_retry().new(total=10, backoff_max=60))
     """
+    # allowed_methods=None: every verb, POST included (these calls are reads).
     return CappedRetry(
-        total=5,
-        connect=5,
-        read=2,
-        status=5,
-        other=0,
-        redirect=2,
-        backoff_factor=0.5,
-        backoff_max=30.0,
-        status_forcelist=RETRY_STATUSES,
-        allowed_methods=None,  # None = every verb, POST included: these calls are reads
-        respect_retry_after_header=True,
-        raise_on_status=False,
-    )
+        total=5, connect=5, read=2, status=5, other=0, redirect=2, backoff_factor=0.5,
+        backoff_max=30.0, status_forcelist=RETRY_STATUSES, allowed_methods=None,
+        respect_retry_after_header=True, raise_on_status=False,
+    )  # fmt: skip
 
 
 def connect_only(retry: Retry) -> Retry:
@@ -83,12 +72,9 @@ def connect_only(retry: Retry) -> Retry:
 
 
 class DeadlineRetry(Retry):
-    """A ``Retry`` that gives up when the next pause would end past the deadline.
+    """A ``Retry`` that gives up (as out of budget) when the next pause would end past the deadline.
 
-    Giving up is running out of budget: a retried status hands back its last
-    reply; a broken connection raises ``MaxRetryError``. A host name that does
-    not resolve is never tried again: the resolver has already retried, and a
-    typo would otherwise cost the whole connect budget to report.
+    A host name that does not resolve is never tried again: the resolver has retried already.
     """
 
     def increment(

@@ -1,11 +1,8 @@
 """HTTP for stoplist_nb: the only module that sends requests and catches requests' errors.
 
-Each foreign error becomes one of :mod:`stoplist_nb.errors`
-(:mod:`~stoplist_nb._http.replies`), chained to its cause scrubbed of the
-token. Retries are urllib3's (:mod:`~stoplist_nb._http.retry`), under the
-exchange's overall deadline (:mod:`~stoplist_nb._http.deadline`). Redirects
-are never left to requests, which would carry the token to whatever host the
-``Location`` names (:mod:`~stoplist_nb._http.redirects`).
+Each foreign error becomes one of :mod:`stoplist_nb.errors`, chained to its
+cause scrubbed of the token; redirects are never left to requests, which
+would carry the token wherever ``Location`` says.
 """
 
 from __future__ import annotations
@@ -41,7 +38,7 @@ DEFAULT_MIN_DOWNLOAD_RATE = 16 * 1024
 
 
 class _Adapter(HTTPAdapter):
-    """``HTTPAdapter`` whose connections a deadline can shut down (see ``deadline``)."""
+    """``HTTPAdapter`` whose connections a deadline can shut down."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
@@ -64,12 +61,11 @@ class Transport:
         self,
         base_url: str,
         token: str | None,
-        *,
-        timeout: float | tuple[float, float] | None = DEFAULT_TIMEOUT,
-        deadline: float | None = DEFAULT_DEADLINE,
-        min_download_rate: float | None = DEFAULT_MIN_DOWNLOAD_RATE,
-        retry: Retry | int | bool = True,
-        session: requests.Session | None = None,
+        timeout: float | tuple[float, float] | None,
+        deadline: float | None,
+        min_download_rate: float | None,
+        retry: Retry | int | bool,
+        session: requests.Session | None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
@@ -102,10 +98,7 @@ class Transport:
         return f"{self.base_url}/api/v1.1/{method.strip('/')}"
 
     def post(self, method: str, params: Mapping[str, Any]) -> bytes:
-        """POST ``params`` (with the token) to ``method``; return the body of a 2xx reply.
-
-        The envelope is left to the caller, which may decode it with pyarrow.
-        """
+        """POST ``params`` (with the token) to ``method``; return a 2xx reply's raw body."""
         body = dict(params)
         if self._token is not None:
             body["token"] = self._token
@@ -146,13 +139,15 @@ class Transport:
     ) -> int:
         """GET ``/api/download/<path>`` (URL-quoted) into ``out``; return the bytes written.
 
-        The token goes both in the query (as the contract says) and as a Bearer
-        header (as newer docs prefer). Each chunk extends the deadline once it
-        has arrived, so chunks are kept small.
+        The token goes in the query (the contract) and a Bearer header (newer
+        docs); each chunk, kept small, extends the deadline once it arrived.
         """
-        auth = {"params": {"token": self._token}, "headers": {}} if self._token else {}
+        auth: dict[str, Any] = {}
         if self._token:
-            auth["headers"] = {"Authorization": f"Bearer {self._token}"}
+            auth = {
+                "params": {"token": self._token},
+                "headers": {"Authorization": f"Bearer {self._token}"},
+            }
         url = f"{self.base_url}/api/download/{path}"
         written, expected, started = 0, None, False
         with running(self.deadline) as deadline:
@@ -254,12 +249,8 @@ class Transport:
         error: Exception,
         cause: Exception | None = None,
     ) -> NoReturn:
-        """Log ``error`` and raise it, from ``cause`` scrubbed of the token."""
-        status, name, elapsed = (
-            getattr(error, "http_status", None),
-            type(error).__name__,
-            deadline.elapsed(),
-        )
+        status, elapsed = getattr(error, "http_status", None), deadline.elapsed()
+        name = type(error).__name__
         extra = {"api_method": what, "http_status": status, "elapsed": elapsed, "error": name}
         http = f" (HTTP {status})" if status is not None else ""
         log.debug("%s %s failed after %.3f s: %s%s", verb, what, elapsed, name, http, extra=extra)
@@ -275,8 +266,9 @@ class Transport:
             )
         rate = self.min_download_rate
         earned = f", plus 1 s per {rate:g} bytes received" if rate else ""
+        allowed = deadline.expires_at - deadline.start
         return (
-            f"download: not complete within the deadline of {deadline.allowed:.1f} s "
+            f"download: not complete within the deadline of {allowed:.1f} s "
             f"({deadline.seconds:g} s{earned}; {received} bytes arrived). "
             "Client(deadline=..., min_download_rate=...) sets it"
         )

@@ -1,8 +1,4 @@
-"""JSON values that cannot change once checked: what a request checked is what it sends.
-
-:func:`freeze` makes a deep copy that refuses every change (dicts become
-:class:`FrozenDict`, lists tuples), :func:`thaw` a fresh, plain copy.
-"""
+"""JSON values that cannot change once checked: what a request checked is what it sends."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The kind of a field's values: one table from a JSON value or an Arrow type to a word.
-
-The words are the field types of ``databases/fields_get``: ``string``,
-``int``, ``float``, ``boolean``, ``array``, ``object``; and ``date``, which
-no JSON value carries. One field seen with several kinds gets one by
-:func:`common_kind`.
-"""
+"""The kind of a field's values, in the words of ``databases/fields_get``."""
 
 from __future__ import annotations
 
@@ -39,10 +33,7 @@ def json_kind(value: object) -> str | None:
 
 
 def arrow_kind(type_: pa.DataType) -> str | None:
-    """The kind of the values an Arrow column of ``type_`` holds; ``None`` for all-null.
-
-    Types JSON does not produce (decimals, binary, ...) are ``object``.
-    """
+    """The kind of an Arrow column of ``type_`` (``None``: all-null; non-JSON: ``object``)."""
     if pa.types.is_dictionary(type_):
         return arrow_kind(type_.value_type)
     if pa.types.is_null(type_):
@@ -55,11 +46,9 @@ def arrow_kind(type_: pa.DataType) -> str | None:
         return FLOAT
     if pa.types.is_string(type_) or pa.types.is_large_string(type_):
         return STRING
-    if (
-        pa.types.is_list(type_)
-        or pa.types.is_large_list(type_)
-        or pa.types.is_fixed_size_list(type_)
-    ):
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return ARRAY
+    if pa.types.is_fixed_size_list(type_):
         return ARRAY
     return OBJECT
 
@@ -71,9 +60,7 @@ def mixed(kinds: Iterable[str | None]) -> bool:
 
 
 def common_kind(kinds: Iterable[str | None]) -> str | None:
-    """One kind for a field seen with ``kinds``; ``None`` when every value was null.
-
-    ``int`` with ``float`` is ``float``; any other mix is ``string``.
+    """One kind for ``kinds`` (``int`` with ``float`` is ``float``, any other mix ``string``).
 
     >>> common_kind(["int", None, "float"]), common_kind(["int", "string"])
     ('float', 'string')

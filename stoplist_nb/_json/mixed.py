@@ -1,9 +1,7 @@
-"""Leaves whose values change JSON kind, kept as sent: an Arrow type of JSON texts.
+"""Leaves whose values change JSON kind (``2`` here, ``"2"`` there), kept as sent.
 
-Arrow gives every leaf one type, so a leaf holding ``2`` in one record and
-``"2"`` in another has none. Such a leaf is :data:`JSON`: each value's JSON
-text, under a type that says so; ``to_pylist()`` decodes them, and
-:func:`is_json` tells such a leaf from one of plain strings.
+Such a leaf is :data:`JSON`: each value's JSON text, under a type that says
+so; ``to_pylist()`` decodes them.
 """
 
 from __future__ import annotations
@@ -45,7 +43,6 @@ with contextlib.suppress(pa.ArrowKeyError):
 
 
 def is_json(type_: pa.DataType) -> bool:
-    """Whether ``type_`` is :data:`JSON`."""
     return isinstance(type_, JsonType)
 
 

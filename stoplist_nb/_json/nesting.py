@@ -1,13 +1,10 @@
 """How deeply a JSON text or a Python value nests, found without recursion.
 
-pyarrow's JSON reader recurses once per level on the C stack, in time growing
-with the square of the depth: a reply nested thousands of levels deep crashes
-the interpreter or holds it for minutes. So no reply reaches pyarrow before
-its depth is known to be at most :data:`MAX_DEPTH`: :func:`depth_bound`
-bounds it in a few vectorised passes (strings found with a prefix XOR of the
-quotes, 64 bytes a word, as simdjson does), and only above the limit does
-:func:`text_depth` measure it exactly. MongoDB stores at most 100 levels, and
-a reply adds two.
+pyarrow's JSON reader recurses per level on the C stack, in time square in
+the depth: thousands of levels crash or stall it. So no reply reaches it
+deeper than :data:`MAX_DEPTH` (MongoDB's 100 plus the reply's two, with
+room): :func:`depth_bound` bounds the depth in a few vectorised passes (a
+prefix XOR of the quotes, as simdjson), :func:`text_depth` measures it above.
 """
 
 from __future__ import annotations
@@ -27,10 +24,7 @@ _OPEN, _CLOSE, _QUOTE, _BACKSLASH = 0x5B, 0x5D, 0x22, 0x5C
 
 
 def depth_bound(content: bytes | bytearray | memoryview) -> int:
-    """A number never below the nesting depth of a JSON text, and close to it.
-
-    Within each block of 256 bytes the depth is taken to reach its start plus
-    every ``{`` and ``[`` of the block.
+    """A number never below the nesting depth of a JSON text, and close to it (per 256-byte block).
 
     >>> depth_bound(b'{"a": [1, {"b": "[[[["}]}')
     3
@@ -71,11 +65,7 @@ _local = threading.local()
 
 
 def _scratch(size: int) -> tuple[np.ndarray, np.ndarray]:
-    """A bool and a byte array of ``size`` for this thread, reused from call to call.
-
-    Fresh arrays cost more in page faults than the compares that fill them;
-    replies above a few MiB get their own, so that no thread keeps more.
-    """
+    """A bool and a byte array of ``size``, kept per thread; fresh ones cost page faults"""
     if size > _SCRATCH_BYTES:
         return np.empty(size, np.bool_), np.empty(size, np.uint8)
     kept = getattr(_local, "arrays", None)
@@ -139,9 +129,7 @@ def _escaped(quotes: np.ndarray, slashes: np.ndarray) -> np.ndarray:
 
 
 def value_depth(value: Any, limit: int = MAX_DEPTH) -> int:
-    """Levels of dicts, lists and tuples in a Python value, counted up to ``limit + 1``.
-
-    A value that contains itself counts as too deep.
+    """Levels of dicts, lists and tuples in a value, up to ``limit + 1`` (also for one in itself).
 
     >>> value_depth([{"a": [1]}, 2])
     3

@@ -1,11 +1,8 @@
 """Arrow views of the service's JSON replies (pure: no I/O).
 
-The fast route parses the raw bytes with ``pyarrow.json`` straight into
-Arrow columns; Python dicts are built only when Arrow cannot take the reply
-as it is, through :func:`~stoplist_nb._json.records.records_to_arrow`. No
-reply deeper than :data:`~stoplist_nb._json.nesting.MAX_DEPTH` reaches
-pyarrow, and a page where a float of 2**53 or more appears (pyarrow rounds
-big integers to floats) is read again through ``json``, exactly.
+``pyarrow.json`` parses the raw bytes into Arrow; only a reply it cannot take
+exactly (too deep, or a float of 2**53 or more, maybe a rounded integer) goes
+through ``json`` and :func:`~stoplist_nb._json.records.records_to_arrow`.
 """
 
 from __future__ import annotations
@@ -30,20 +27,13 @@ _NOT_AN_OBJECT = "the reply is not a JSON object"
 
 @dataclass(frozen=True)
 class Reply:
-    """One parsed reply.
-
-    Attributes:
-        envelope: Every top-level key except a ``data`` list, as Python values.
-        data: The ``data`` list as an Arrow array, or ``None`` when ``data`` is
-            absent, null or not a list.
-    """
+    """One reply: ``envelope`` (every key but a ``data`` list) and ``data`` (Arrow, or ``None``)."""
 
     envelope: dict[str, Any]
     data: pa.Array | None
 
     @property
     def rows(self) -> int:
-        """Number of elements in ``data`` (0 when there is none)."""
         return 0 if self.data is None else len(self.data)
 
 
@@ -138,10 +128,7 @@ def _has_timestamp(schema: pa.Schema) -> bool:
 
 
 def _timestamps_as_text(content: bytes | bytearray | memoryview, table: pa.Table) -> pa.Table:
-    """``table`` with the original text where pyarrow made date-like strings timestamps.
-
-    A second parse reads only those leaves, as strings (a third of a full parse).
-    """
+    """``table`` with the text pyarrow made into timestamps read again as strings."""
     wanted = {f.name: _text_type(f.type) for f in table.schema}
     schema = pa.schema([pa.field(name, t) for name, t in wanted.items() if t is not None])
     text = _read_json(content, schema)
@@ -153,7 +140,7 @@ def _timestamps_as_text(content: bytes | bytearray | memoryview, table: pa.Table
 
 
 def _text_type(type_: pa.DataType) -> pa.DataType | None:
-    """``type_`` cut down to its timestamp leaves, as strings; None when it has none."""
+    # type_ cut down to its timestamp leaves, as strings; None when it has none
     if type_.id == _TIMESTAMP:
         return pa.string()
     if pa.types.is_struct(type_):

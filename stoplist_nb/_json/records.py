@@ -1,9 +1,8 @@
-"""Python records (dicts and lists) as Arrow arrays, for replies pyarrow.json cannot take.
+"""Python records as Arrow arrays, for replies pyarrow.json cannot take.
 
-A leaf whose JSON type varies, or whose numbers a float64 would round (an
-integer beyond 64 bits, or beyond 2**53 beside decimals), is a
-:data:`~stoplist_nb._json.mixed.JSON` leaf, its values exact. Struct fields
-keep the order in which their keys were first seen, as pyarrow.json's do.
+A leaf of varying JSON type, or of numbers a float64 would round, is a
+:data:`~stoplist_nb._json.mixed.JSON` leaf; struct fields keep their keys'
+first-seen order, as pyarrow.json's do.
 """
 
 from __future__ import annotations
@@ -26,11 +25,9 @@ _EXACT = 2**53  # the largest magnitude below which a float64 holds every intege
 def records_to_arrow(
     records: Sequence[Mapping[str, Any]], *, depth_checked: bool = False
 ) -> pa.Array:
-    """Convert a list of JSON-like dicts to an Arrow StructArray.
+    """Convert a list of JSON-like dicts to an Arrow StructArray (``depth_checked``: by the caller).
 
-    The outermost leaf on a path that needs it is a JSON leaf, so that a list of
-    ``[true, 1]`` is one JSON value, not a list of texts. ``depth_checked``: the
-    caller knows they nest at most ``MAX_DEPTH`` levels.
+    The outermost leaf on a path that needs it is the JSON leaf (``[true, 1]`` is one value).
 
     Raises:
         InvalidInput: The records hold values Arrow cannot represent, or nest
@@ -88,7 +85,7 @@ def _rebuilt(
     orders: dict[Any, Any] | None,
     textual: set[tuple[object, ...]],
 ) -> pa.Array:
-    """``array`` with its struct keys in first-seen order and its textual leaves as JSON."""
+    # array with its struct keys in first-seen order and its textual leaves as JSON
     type_ = array.type
     if path in textual:
         return json_array(array)
@@ -112,11 +109,7 @@ def _rebuilt(
 
 
 def exact_floats(array: pa.Array) -> bool:
-    """Whether every float in ``array`` (at any depth) is below 2**53 in magnitude.
-
-    Above it a float may be an integer rounded on its way in. Only the branches
-    of the type that lead to a float are visited.
-    """
+    """Whether every float in ``array`` is below 2**53 (above, it may be a rounded int)."""
     todo = [(array, step) for step in _float_steps(array.type)]
     while todo:
         current, steps = todo.pop()
@@ -133,7 +126,7 @@ def exact_floats(array: pa.Array) -> bool:
 
 
 def _float_steps(type_: pa.DataType) -> list[tuple[int | None, ...]]:
-    """The paths (a field index, or None for a list's values) from ``type_`` to its floats."""
+    # The paths (a field index, or None for a list's values) from type_ to its floats.
     found: list[tuple[int | None, ...]] = []
     todo: list[tuple[pa.DataType, tuple[int | None, ...]]] = [(type_, ())]
     while todo:
@@ -188,7 +181,7 @@ def _collect_kinds(value: object, path: tuple[object, ...], kinds: dict[Any, set
 
 
 def _outermost(paths: set[tuple[object, ...]]) -> set[tuple[object, ...]]:
-    """The paths of ``paths`` with no other one above them: one JSON value holds the rest."""
+    # the paths with no other one above them: one JSON value holds the rest
     return {p for p in paths if not any(p[:i] in paths for i in range(len(p)))}
 
 

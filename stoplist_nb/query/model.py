@@ -1,18 +1,12 @@
 """The query model behind :mod:`stoplist_nb.query`: ``F``, its conditions, and their groups.
 
-Every node is immutable and compares by value, value types included as
-MongoDB does (``1`` and ``True`` are different filters). Negation (``~``):
-
-* ``$eq``/``$ne``, ``$in``/``$nin`` and ``$exists`` True/False turn into each
-  other (the pairs agree on documents without the field).
-* any other condition becomes ``{path: {"$not": {...}}}`` (``$lte`` is not the
-  opposite of ``$gt``: it would drop documents without the field).
-* ``~And(...)`` is ``{"$nor": [{...}]}``, ``~Or(a, b)`` is ``Nor(a, b)``,
-  ``~Nor(a, b)`` is ``Or(a, b)`` and ``~Nor(x)`` is ``x``: ``~~q == q``.
-
-Every node knows how deep its ``to_mongo()`` nests and refuses to be built
-deeper than :data:`~stoplist_nb.query.values.MAX_DEPTH`, so its recursive
-``to_mongo``, ``repr``, ``==`` and ``hash`` cannot exhaust the stack.
+Nodes are immutable and compare by value and value type, as MongoDB does.
+``~`` swaps ``$eq``/``$ne``, ``$in``/``$nin`` and ``$exists`` True/False (they
+agree on documents without the field); any other condition gets ``$not``
+(``$lte`` would drop documents without the field); ``~And(x)`` is
+``Nor([x])``, ``~Or`` a ``Nor`` and back, so ``~~q == q``. No node nests
+deeper than :data:`~stoplist_nb.query.values.MAX_DEPTH`: its recursive
+methods cannot exhaust the stack.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from stoplist_nb._json.frozen import FrozenDict, freeze, thaw
 from stoplist_nb.errors import InvalidQuery
@@ -37,15 +31,13 @@ from stoplist_nb.query.values import (
     value_key,
 )
 
-#: Field operators a :class:`Condition` can hold: every one a query may use,
-#: but ``$options`` (a condition's ``options``) and ``$not`` (its ``negated``).
+#: Field operators a :class:`Condition` holds (``$options`` and ``$not`` are its attributes).
 CONDITION_OPERATORS = FIELD_OPERATORS - {"$options", "$not"}
 
 _OPPOSITE = {"$eq": "$ne", "$ne": "$eq", "$in": "$nin", "$nin": "$in"}
 _SYMBOL = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _METHOD = {"$in": "isin", "$nin": "notin", "$exists": "exists", "$elemMatch": "elem_match"}
-# A Condition holds any argument of these; validate_query refuses a bad one
-# before the query is sent.
+# A Condition holds any argument of these; validate_query refuses a bad one.
 _ARGUMENT_UNCHECKED = frozenset({"$size", "$mod"})
 
 
@@ -59,8 +51,7 @@ class Query:
     """
 
     __slots__ = ()
-    #: How many levels ``to_mongo()`` nests; each node sets it when built.
-    _depth: int
+    _depth: int  # how many levels to_mongo() nests
 
     def to_mongo(self) -> dict[str, Any]:
         """Return the MongoDB filter, a fresh dict of plain lists and dicts."""
@@ -96,24 +87,34 @@ class Query:
 
 
 def _set_depth(node: Query, depth: int, name: str) -> None:
-    """Record how deep ``node.to_mongo()`` nests, or refuse to build ``node``."""
     if depth > MAX_DEPTH:
         raise too_deep(name)
     object.__setattr__(node, "_depth", depth)
 
 
-def _items(items: Iterable[Query], name: str, flatten: type[_Group] | None) -> tuple[Query, ...]:
-    out: list[Query] = []
-    for item in items:
-        if not isinstance(item, Query):
-            raise InvalidQuery(f"{name} takes queries, not {type(item).__name__}")
-        out.extend(item.items if flatten and isinstance(item, flatten) else [item])
-    return tuple(out)
-
-
 @dataclass(frozen=True, eq=False, repr=False, init=False)
 class _Group(Query):
     items: tuple[Query, ...]
+    _least: ClassVar[int] = 0
+    _too_few: ClassVar[str] = ""
+
+    def __init__(self, items: Iterable[Query] = ()) -> None:
+        cls = type(self)
+        flat: list[Query] = []
+        for item in items:
+            if not isinstance(item, Query):
+                raise InvalidQuery(f"{cls.__name__} takes queries, not {type(item).__name__}")
+            flat.extend(item.items if cls is not Nor and isinstance(item, cls) else [item])
+        if cls is Nor and len(flat) == 1 and isinstance(flat[0], Or):
+            flat = list(flat[0].items)  # the same filter, one level less
+        if len(flat) < cls._least:
+            raise InvalidQuery(cls._too_few)
+        object.__setattr__(self, "items", tuple(flat))
+        # {"$op": [item, ...]} puts a dict and a list around the deepest item; an And
+        # that merges is one dict of fields, an empty one {}.
+        deepest = max((item._depth for item in flat), default=1)
+        merged = cls is And and (not flat or _merges(self.items))
+        _set_depth(self, deepest if merged else deepest + 2, cls.__name__)
 
     def _key(self) -> Any:
         return self.items
@@ -123,29 +124,15 @@ class _Group(Query):
 class And(_Group):
     """All of ``items``; nested ``And`` are flattened, ``And([])`` matches everything.
 
-    Conditions on different fields merge into one dict (MongoDB's implicit AND);
-    anything else, two conditions on one field included, goes under ``$and``.
+    Conditions on different fields merge into one dict (MongoDB's implicit AND),
+    anything else goes under ``$and``.
 
     >>> from stoplist_nb.query.model import F
-    >>> q = (F("a") >= 1) & (F("a") < 5) & (F("b") == "x")
-    >>> q
-    (F('a') >= 1) & (F('a') < 5) & (F('b') == 'x')
-    >>> q.to_mongo()
-    {'$and': [{'a': {'$gte': 1}}, {'a': {'$lt': 5}}, {'b': 'x'}]}
+    >>> ((F("a") >= 1) & (F("a") < 5)).to_mongo()
+    {'$and': [{'a': {'$gte': 1}}, {'a': {'$lt': 5}}]}
     >>> ((F("a") == 1) & F("b").exists()).to_mongo()
     {'a': 1, 'b': {'$exists': True}}
     """
-
-    def __init__(self, items: Iterable[Query] = ()) -> None:
-        flat = _items(items, "And", And)
-        object.__setattr__(self, "items", flat)
-        if not flat:
-            depth = 1
-        elif _merges(flat):  # one dict, not the two levels of {"$and": [...]}
-            depth = max(item._depth for item in flat)
-        else:
-            depth = _group_depth(flat)
-        _set_depth(self, depth, "And")
 
     def to_mongo(self) -> dict[str, Any]:
         if not self.items:
@@ -175,12 +162,7 @@ class Or(_Group):
     {'$or': [{'_city': 'Moscow'}, {'_city': 'Kazan'}]}
     """
 
-    def __init__(self, items: Iterable[Query]) -> None:
-        flat = _items(items, "Or", Or)
-        if len(flat) < 2:
-            raise InvalidQuery("Or takes two or more queries; use the query itself")
-        object.__setattr__(self, "items", flat)
-        _set_depth(self, _group_depth(flat), "Or")
+    _least, _too_few = 2, "Or takes two or more queries; use the query itself"
 
     def to_mongo(self) -> dict[str, Any]:
         return {"$or": [i.to_mongo() for i in self.items]}
@@ -194,9 +176,7 @@ class Or(_Group):
 
 @dataclass(frozen=True, eq=False, repr=False, init=False)
 class Nor(_Group):
-    """None of ``items`` (``$nor``); what ``~`` makes of a group.
-
-    ``Nor([Or(items)])`` is stored as ``Nor(items)``, which means the same.
+    """None of ``items`` (``$nor``); what ``~`` makes of a group (``Nor([Or(x)])`` is ``Nor(x)``).
 
     >>> from stoplist_nb.query.model import F
     >>> q = ~((F("a") >= 1) & (F("a") < 5))
@@ -206,14 +186,7 @@ class Nor(_Group):
     (F('a') >= 1) & (F('a') < 5)
     """
 
-    def __init__(self, items: Iterable[Query]) -> None:
-        flat = _items(items, "Nor", None)
-        if len(flat) == 1 and isinstance(flat[0], Or):
-            flat = flat[0].items
-        if not flat:
-            raise InvalidQuery("Nor takes one or more queries")
-        object.__setattr__(self, "items", flat)
-        _set_depth(self, _group_depth(flat), "Nor")
+    _least, _too_few = 1, "Nor takes one or more queries"
 
     def to_mongo(self) -> dict[str, Any]:
         return {"$nor": [i.to_mongo() for i in self.items]}
@@ -229,13 +202,7 @@ class Nor(_Group):
         return f"Nor({list(self.items)!r})"
 
 
-def _group_depth(items: tuple[Query, ...]) -> int:
-    # {"$op": [item, ...]}: a dict and a list around the deepest item.
-    return 2 + max(item._depth for item in items)
-
-
 def _merges(items: tuple[Query, ...]) -> bool:
-    """Whether the items can be one dict of fields (MongoDB's implicit AND)."""
     paths = [item.path if isinstance(item, Condition) else None for item in items]
     # One item stays under $and, or it would read back as the bare item.
     return len(paths) > 1 and None not in paths and len(set(paths)) == len(paths)
@@ -270,8 +237,7 @@ class Condition(Query):
         op: The operator, one of :data:`CONDITION_OPERATORS`.
         value: Its argument; for ``$elemMatch`` a :class:`Query` on the elements.
         options: ``$options`` letters of a ``$regex``.
-        negated: Wrapped in ``$not``. Set only where no opposite operator exists:
-            the constructor turns a negated ``$eq`` into ``$ne`` and so on.
+        negated: Wrapped in ``$not`` (a negated ``$eq`` becomes ``$ne``, and so on).
 
     >>> Condition("_city", "$eq", "Moscow", negated=True)
     F('_city') != 'Moscow'
@@ -375,13 +341,9 @@ def _operator(op: str) -> Callable[[F, Any], Condition]:
 
 
 class F:
-    """A field, for building conditions: ``F("_city") == "Moscow"``.
+    """A field (dotted for nested ones), for building conditions: ``F("_city") == "Moscow"``.
 
-    ``F`` defines ``==`` to build a condition, so it is not hashable and
-    cannot be compared to anything else; the conditions it builds can.
-
-    Args:
-        path: The field, dotted for nested ones (``"subscriptions.channel"``).
+    Its ``==`` builds a condition, so ``F`` itself is not hashable.
 
     >>> F("_city") == "Moscow"
     F('_city') == 'Moscow'
@@ -412,11 +374,11 @@ class F:
 
     def isin(self, values: Iterable[Any]) -> Condition:
         """Return ``$in``: the field equals one of ``values`` (a list or tuple)."""
-        return self.op("$in", list(values) if isinstance(values, list | tuple) else values)
+        return self.op("$in", values)
 
     def notin(self, values: Iterable[Any]) -> Condition:
         """Return ``$nin``: the field equals none of ``values``, or is missing."""
-        return self.op("$nin", list(values) if isinstance(values, list | tuple) else values)
+        return self.op("$nin", values)
 
     def exists(self, flag: bool = True) -> Condition:
         """Return ``$exists``: the field is present (``True``) or missing (``False``)."""
@@ -435,9 +397,5 @@ class F:
         return self.regex("^" + re.escape(text), "" if case else "i")
 
     def elem_match(self, query: Query) -> Condition:
-        """Return ``$elemMatch``: one array element matches all of ``query``.
-
-        >>> F("subscriptions").elem_match((F("channel") == "email") & (F("status") == 0))
-        F('subscriptions').elem_match((F('channel') == 'email') & (F('status') == 0))
-        """
+        """Return ``$elemMatch``: one array element matches all of ``query``."""
         return self.op("$elemMatch", query)

@@ -1,13 +1,4 @@
-"""MongoDB queries for ``profiles/list``: validated before anything is sent, and parsed.
-
-A mistake in ``query`` costs a round trip and comes back as a terse 400, so
-the common ones are caught here with the exact place named.
-
->>> from stoplist_nb.query import F
->>> q = (F("_city") == "Moscow") | (F("subscriptions.channel") == "email")
->>> parse_query(q.to_mongo()) == q
-True
-"""
+"""MongoDB queries for ``profiles/list``: checked before sending, naming the bad part; parsed."""
 
 from __future__ import annotations
 
@@ -31,10 +22,6 @@ from stoplist_nb.query.values import (
 def validate_query(query: Any) -> dict[str, Any]:
     """Check a MongoDB query and return it as it will be sent.
 
-    The query may nest at most :data:`MAX_DEPTH` (100) levels, each dict and
-    list a level (``{"a": {"$in": [1]}}`` is 3 deep); deeper ones, and ones
-    that contain themselves, are refused before anything walks them.
-
     Args:
         query: The filter, e.g. ``{"$or": [{"_city": "Moscow"}, {"_city": "Kazan"}]}``.
 
@@ -42,10 +29,10 @@ def validate_query(query: Any) -> dict[str, Any]:
         An equal copy of plain dicts and lists, ready for ``json.dumps``.
 
     Raises:
-        InvalidQuery: The query is not a dict, is too deep, holds what JSON
-            cannot (NaN, an int beyond 64 bits, a ``numpy.int64``, ...) or
-            more values than a 16 MiB BSON document can, or a part of it is
-            not valid MongoDB. The message names the part.
+        InvalidQuery: Not a dict, deeper than :data:`MAX_DEPTH` (each dict and
+            list a level) or self-containing, holding what JSON cannot (NaN, a
+            ``numpy.int64``...) or too many values, or not valid MongoDB; the
+            message names the part.
 
     >>> validate_query({"_city": {"$in": ["Moscow", "Kazan"]}})
     {'_city': {'$in': ['Moscow', 'Kazan']}}
@@ -56,8 +43,7 @@ def validate_query(query: Any) -> dict[str, Any]:
     """
     if not isinstance(query, Mapping):
         raise InvalidQuery(f"query must be a dict, not {type(query).__name__}")
-    json_depth(query, "query")
-    # The walks below recurse, which is safe only within the depth checked above.
+    json_depth(query, "query")  # the walks below recurse: safe only within the depth checked
     _check_filter(query, "query")
     result: dict[str, Any] = thaw(query)
     return result
@@ -139,16 +125,13 @@ def _is_element_filter(arg: Mapping[str, Any], where: str) -> bool:
 def parse_query(query: Any) -> Query:
     """Turn a MongoDB query into :class:`Query` objects, after :func:`validate_query`.
 
-    Top-level keys are an implicit AND; several operators on one field become
-    an :class:`And`; ``{"$or": [x]}`` becomes ``x``. For every query built with
-    :class:`F`, ``parse_query(q.to_mongo()) == q``. The model's ``to_mongo()``
-    may nest deeper than the query read (``{"a": {"$gte": 1, "$lt": 5}}`` is an
-    ``$and``), so a query close to :data:`MAX_DEPTH` may be refused here only.
+    Several operators on one field become an :class:`And`, ``{"$or": [x]}``
+    becomes ``x``; ``parse_query(q.to_mongo()) == q`` for every ``q``. The
+    model may nest deeper than the dict, so near :data:`MAX_DEPTH` only this refuses.
 
     Raises:
-        InvalidQuery: As :func:`validate_query`, or the query uses what the
-            model does not hold (``$comment``, an operator-only ``$elemMatch``,
-            an empty query like ``{"$and": [{}]}``).
+        InvalidQuery: As :func:`validate_query`, or what the model does not hold
+            (``$comment``, an operator-only ``$elemMatch``, ``{"$and": [{}]}``).
 
     >>> parse_query({"_city": "Moscow", "score": {"$gte": 1, "$lt": 5}})
     (F('_city') == 'Moscow') & (F('score') >= 1) & (F('score') < 5)
@@ -162,18 +145,16 @@ def parse_query(query: Any) -> Query:
     return _parse_filter(validate_query(query), "query")
 
 
+_GROUPS: dict[str, type[And | Or | Nor]] = {"$and": And, "$or": Or, "$nor": Nor}
+
+
 def _parse_filter(query: Mapping[str, Any], where: str) -> Query:
     parts: list[Query] = []
     for key, value in query.items():
         here = f"{where}[{key!r}]"
-        if key in {"$and", "$or", "$nor"}:
+        if group := _GROUPS.get(key):
             items = [_parse_filter(part, f"{here}[{i}]") for i, part in enumerate(value)]
-            if key == "$and":
-                parts.append(And(items))
-            elif key == "$or":
-                parts.append(items[0] if len(items) == 1 else Or(items))
-            else:
-                parts.append(Nor(items))
+            parts.append(items[0] if group is Or and len(items) == 1 else group(items))
         elif key.startswith("$"):
             raise _fail(here, f"{key} cannot be held by a Query")
         else:

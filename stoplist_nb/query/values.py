@@ -1,11 +1,8 @@
-"""JSON-like values for queries: checked without recursion, and the rules for operators.
+"""Query values checked without recursion, and the operator rules, said once for both edges.
 
-:func:`json_depth` is the gate every query value passes before anything walks
-it recursively: a value nested thousands of levels deep, or one that contains
-itself, is an :class:`~stoplist_nb.errors.InvalidQuery`, not a
-``RecursionError``. The rules for field paths and operator arguments are here
-so that :func:`~stoplist_nb.query.parse.validate_query` and the model's
-:class:`~stoplist_nb.query.model.Condition` refuse a mistake in the same words.
+:func:`json_depth` is the gate every value passes before anything recurses
+into it (too deep or self-containing is ``InvalidQuery``, not
+``RecursionError``); ``validate_query`` and ``Condition`` share the rules here.
 """
 
 from __future__ import annotations
@@ -17,13 +14,11 @@ from typing import Any
 from stoplist_nb._json.frozen import FrozenDict
 from stoplist_nb.errors import InvalidQuery
 
-#: The deepest nesting a query may have: MongoDB's limit for a BSON document,
-#: each object and array a level (``{"a": {"$in": [1]}}`` is 3 deep).
+#: The deepest nesting a query may have (MongoDB's), each dict and list a level.
 MAX_DEPTH = 100
 
-#: The most values a query may hold, counted where they appear (a 16 MiB BSON
-#: document, 2 bytes a value at least): ``v = [v, v]`` sixty times over is small
-#: in memory but 2**60 values as JSON.
+#: The most values a query may hold, counted where they appear (16 MiB of BSON,
+#: 2 bytes a value): ``v = [v, v]`` sixty times over is 2**60 values as JSON.
 MAX_VALUES = 16 * 1024 * 1024 // 2
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -31,9 +26,7 @@ _END = object()
 
 
 def value_key(value: Any) -> Any:
-    """A comparison key that tells apart what MongoDB tells apart."""
-    # The type goes into the key because 1 == True == 1.0 in Python, not in MongoDB;
-    # document keys keep their order because MongoDB compares documents in order.
+    """A comparison key that tells apart what MongoDB does (``1``, ``True``; key order)."""
     if isinstance(value, tuple):
         return ("list", tuple(value_key(v) for v in value))
     if isinstance(value, FrozenDict):
@@ -85,7 +78,6 @@ def _scalar_problem(value: Any) -> str | None:
 
 
 def _children(value: Any) -> Iterator[tuple[Any, Any]] | None:
-    """``(key or index, item)`` pairs of a dict or list; None for anything else."""
     if isinstance(value, Mapping):
         return iter(value.items())
     if isinstance(value, list | tuple):
@@ -94,15 +86,13 @@ def _children(value: Any) -> Iterator[tuple[Any, Any]] | None:
 
 
 def json_depth(value: Any, where: str, *, limit: int = MAX_DEPTH) -> int:
-    """Check that ``value`` is JSON the service can take, and return its depth, without recursion.
+    """Check that ``value`` is JSON the service takes and return its depth (a scalar is 0).
 
-    A scalar is 0 deep, a dict or list one more than its deepest item, as
-    MongoDB counts. ``where`` starts each message (``"query['_city']"``).
+    ``where`` starts each message (``"query['_city']"``).
 
     Raises:
-        InvalidQuery: Deeper than ``limit``, containing itself, more than
-            :data:`MAX_VALUES` values, or what JSON cannot hold (NaN, an int
-            beyond 64 bits, a non-string key, ...); the message names the part.
+        InvalidQuery: Deeper than ``limit``, self-containing, over
+            :data:`MAX_VALUES` values, or not JSON; the message names the part.
 
     >>> json_depth({"a": float("nan")}, "query")
     Traceback (most recent call last):
@@ -181,20 +171,13 @@ FIELD_OPERATORS = frozenset({
     "$regex", "$options", "$not", "$elemMatch", "$size", "$type", "$mod",
 })  # fmt: skip
 
-#: The message for ``$options`` in a condition without ``$regex``.
 OPTIONS_WITHOUT_REGEX = "$options goes with $regex"
 
 _REGEX_OPTIONS = frozenset("imxsu")
 
 
 def check_field_operator(op: str, where: str) -> None:
-    """Refuse ``op`` unless it is one of :data:`FIELD_OPERATORS` (``where``: as :func:`json_depth`).
-
-    >>> check_field_operator("$inn", "query['_city']")
-    Traceback (most recent call last):
-    ...
-    stoplist_nb.errors.InvalidQuery: query['_city']: unknown operator '$inn'
-    """
+    """Refuse ``op`` unless it is one of :data:`FIELD_OPERATORS`."""
     if op in LOGICAL_OPERATORS:
         raise InvalidQuery(
             f"{where}[{op!r}]: {op} combines whole queries and cannot stand inside a field"
@@ -204,7 +187,7 @@ def check_field_operator(op: str, where: str) -> None:
 
 
 def check_argument(op: str, arg: Any, where: str) -> None:
-    """Refuse an argument that field operator ``op`` does not take (only after :func:`json_depth`).
+    """Refuse an argument that ``op`` does not take (after :func:`json_depth`).
 
     >>> check_argument("$in", "Moscow", "query['_city']['$in']")
     Traceback (most recent call last):
