@@ -10,6 +10,7 @@ arrive, never which. Closing cuts the request on the wire and joins every thread
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -43,6 +44,9 @@ Post = Callable[[dict[str, Any], Callable[[], None] | None], bytes]
 _WAKE = 0.25
 
 MAX_WORKERS = 8
+
+
+_WALKS = itertools.count()
 
 
 def check_threads(lookahead: Any, workers: Any) -> None:
@@ -135,15 +139,13 @@ class Ahead:
         self._broken: BaseException | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._thread: threading.Thread | None = None
-        self._workers: list[threading.Thread] = []  # the pool's, to join them in bounded time
+        # A name of this walk's own: close() joins its workers by name, each in bounded
+        # time, those only just started too (a started thread is listed at once).
+        self._workers = f"stoplist_nb-parse-{next(_WALKS)}"
         if lookahead > 0:
-            self._pool = ThreadPoolExecutor(workers, "stoplist_nb-parse", self._worker_started)
+            self._pool = ThreadPoolExecutor(workers, self._workers, leave_signals_to_main)
             self._thread = threading.Thread(target=self._fetch, name="stoplist_nb-fetch")
             self._thread.daemon = True
-
-    def _worker_started(self) -> None:
-        leave_signals_to_main()
-        self._workers.append(threading.current_thread())
 
     def get(
         self, cursor: str | None, body: dict[str, Any], *, fetched: int
@@ -201,8 +203,9 @@ class Ahead:
                     self._pool.shutdown(wait=False, cancel_futures=True)
             finally:
                 join(self._thread)
-                for worker in list(self._workers):
-                    join(worker)
+                for worker in threading.enumerate():
+                    if worker.name.startswith(f"{self._workers}_"):
+                        join(worker)
 
     def _fetch(self) -> None:
         leave_signals_to_main()

@@ -113,7 +113,8 @@ def test_requests_leave_while_the_first_page_is_parsed(
     opener.join()
     assert ids(df) == [p["id"] for p in demo.profiles]
     assert parse_gate["requests_at_parse"] == [1 + lookahead]
-    workers = {name.rsplit("_", 1)[0] for name in parse_gate["threads"]}
+    # A parse worker is "stoplist_nb-parse-<walk>_<n>": its walk's pool, named for close().
+    workers = {name.rsplit("-", 1)[0] if lookahead else name for name in parse_gate["threads"]}
     assert workers == ({PARSE_THREAD} if lookahead else {threading.current_thread().name})
 
 
