@@ -46,7 +46,9 @@ class ProfilesRequest:
     ``repr`` never shows the token. :meth:`pages`, :meth:`tables` and
     :meth:`frames` are streams that stop their threads once closed, exhausted
     or left by an exception. A failed read keeps what was read
-    (``exc.partial``) and says where to go on (``exc.resume_from``).
+    (``exc.partial``) and says where to go on (``exc.resume_from``). The
+    methods' ``dtypes`` is ``{column: dtype}`` (pandas dtypes, their names or
+    pyarrow types): those columns are there from the start, in that type.
 
     Args:
         client: The API client.
@@ -60,8 +62,6 @@ class ProfilesRequest:
         lookahead: Replies that may wait beyond one per worker (``0``: none).
         progress: Show a progress bar counting profiles (not for :meth:`pages`).
         workers: Threads that parse pages (``None``: one per core, at most 8).
-        dtypes: (methods) ``{column: dtype}`` (pandas dtypes, their names or
-            pyarrow types): those columns are there from the start, in that type.
 
     Raises:
         InvalidInput: An argument is wrong (nothing was sent).
