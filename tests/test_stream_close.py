@@ -84,6 +84,21 @@ def nothing_left(demo: DemoService, sent: int) -> None:
     assert listed(demo) == sent
 
 
+def ctrl_c_at_update(monkeypatch: pytest.MonkeyPatch, at: int) -> list[int]:
+    """Make the progress bar's ``at``-th ``update`` raise Ctrl-C; the list counts the calls."""
+    updates = [0]
+    update = tqdm.update
+
+    def interrupted(bar: Any, n: float | None = 1) -> bool | None:
+        updates[0] += 1
+        if updates[0] == at:
+            raise KeyboardInterrupt  # in the calling thread, as a real Ctrl-C lands
+        return update(bar, n)
+
+    monkeypatch.setattr(tqdm, "update", interrupted)
+    return updates
+
+
 READS: dict[str, Callable[[sn.ProfilesRequest], Any]] = {
     "pages": lambda req: req.pages(),
     "tables": lambda req: req.tables(),
@@ -135,17 +150,7 @@ def test_ctrl_c_in_a_callback_the_package_calls_closes_it(
     monkeypatch: pytest.MonkeyPatch,
     read: str,
 ) -> None:
-    updates = 0
-    update = tqdm.update
-
-    def interrupted(bar: Any, n: float | None = 1) -> bool | None:
-        nonlocal updates
-        updates += 1
-        if updates == 2:
-            raise KeyboardInterrupt  # in the calling thread, as a real Ctrl-C lands
-        return update(bar, n)
-
-    monkeypatch.setattr(tqdm, "update", interrupted)
+    updates = ctrl_c_at_update(monkeypatch, 2)
     demo.add_fault("profiles/list", "slow", delay=0.05, times=1000)  # requests keep going out
     req = sn.ProfilesRequest(client, demo.db_id, limit=LIMIT, lookahead=2)
     stream = READS[read](req) if read != "pages" else req.tables()  # pages have no bar
@@ -153,7 +158,7 @@ def test_ctrl_c_in_a_callback_the_package_calls_closes_it(
         for _ in stream:
             pass
     assert isinstance(caught[0], KeyboardInterrupt)
-    assert updates == 2
+    assert updates == [2]
     nothing_left(demo, listed(demo))
 
 
@@ -218,17 +223,7 @@ def test_a_dataset_pull_stopped_by_ctrl_c_leaves_no_writer(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: pathlib.Path,
 ) -> None:
-    updates = 0
-    update = tqdm.update
-
-    def interrupted(bar: Any, n: float | None = 1) -> bool | None:
-        nonlocal updates
-        updates += 1
-        if updates == 3:
-            raise KeyboardInterrupt
-        return update(bar, n)
-
-    monkeypatch.setattr(tqdm, "update", interrupted)
+    ctrl_c_at_update(monkeypatch, 3)
     req = sn.ProfilesRequest(client, demo.db_id, limit=LIMIT, lookahead=2)
     with kept_as_a_notebook_keeps_it() as caught:
         req.to_dataset(tmp_path / "ds", commit_seconds=0)
