@@ -7,7 +7,7 @@ and a pandas dtype; :func:`fit` lets a value join a column only as itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -79,7 +79,7 @@ def fit(kind: str, array: pa.Array) -> tuple[pa.Array, pa.Array | None]:
     if mixed.is_json(array.type):
         value = _fit_values(kind, array)
     else:
-        value = _FITS[kind](array, kinds.arrow_kind(array.type))
+        value = _fit_arrow(kind, array, kinds.arrow_kind(array.type))
     # A null stays null in every kind, so the values lost are the nulls gained.
     if value.null_count == array.null_count:
         return value, None
@@ -91,65 +91,68 @@ def nulls(kind: str, length: int) -> pa.Array:
     return pa.nulls(length, pa.null() if kind == kinds.OBJECT else ARROW_TYPES[kind])
 
 
-def _fit_int(array: pa.Array, kind: str | None) -> pa.Array:
-    if array.type == INT:
+def _fit_arrow(kind: str, array: pa.Array, has: str | None) -> pa.Array:
+    """``array``, of value kind ``has``, in a column of ``kind``: null where not the same value."""
+    type_ = array.type
+    if (
+        type_ == ARROW_TYPES[kind] if kind != kinds.OBJECT else has in (kinds.ARRAY, kinds.OBJECT)
+    ) or has == kind == kinds.BOOLEAN:
         return array
     if kind == kinds.INT:
-        if pa.types.is_uint64(array.type):
-            array = pc.if_else(pc.less_equal(array, 2**63 - 1), array, pa.scalar(None, array.type))
-        return array.cast(INT)
-    if kind == kinds.FLOAT:
-        array = array.cast(FLOAT)
-        ok = pc.and_(pc.equal(pc.floor(array), array), pc.less_equal(pc.abs(array), _EXACT))
-        return pc.if_else(ok, array, pa.scalar(None, FLOAT)).cast(INT)
-    if kind == kinds.STRING:
-        text = array.cast(TEXT)
-        ok = pc.match_substring_regex(text, _INT_TEXT)
-        return pc.if_else(ok, text, pa.scalar(None, TEXT)).cast(INT)
-    return pa.nulls(len(array), INT)
-
-
-def _fit_float(array: pa.Array, kind: str | None) -> pa.Array:
-    if array.type == FLOAT:
-        return array
-    if kind == kinds.FLOAT:
-        return array.cast(FLOAT)
-    if kind == kinds.INT:
-        # Past 2**53 a double holds a neighbour of the integer, not the integer.
-        ok = pc.less_equal(array, 2**53)
-        if not pa.types.is_unsigned_integer(array.type):
-            ok = pc.and_(ok, pc.greater_equal(array, -(2**53)))
-        return pc.if_else(ok, array, pa.scalar(None, array.type)).cast(FLOAT)
-    return pa.nulls(len(array), FLOAT)
-
-
-_TRUE_FALSE = pa.array(["true", "false"])
-
-
-def _fit_bool(array: pa.Array, kind: str | None) -> pa.Array:
-    if kind == kinds.BOOLEAN:
-        return array
-    if kind == kinds.STRING:
+        if has == kinds.INT:
+            if pa.types.is_uint64(type_):
+                array = pc.if_else(pc.less_equal(array, 2**63 - 1), array, pa.scalar(None, type_))
+            return array.cast(INT)
+        if has == kinds.FLOAT:
+            array = array.cast(FLOAT)
+            ok = pc.and_(pc.equal(pc.floor(array), array), pc.less_equal(pc.abs(array), _EXACT))
+            return pc.if_else(ok, array, pa.scalar(None, FLOAT)).cast(INT)
+        if has == kinds.STRING:
+            text = array.cast(TEXT)
+            ok = pc.match_substring_regex(text, _INT_TEXT)
+            return pc.if_else(ok, text, pa.scalar(None, TEXT)).cast(INT)
+    elif kind == kinds.FLOAT:
+        if has == kinds.FLOAT:
+            return array.cast(FLOAT)
+        if has == kinds.INT:
+            # Past 2**53 a double holds a neighbour of the integer, not the integer.
+            ok = pc.less_equal(array, 2**53)
+            if not pa.types.is_unsigned_integer(type_):
+                ok = pc.and_(ok, pc.greater_equal(array, -(2**53)))
+            return pc.if_else(ok, array, pa.scalar(None, type_)).cast(FLOAT)
+    elif kind == kinds.BOOLEAN and has == kinds.STRING:
         text = array.cast(TEXT)
         word = pc.if_else(pc.is_in(text, value_set=_TRUE_FALSE), text, pa.scalar(None, TEXT))
         return pc.equal(word, "true")
-    return pa.nulls(len(array), BOOL)
+    elif kind == kinds.DATE:
+        if pa.types.is_timestamp(type_):
+            if type_.tz is None:
+                array = pc.assume_timezone(array, "UTC")
+            return _whole_ms(array.cast(pa.timestamp(type_.unit, "UTC")))
+        if has == kinds.STRING:
+            try:
+                # Through "us": "ms" refuses finer fractions, "ns" stops at year 2262.
+                parsed = array.cast(pa.timestamp("us", "UTC"))
+            except pa.ArrowInvalid:  # pandas parses what it can and leaves NaT
+                text = pd.Series(array.to_pylist(), dtype=object)
+                dates = pd.to_datetime(text, format="ISO8601", utc=True, errors="coerce")
+                parsed = pa.Array.from_pandas(dates.dt.as_unit("us")).cast(
+                    pa.timestamp("us", "UTC")
+                )
+            return _whole_ms(parsed)
+    elif kind == kinds.ARRAY:
+        if has == kinds.ARRAY and not pa.types.is_fixed_size_list(type_):
+            item = type_.value_type
+            if pa.types.is_string(item) or pa.types.is_large_string(item) or pa.types.is_null(item):
+                return array.cast(TEXT_LIST)
+        if has == kinds.STRING:
+            # A bare string where the docs promise an array: the one-item list.
+            offsets = pa.array(range(len(array) + 1), pa.int32())
+            return pa.ListArray.from_arrays(offsets, array.cast(pa.string()), mask=array.is_null())
+    return nulls(kind, len(array))
 
 
-def _fit_time(array: pa.Array, kind: str | None) -> pa.Array:
-    type_ = array.type
-    if pa.types.is_timestamp(type_):
-        if type_.tz is None:
-            array = pc.assume_timezone(array, "UTC")
-        return _whole_ms(array.cast(pa.timestamp(type_.unit, "UTC")))
-    if kind != kinds.STRING:
-        return pa.nulls(len(array), TIME)
-    try:
-        # Through "us": "ms" refuses finer fractions, "ns" stops at year 2262.
-        parsed = array.cast(pa.timestamp("us", "UTC"))
-    except pa.ArrowInvalid:
-        parsed = _time_from_pandas(array)
-    return _whole_ms(parsed)
+_TRUE_FALSE = pa.array(["true", "false"])
 
 
 def _whole_ms(array: pa.Array) -> pa.Array:
@@ -160,44 +163,6 @@ def _whole_ms(array: pa.Array) -> pa.Array:
     ms = array.cast(TIME, safe=False)
     exact = pc.equal(ms.cast(array.type), array)
     return pc.if_else(exact, ms, pa.scalar(None, TIME))
-
-
-def _time_from_pandas(array: pa.Array) -> pa.Array:
-    # Only when Arrow refused some value: pandas parses what it can and leaves NaT.
-    text = pd.Series(array.to_pylist(), dtype=object)
-    parsed = pd.to_datetime(text, format="ISO8601", utc=True, errors="coerce")
-    return pa.Array.from_pandas(parsed.dt.as_unit("us")).cast(pa.timestamp("us", "UTC"))
-
-
-def _fit_list(array: pa.Array, kind: str | None) -> pa.Array:
-    type_ = array.type
-    if type_ == TEXT_LIST:
-        return array
-    if kind == kinds.ARRAY and not pa.types.is_fixed_size_list(type_):
-        item = type_.value_type
-        if pa.types.is_string(item) or pa.types.is_large_string(item) or pa.types.is_null(item):
-            return array.cast(TEXT_LIST)
-    if kind == kinds.STRING:
-        # A bare string where the docs promise an array: the one-item list.
-        offsets = pa.array(range(len(array) + 1), pa.int32())
-        return pa.ListArray.from_arrays(offsets, array.cast(pa.string()), mask=array.is_null())
-    return pa.nulls(len(array), TEXT_LIST)
-
-
-def _fit_object(array: pa.Array, kind: str | None) -> pa.Array:
-    if kind in (kinds.ARRAY, kinds.OBJECT):
-        return array
-    return pa.nulls(len(array), pa.null())
-
-
-_FITS: dict[str, Callable[[pa.Array, str | None], pa.Array]] = {
-    kinds.INT: _fit_int,
-    kinds.FLOAT: _fit_float,
-    kinds.BOOLEAN: _fit_bool,
-    kinds.DATE: _fit_time,
-    kinds.ARRAY: _fit_list,
-    kinds.OBJECT: _fit_object,
-}
 
 
 def _fit_values(kind: str, array: pa.Array) -> pa.Array:
@@ -216,7 +181,7 @@ def _fit_values(kind: str, array: pa.Array) -> pa.Array:
         only = pa.array(
             [v if kinds.json_kind(v) == value_kind and _arrow_holds(v) else None for v in decoded]
         )
-        fitted = _FITS[kind](only, value_kind)
+        fitted = _fit_arrow(kind, only, value_kind)
         out = pc.if_else(only.is_valid(), fitted, out)
     return out
 
