@@ -42,10 +42,7 @@ Post = Callable[[dict[str, Any], Callable[[], None] | None], bytes]
 # A signal the kernel hands to another library's thread leaves the main thread
 # asleep on a lock, its handler pending: the caller's waits wake this often.
 _WAKE = 0.25
-
 MAX_WORKERS = 8
-
-
 _WALKS = itertools.count()
 
 
@@ -257,8 +254,7 @@ class Ahead:
                 self._cond.notify_all()
 
     def _stopped(self) -> bool:
-        """Whether :meth:`close` has run (read afresh: another thread sets it)."""
-        return self._closed
+        return self._closed  # read afresh (not narrowed): another thread sets it
 
     def _start_parses(self) -> None:  # the next request is on the wire
         assert self._pool is not None
@@ -289,21 +285,6 @@ class Ahead:
         self._queue.clear()
 
 
-def _work(
-    parse: Callable[[bytes], Reply],
-    prepare: Callable[[pa.Array, bytes], Any] | None,
-    content: bytes,
-) -> tuple[Reply, Prepared | None]:
-    reply = parse(content)
-    if prepare is None or reply.data is None or len(reply.data) == 0:
-        return reply, None
-    try:
-        value = prepare(reply.data, content)
-    except Exception as exc:  # raised where the page is taken, as if prepared there
-        return reply, partial(_reraise, exc)
-    return reply, lambda: value
-
-
 def _work_into(
     future: Future[tuple[Reply, Prepared | None]],
     parse: Callable[[bytes], Reply],
@@ -313,9 +294,19 @@ def _work_into(
     if not future.set_running_or_notify_cancel():
         return
     try:
-        future.set_result(_work(parse, prepare, content))
+        reply, prepared = parse(content), None
+        if prepare is not None and reply.data is not None and len(reply.data) > 0:
+            try:
+                prepared = partial(_value, prepare(reply.data, content))
+            except Exception as exc:  # raised where the page is taken, as if prepared there
+                prepared = partial(_reraise, exc)
+        future.set_result((reply, prepared))
     except BaseException as exc:  # the caller's thread raises it when it takes the page
         future.set_exception(exc)
+
+
+def _value(value: Any) -> Any:
+    return value
 
 
 def _reraise(exc: Exception) -> Any:

@@ -41,11 +41,10 @@ __all__ = ["ProfilesRequest", "read_profiles"]
 class ProfilesRequest:
     """A request of a database's profiles (``profiles/list``), checked once, read many ways.
 
-    Every argument (a method's too) is checked before anything is sent. It is
-    frozen (``dataclasses.replace`` gives a new one, checked again) and its
-    ``repr`` never shows the token. :meth:`pages`, :meth:`tables` and
-    :meth:`frames` are streams that stop their threads once closed, exhausted
-    or left by an exception. A failed read keeps what was read
+    Every argument (a method's too) is checked before anything is sent; it is
+    frozen and its ``repr`` never shows the token. :meth:`pages`, :meth:`tables`
+    and :meth:`frames` are streams that stop their threads once closed,
+    exhausted or left by an exception. A failed read keeps what was read
     (``exc.partial``) and says where to go on (``exc.resume_from``). The
     methods' ``dtypes`` is ``{column: dtype}`` (pandas dtypes, their names or
     pyarrow types): those columns are there from the start, in that type.
@@ -131,10 +130,9 @@ class ProfilesRequest:
     ) -> Stream[pa.Table]:
         """Each page as an Arrow table, all in one growing schema, as a stream.
 
-        The columns of :meth:`to_frame` in Arrow types, settled as
-        :mod:`~stoplist_nb.profiles.schema` says; the metadata holds
-        ``from_id``, ``next_from_id`` and ``profiles`` (read so far).
-        ``schema``: go on with that of an earlier, interrupted read.
+        The columns of :meth:`to_frame`, settled as :mod:`~stoplist_nb.profiles.schema`
+        says; the metadata holds ``from_id``, ``next_from_id`` and ``profiles``
+        (read so far). ``schema``: go on with that of an earlier, interrupted read.
 
         >>> for table in req.tables():  # doctest: +SKIP
         ...     print(table.num_rows, table.schema.metadata[b"next_from_id"])
@@ -197,7 +195,6 @@ class ProfilesRequest:
         >>> df = req.to_frame(dtypes={"age": "Int16"})  # doctest: +SKIP
         """
         declared = request.check_dtypes(dtypes, dtype_backend)
-
         workers = default_workers() if self.workers is None else self.workers
 
         def frame(pages: list[FlatPage], cursor: str, count: int) -> pd.DataFrame:
@@ -224,9 +221,6 @@ class ProfilesRequest:
         Args:
             path: The file; its directory must exist.
             overwrite: Replace a file already at ``path``.
-
-        Returns:
-            The :class:`~stoplist_nb.profiles.files.FileSummary`.
 
         Raises:
             OutputExists: A file is at ``path`` and ``overwrite`` is false.
@@ -265,8 +259,8 @@ class ProfilesRequest:
         """Write the profiles to a resumable Parquet dataset (a directory), a few pages in memory.
 
         A pull that stopped (an error, Ctrl-C, a killed process) leaves what it
-        committed and a checkpoint; calling again carries on from there, to
-        the dataset an uninterrupted pull gives (``docs/profiles.md``).
+        committed and a checkpoint; calling again carries on from there
+        (``docs/profiles.md``).
 
         Args:
             path: The directory, created if missing; nothing but the dataset
@@ -277,9 +271,6 @@ class ProfilesRequest:
             repair: Drop a damaged file and those after it and pull on, not raise.
             commit_seconds: Commit the open part's pages once they span this long (``0``: each).
             commit_bytes: Or once they hold this many bytes (as Arrow tables).
-
-        Returns:
-            The summary of the dataset; ``complete`` is true.
 
         Raises:
             InvalidInput: The request has ``from_id`` or ``max_profiles``.
@@ -326,17 +317,7 @@ class ProfilesRequest:
     def _flat_pages(
         self, from_id: str | None = None, seen: Sequence[str] = (), fit: pagestream.Fit = None
     ) -> Stream[pagestream.PageRead]:
-        return pagestream.flat_pages(
-            self.client,
-            self.params,
-            from_id=from_id if from_id is not None else self.from_id,
-            max_profiles=self.max_profiles,
-            progress=self.progress,
-            lookahead=self.lookahead,
-            seen=seen,
-            workers=self.workers,
-            fit=fit,
-        )
+        return pagestream.flat_pages(self, self.from_id if from_id is None else from_id, seen, fit)
 
     def _file(
         self, path: str | os.PathLike[str], fmt: str, dtypes: Any, overwrite: bool

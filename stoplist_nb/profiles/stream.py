@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -17,11 +17,14 @@ from stoplist_nb._json.kinds import OBJECT
 from stoplist_nb._paging import records_of
 from stoplist_nb._progress import Bar
 from stoplist_nb._stream import Owner, Stream
-from stoplist_nb.client import Client, Page
+from stoplist_nb.client import Page
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles.normalize import FlatPage, flatten_profiles
 from stoplist_nb.profiles.schema import StreamSchema
+
+if TYPE_CHECKING:
+    from stoplist_nb.profiles.reading import ProfilesRequest
 
 _T = TypeVar("_T")
 Fit = Literal["arrow", "python"] | None
@@ -41,35 +44,29 @@ class PageRead:
 
 
 def flat_pages(
-    client: Client,
-    params: Mapping[str, Any],
-    *,
-    from_id: str | None,
-    max_profiles: int | None,
-    progress: bool,
-    lookahead: int,
-    seen: Iterable[str] = (),
-    workers: int | None = None,
-    fit: Fit = None,
+    req: ProfilesRequest, from_id: str | None, seen: Iterable[str] = (), fit: Fit = None
 ) -> Stream[PageRead]:
-    """Each page of :meth:`Client.pages` flattened, in its workers (``params``: the request body).
+    """The pages of ``req`` flattened in its workers, from ``from_id``.
 
     ``seen``: the cursors of an earlier, interrupted read; ``fit``: the workers
     also fit each page's fixed columns (:meth:`FlatPage.fit_fixed`).
     """
-    pages = client.pages(
+    max_profiles = req.max_profiles
+    pages = req.client.pages(
         request.METHOD,
-        params,
+        req.params,
         from_id=from_id,
         max_rows=max_profiles,
-        lookahead=lookahead,
+        lookahead=req.lookahead,
         seen=seen,
-        workers=workers,
+        workers=req.workers,
         prepare=partial(_flatten, fit),
     )
 
     def make(pages: Stream[Page], owner: Owner) -> Iterator[PageRead]:
-        bar = Bar(total=max_profiles, unit=" profiles", desc=request.METHOD, disable=not progress)
+        bar = Bar(
+            total=max_profiles, unit=" profiles", desc=request.METHOD, disable=not req.progress
+        )
         owner.adopt(bar.close)
         cursor, count = from_id or "", 0
         # Errors of the walk carry their resume_from (None: no cursor leads on).
