@@ -1,9 +1,7 @@
 """Profiles from ``profiles/list`` as one flat DataFrame: one row per subscription.
 
-A profile with no subscriptions appears once, with null subscription columns;
-order is kept and the index is a RangeIndex. The columns are listed in
-``docs/profiles.md`` ("The columns"): the fixed ones are always there, the
-others when some profile has the field. A value that does not fit its column
+A profile with no subscriptions is one row, its subscription columns null. The
+columns are listed in ``docs/profiles.md``; a value that does not fit its column
 (:func:`~stoplist_nb.profiles.columns.fit`) keeps its exact text in ``<column>__text``.
 """
 
@@ -219,16 +217,17 @@ def _contacts_of_every_channel(
             del arrays[source], dynamic[at]
 
 
+@dataclass
 class _Sent:
     """A page's values as sent, for the leaves Arrow cannot hold exactly."""
 
-    def __init__(self, records: Callable[[], Sequence[Any]], count: int) -> None:
-        self._records, self._count = records, count
+    records: Callable[[], Sequence[Any]]
+    count: int
 
     @cached_property
     def _profiles(self) -> list[Mapping[str, Any]]:
-        profiles = [r if isinstance(r, Mapping) else {} for r in self._records()]
-        if len(profiles) != self._count:
+        profiles = [r if isinstance(r, Mapping) else {} for r in self.records()]
+        if len(profiles) != self.count:
             raise InvalidInput("the records are not the page's profiles")
         return profiles
 
@@ -236,8 +235,9 @@ class _Sent:
     def _subscriptions(self) -> list[Mapping[str, Any]]:
         # In the order Arrow lists them: each list of subscriptions, profile by profile.
         found = (p.get(cols.SUBSCRIPTIONS) for p in self._profiles)
-        lists = [subs for subs in found if isinstance(subs, list)]
-        return [s if isinstance(s, Mapping) else {} for subs in lists for s in subs]
+        return [
+            s if isinstance(s, Mapping) else {} for f in found if isinstance(f, list) for s in f
+        ]
 
     def profile(self, key: str) -> pa.Array:
         return from_values([p.get(key) for p in self._profiles])

@@ -179,7 +179,11 @@ def cast_frame(frame: pd.DataFrame, dtypes: Mapping[str, Any]) -> pd.DataFrame:
 
 def cast_columns(table: pa.Table, dtypes: Mapping[str, Any]) -> pa.Table:
     for name, dtype in dtypes.items():
-        type_ = _arrow_type(dtype)
+        if isinstance(dtype, pd.ArrowDtype):
+            type_ = dtype.pyarrow_dtype
+        else:
+            type_ = pa.Schema.from_pandas(pd.DataFrame({"x": pd.Series([], dtype=dtype)}))[0].type
+            type_ = pa.large_string() if pa.types.is_string(type_) else type_
         try:
             if name in table.column_names:
                 i = table.column_names.index(name)
@@ -191,10 +195,3 @@ def cast_columns(table: pa.Table, dtypes: Mapping[str, Any]) -> pa.Table:
                 f"dtypes: column {name!r} does not go into {type_}: {exc}"
             ) from exc
     return table
-
-
-def _arrow_type(dtype: Any) -> pa.DataType:
-    if isinstance(dtype, pd.ArrowDtype):
-        return dtype.pyarrow_dtype
-    field = pa.Schema.from_pandas(pd.DataFrame({"x": pd.Series([], dtype=dtype)}))[0]
-    return pa.large_string() if pa.types.is_string(field.type) else field.type
