@@ -1,9 +1,7 @@
 """What a Parquet file of ours tells pandas about its dtypes: the same on every pandas.
 
-pandas records a string column's dtype as ``"string"`` alone and reads it back
-with its default storage (``python`` on pandas 2, ``pyarrow`` on 3); every file
-of the package names ``string[pyarrow]``, so ``pd.read_parquet`` gives the
-frame it was written from.
+pandas records a string dtype as ``"string"`` and reads it back in its default
+storage (``python`` on pandas 2, ``pyarrow`` on 3); our files name ``string[pyarrow]``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""The package's progress bar: ``tqdm.auto``'s, without tqdm's monitor thread.
-
-The package updates its bars itself, so a closed read leaves no thread behind.
-"""
+"""The package's progress bar: ``tqdm.auto``'s, without tqdm's monitor thread."""
 
 from __future__ import annotations
 
@@ -9,6 +6,6 @@ from tqdm.auto import tqdm
 
 
 class Bar(tqdm):  # type: ignore[misc]
-    """A ``tqdm.auto`` bar (a widget in Jupyter, text elsewhere) that starts no thread."""
+    """A ``tqdm.auto`` bar (a widget in Jupyter, text elsewhere): a closed read leaves no thread."""
 
     monitor_interval = 0

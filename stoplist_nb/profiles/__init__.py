@@ -1,9 +1,4 @@
-"""Subscriber profiles of a database as pandas DataFrames (``profiles/list``).
-
-A request is :class:`~stoplist_nb.profiles.reading.ProfilesRequest`, read as
-pages, tables, frames, files or a dataset; ``read_profiles`` is its
-``to_frame`` in one call.
-"""
+"""Subscriber profiles of a database (``profiles/list``) as DataFrames, files or a dataset."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The fields of a database's profiles: what a query can filter on.
 
-``databases/fields_get`` is read as its documented sibling
-``resources/fields_get``; when the service refuses it, the fields are inferred
-from a sample page of profiles, with a warning.
+``databases/fields_get`` is read as its documented sibling ``resources/fields_get``;
+when the service refuses it, the fields are inferred from a sample page, with a warning.
 """
 
 from __future__ import annotations

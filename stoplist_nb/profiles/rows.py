@@ -15,11 +15,10 @@ from stoplist_nb.errors import InvalidInput
 
 @dataclass(frozen=True)
 class Rows:
-    """How one page of profiles becomes one row per subscription.
+    """How one page becomes one row per subscription (each ``None``: the trivial case).
 
-    ``profile_take``: profile of each row (None: one row a profile); ``subs``:
-    every subscription (None: none); ``sub_valid``: whether each row holds one
-    (None: all do).
+    ``profile_take``: each row's profile; ``subs``: every subscription;
+    ``sub_valid``: whether each row holds one.
     """
 
     count: int

@@ -1,10 +1,8 @@
 """The columns of profiles read page by page: each settled once, then only added to.
 
-Frames and tables handed out page by page cannot change what went out, so a
-column joins on the first page where it has a value, with that page's kind,
-and keeps it; a later value that does not fit goes, as its exact text, to
-``<name>__text`` (the guide's "Page by page" says it for users). The state
-goes to and from a plain dict, so that a resumed pull goes on with it.
+What went out cannot change, so a column joins on the first page where it has
+a value, with that page's kind; a later value that does not fit goes, as its
+exact text, to ``<name>__text``. A resumed pull goes on with the state's dict.
 """
 
 from __future__ import annotations
