@@ -222,6 +222,9 @@ class ProfilesRequest:
             path: The file; its directory must exist.
             overwrite: Replace a file already at ``path``.
 
+        Returns:
+            The :class:`~stoplist_nb.profiles.files.FileSummary`.
+
         Raises:
             OutputExists: A file is at ``path`` and ``overwrite`` is false.
 
@@ -271,6 +274,9 @@ class ProfilesRequest:
             repair: Drop a damaged file and those after it and pull on, not raise.
             commit_seconds: Commit the open part's pages once they span this long (``0``: each).
             commit_bytes: Or once they hold this many bytes (as Arrow tables).
+
+        Returns:
+            The summary of the dataset; ``complete`` is true.
 
         Raises:
             InvalidInput: The request has ``from_id`` or ``max_profiles``.
