@@ -12,7 +12,7 @@ import functools
 import sys
 import warnings
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeGuard, cast, overload
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["flag_suppressed"]
 
+_Frame = TypeVar("_Frame", pd.DataFrame, "dd.DataFrame")
+
 
 def _is_dask_frame(obj: Any) -> TypeGuard[dd.DataFrame]:
     # A Dask frame can exist only once dask.dataframe is imported: no import needed to tell.
@@ -45,9 +47,8 @@ def _is_dask_frame(obj: Any) -> TypeGuard[dd.DataFrame]:
     return module is not None and isinstance(obj, module.DataFrame)
 
 
-@overload
 def flag_suppressed(
-    contacts: pd.DataFrame,
+    contacts: _Frame,
     suppressed: Any,
     *,
     email: str | None = None,
@@ -57,36 +58,7 @@ def flag_suppressed(
     email_canonical: Canonical | None = None,
     phone_canonical: Canonical | None = None,
     hashed: bool = False,
-) -> pd.DataFrame: ...
-
-
-@overload
-def flag_suppressed(
-    contacts: dd.DataFrame,
-    suppressed: Any,
-    *,
-    email: str | None = None,
-    phone: str | None = None,
-    domain: str | None = None,
-    domains: bool = True,
-    email_canonical: Canonical | None = None,
-    phone_canonical: Canonical | None = None,
-    hashed: bool = False,
-) -> dd.DataFrame: ...
-
-
-def flag_suppressed(
-    contacts: pd.DataFrame | dd.DataFrame,
-    suppressed: Any,
-    *,
-    email: str | None = None,
-    phone: str | None = None,
-    domain: str | None = None,
-    domains: bool = True,
-    email_canonical: Canonical | None = None,
-    phone_canonical: Canonical | None = None,
-    hashed: bool = False,
-) -> pd.DataFrame | dd.DataFrame:
+) -> _Frame:
     """Return a copy of ``contacts`` flagging the rows found in a suppression list.
 
     The named columns are hashed and looked up among the list's MD5 values; a
@@ -133,14 +105,17 @@ def flag_suppressed(
     """
     columns = {"email": email, "phone": phone, "domain": domain}
     rules = {"email": email_canonical, "phone": phone_canonical}
-    if _is_dask_frame(contacts):
+    frame: Any = contacts  # the result is of the same kind
+    if _is_dask_frame(frame):
         from stoplist_nb.suppression.partitions import flag_partitions
 
-        return flag_partitions(contacts, suppressed, columns, rules, domains=domains, hashed=hashed)
-    check_args(contacts, columns, rules, hashed, domains)
-    frame = cast(pd.DataFrame, contacts)  # check_args lets only a pandas DataFrame through
-    text, words = suppressed_text(suppressed)
-    return flag_frame(frame, text, words, columns, rules, domains=domains, hashed=hashed)
+        frame = flag_partitions(frame, suppressed, columns, rules, domains=domains, hashed=hashed)
+    else:
+        check_args(frame, columns, rules, hashed, domains)
+        text, words = suppressed_text(suppressed)
+        frame = flag_frame(frame, text, words, columns, rules, domains=domains, hashed=hashed)
+    flagged: _Frame = frame
+    return flagged
 
 
 def check_args(
