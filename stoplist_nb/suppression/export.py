@@ -91,25 +91,21 @@ def read_suppression_list(
 
     Starts the export (or picks up ``task_id``), waits for it, downloads the
     ZIP and reads it as :func:`~stoplist_nb.suppression.archive.read_hashed_csv`
-    does. Once the task exists, every error names it (``exc.task_id``), and
-    ``exc.hint`` says how to pick it up when the task or its file is still there.
+    does, whose arguments (and those of
+    :func:`~stoplist_nb.suppression.tasks.wait_for_task`) it takes. Once the
+    task exists, every error names it (``exc.task_id``), and ``exc.hint`` says
+    how to pick it up when the task or its file is still there.
 
     Args:
         client: The API client.
         list_id: The suppression list's id; needed unless ``task_id`` is given.
         type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"`` (a new export only).
         task_id: An export already started (``exc.task_id`` of a ``TaskTimeout``, say).
-        progress: Show progress bars for the task and the download.
         dest: Where the ZIP is kept (a file, or a directory for several files);
             default: a hidden temporary directory, removed afterwards.
         overwrite: Replace a ZIP already in ``dest`` (else ``OutputExists``).
-        poll_interval: As in :func:`~stoplist_nb.suppression.tasks.wait_for_task`.
-        max_interval: As there.
-        task_timeout: As there; a file not served yet (404) is waited for up
-            to the same deadline.
-        max_size: As in :func:`~stoplist_nb.suppression.archive.read_hashed_csv`;
-            it also caps the download.
-        max_ratio: As there.
+        task_timeout: Also how long a file not served yet (404) is waited for.
+        max_size: Also caps the download.
 
     Returns:
         The hashes; ``attrs`` hold ``task_id``, ``list_id``, ``type`` (``None``
