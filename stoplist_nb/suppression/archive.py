@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import IO, Any, Union
+from typing import IO, Any, NoReturn, Union
 
 import numpy as np
 import pandas as pd
@@ -174,11 +174,7 @@ class Capped:
                 raise ArchiveTooLarge(
                     f"{self._label}: unpacks beyond its declared {self._limit:,} B"
                 )
-            raise ArchiveTooLarge(
-                f"the CSV in the archive unpacks to more than max_size={self._limit:,} bytes "
-                f"({_mib(self._limit)}); if the archive is trusted, pass a larger max_size= "
-                "to read_hashed_csv"
-            )
+            _refuse("the CSV in the archive unpacks to more than", "max_size", self._limit)
         if self._budget is not None:
             self._budget.charge(key, count)
 
@@ -213,6 +209,14 @@ def csv_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     return sorted(chosen, key=lambda info: info.filename)
 
 
+def _refuse(found: str, limit: str, value: float, why: str = "") -> NoReturn:
+    shown = f"{value:,} bytes ({_mib(value)})" if limit == "max_size" else f"{value:g}"
+    raise ArchiveTooLarge(
+        f"{found} {limit}={shown}{why}; if the archive is trusted, pass a larger "
+        f"{limit}= to read_hashed_csv"
+    )
+
+
 def check_bomb(
     infos: list[zipfile.ZipInfo], archive_size: int, max_size: int, max_ratio: float
 ) -> None:
@@ -222,29 +226,24 @@ def check_bomb(
     """
     total = sum(info.file_size for info in infos)
     if total > max_size:
-        raise ArchiveTooLarge(
-            f"the CSV in the archive would unpack to {_mib(total)}, above max_size="
-            f"{max_size:,} bytes ({_mib(max_size)}); if the archive is trusted, pass a "
-            "larger max_size= to read_hashed_csv"
+        _refuse(
+            f"the CSV in the archive would unpack to {_mib(total)}, above", "max_size", max_size
         )
-    for info in infos:
-        ratio = info.file_size / max(info.compress_size, 1)
-        if info.file_size > RATIO_FLOOR and ratio > max_ratio:
-            raise ArchiveTooLarge(
-                f"{info.filename!r} would unpack to {_mib(info.file_size)} from "
-                f"{_mib(info.compress_size)}, {ratio:,.0f} times its packed size, above "
-                f"max_ratio={max_ratio:g}: it looks like a zip bomb; if the archive is "
-                "trusted, pass a larger max_ratio= to read_hashed_csv"
+    members = "1 member" if len(infos) == 1 else f"{len(infos):,} members"
+    whole = (f"the CSV in the archive ({members})", total, archive_size, "an archive of ")
+    for name, size, packed, of in [
+        *((repr(i.filename), i.file_size, i.compress_size, "") for i in infos),
+        whole,
+    ]:
+        ratio = size / max(packed, 1)
+        if size > RATIO_FLOOR and ratio > max_ratio:
+            found = f"{name} would unpack to {_mib(size)} from {of}{_mib(packed)}"
+            _refuse(
+                f"{found}, {ratio:,.0f} times, above",
+                "max_ratio",
+                max_ratio,
+                ": it looks like a zip bomb",
             )
-    ratio = total / max(archive_size, 1)
-    if total > RATIO_FLOOR and ratio > max_ratio:
-        members = "1 member" if len(infos) == 1 else f"{len(infos):,} members"
-        raise ArchiveTooLarge(
-            f"the CSV in the archive ({members}) would unpack to {_mib(total)} from an "
-            f"archive of {_mib(archive_size)}, {ratio:,.0f} times its size, above "
-            f"max_ratio={max_ratio:g}: it looks like a zip bomb; if the archive is trusted, "
-            "pass a larger max_ratio= to read_hashed_csv"
-        )
 
 
 Opener = Callable[[], AbstractContextManager[Any]]
