@@ -2,8 +2,9 @@
 
 What is matched (canonical forms, domains, kinds, precedence) is described
 in docs/suppression.md ("Contacts and their hashes"). A Dask DataFrame is
-flagged partition by partition (:mod:`~stoplist_nb.suppression.partitions`)
-by :func:`flag_frame`, the code that flags a pandas frame.
+flagged partition by partition by :func:`flag_frame`, the code that flags a
+pandas frame; the list is decoded once and enters the graph as one task every
+partition's task depends on (see docs/suppression.md).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from stoplist_nb.suppression.hashing import (
     form_digests,
     strip_lower,
 )
-from stoplist_nb.suppression.matching import match_kinds, md5_digests, suppressed_text
+from stoplist_nb.suppression.matching import hashed_list, match_kinds, md5_digests, suppressed_text
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -107,8 +108,6 @@ def flag_suppressed(
     rules = {"email": email_canonical, "phone": phone_canonical}
     frame: Any = contacts  # the result is of the same kind
     if _is_dask_frame(frame):
-        from stoplist_nb.suppression.partitions import flag_partitions
-
         frame = flag_partitions(frame, suppressed, columns, rules, domains=domains, hashed=hashed)
     else:
         check_args(frame, columns, rules, hashed, domains)
@@ -227,3 +226,43 @@ def _spread_domains(owner: np.ndarray, rows: np.ndarray, found: np.ndarray) -> n
 
 def _present(values: Any) -> np.ndarray:
     return np.asarray(pc.is_valid(strip_lower(values)), dtype=bool)
+
+
+def flag_partitions(
+    contacts: dd.DataFrame,
+    suppressed: Any,
+    columns: Mapping[str, str | None],
+    rules: Mapping[str, Canonical | None],
+    *,
+    domains: bool,
+    hashed: bool,
+) -> dd.DataFrame:
+    """:func:`flag_suppressed` for a Dask DataFrame: a lazy copy of its partitions and divisions.
+
+    A Dask ``suppressed`` is computed first, since every partition is matched against all of it.
+    """
+    from dask.base import is_dask_collection, tokenize
+    from dask.delayed import delayed
+
+    # The frame's meta is an empty pandas frame: the argument checks and the result's
+    # dtypes come from the pandas code itself, run on it.
+    check_args(contacts._meta, columns, rules, hashed, domains)
+    if is_dask_collection(suppressed):
+        suppressed = suppressed.compute()
+    listed = hashed_list(suppressed)
+    warn_not_md5(
+        [f"{listed.invalid:,} values of the suppression list" if listed.invalid else ""],
+        stacklevel=4,
+    )
+    flag = functools.partial(
+        flag_frame, columns=columns, rules=rules, domains=domains, hashed=hashed
+    )
+    meta = flag(contacts._meta, listed, None)
+    # One task holds the list: scatter(broadcast=True) would need a client at this call,
+    # tie the lazy result to it and copy the list to every worker, used or not. The key is
+    # lowercase since dask.optimize rebuilds a frame from the first keys of its sorted
+    # graph, and the default one (the class name) sorts before the partitions' keys.
+    name = f"suppression-list-{tokenize(listed)}"
+    shared = delayed(listed, name=name, pure=True, traverse=False)
+    out: dd.DataFrame = contacts.map_partitions(flag, shared, None, meta=meta)  # type: ignore[no-untyped-call]
+    return out
