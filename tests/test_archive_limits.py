@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import stoplist_nb as sn
 from stoplist_nb.demo import DemoService
 from stoplist_nb.errors import ArchiveTooLarge, BadArchive, StoplistError
-from stoplist_nb.suppression import archive, zipmembers
+from stoplist_nb.suppression import archive
 from stoplist_nb.suppression.archive import hashed_csv_members, read_hashed_csv
 
 LINE = (hashlib.md5(b"bomb").hexdigest() + "\n").encode()
@@ -66,7 +66,7 @@ def split_bomb() -> bytes:
 def test_split_bomb_members_each_pass_the_member_check(split_bomb: bytes) -> None:
     infos = zipfile.ZipFile(io.BytesIO(split_bomb)).infolist()
     assert len(infos) == 250
-    assert all(info.file_size < zipmembers.RATIO_FLOOR for info in infos)
+    assert all(info.file_size < archive.RATIO_FLOOR for info in infos)
     assert declared(split_bomb) > 190 * 2**20 > 200 * len(split_bomb)
 
 
@@ -100,7 +100,7 @@ def test_tiny_archives_are_never_refused_for_their_ratio() -> None:
     # 1 MiB unpacked at most, however well it packs: it can do no harm.
     body = LINE * (2**20 // 16 // len(LINE))
     data = make_zip({f"p{i:02}.csv": body for i in range(16)}, level=9)
-    assert declared(data) <= zipmembers.RATIO_FLOOR
+    assert declared(data) <= archive.RATIO_FLOOR
     assert declared(data) / len(data) > 100
     assert len(read_quiet(data, max_ratio=1)) == 16 * len(body) // len(LINE)
 
@@ -143,13 +143,13 @@ def test_unpacked_bytes_are_counted_whatever_the_headers_declare(
 
 
 def test_the_budget_counts_members_together_and_each_once() -> None:
-    budget = zipmembers.Capped(None, 150, "the archive")  # a budget: no stream of its own
-    first = zipmembers.Capped(io.BytesIO(b"x" * 100), 100, "a.csv", budget)
+    budget = archive.Capped(None, 150, "the archive")  # a budget: no stream of its own
+    first = archive.Capped(io.BytesIO(b"x" * 100), 100, "a.csv", budget)
     first.read(100)
-    again = zipmembers.Capped(io.BytesIO(b"x" * 100), 100, "a.csv", budget)
+    again = archive.Capped(io.BytesIO(b"x" * 100), 100, "a.csv", budget)
     again.read(100)  # the same member read a second time
     assert budget.total == 100
-    second = zipmembers.Capped(io.BytesIO(b"y" * 100), 100, "b.csv", budget)
+    second = archive.Capped(io.BytesIO(b"y" * 100), 100, "b.csv", budget)
     second.read(50)
     with pytest.raises(ArchiveTooLarge, match="max_size=150"):
         second.read(1)
@@ -203,7 +203,7 @@ def end_record(data: bytes | bytearray) -> int:
 
 
 def test_too_many_members_are_refused_before_they_are_read() -> None:
-    data = make_zip({f"{i}.csv": b"" for i in range(zipmembers.MAX_MEMBERS + 1)})
+    data = make_zip({f"{i}.csv": b"" for i in range(archive.MAX_MEMBERS + 1)})
     for call in (read_hashed_csv, hashed_csv_members):
         with pytest.raises(ArchiveTooLarge) as caught:
             call(data)
@@ -213,7 +213,7 @@ def test_too_many_members_are_refused_before_they_are_read() -> None:
 
 
 def test_members_that_are_not_csv_count_too_but_up_to_the_limit_pass() -> None:
-    members = {f"{i}.bin": b"" for i in range(zipmembers.MAX_MEMBERS - 1)}
+    members = {f"{i}.bin": b"" for i in range(archive.MAX_MEMBERS - 1)}
     data = make_zip({**members, "list.csv": hashes(0, 3)})
     assert len(read_quiet(data)) == 3
     with pytest.raises(ArchiveTooLarge, match="10,001 members"):
@@ -221,7 +221,7 @@ def test_members_that_are_not_csv_count_too_but_up_to_the_limit_pass() -> None:
 
 
 def test_a_member_count_understated_by_the_end_record_is_still_refused() -> None:
-    data = bytearray(make_zip({f"{i}.csv": b"" for i in range(zipmembers.MAX_MEMBERS + 1)}))
+    data = bytearray(make_zip({f"{i}.csv": b"" for i in range(archive.MAX_MEMBERS + 1)}))
     struct.pack_into("<HH", data, end_record(data) + 8, 1, 1)
     with pytest.raises(ArchiveTooLarge, match="holds 10,001 members, beyond the 10,000"):
         read_hashed_csv(bytes(data))
@@ -239,7 +239,7 @@ def test_a_directory_too_large_to_parse_is_refused_whatever_the_count() -> None:
     tail = bytearray(one[eocd:])
     struct.pack_into("<HHL", tail, 8, 1, 1, len(directory))
     data = one[:start] + directory + bytes(tail)
-    assert len(directory) > zipmembers.MAX_DIRECTORY
+    assert len(directory) > archive.MAX_DIRECTORY
     with pytest.raises(ArchiveTooLarge, match=r"has a directory of 2\.\d MiB, beyond"):
         read_hashed_csv(data)
 

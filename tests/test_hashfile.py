@@ -16,7 +16,7 @@ import pytest
 from archives import make_zip
 
 from stoplist_nb.errors import ArchiveTooLarge, BadArchive, InvalidInput
-from stoplist_nb.suppression import archive, zipmembers
+from stoplist_nb.suppression import archive
 from stoplist_nb.suppression.archive import hashed_csv_members, read_hashed_csv
 
 STR = pd.StringDtype("pyarrow")
@@ -202,7 +202,7 @@ def test_member_lying_about_its_size_is_cut_at_the_declared_size() -> None:
 
 
 def test_capped_stream_refuses_bytes_beyond_its_limit() -> None:
-    capped = zipmembers.Capped(io.BytesIO(b"x" * 100), 60, "a.csv")
+    capped = archive.Capped(io.BytesIO(b"x" * 100), 60, "a.csv")
     assert len(capped.read(50)) == 50
     with pytest.raises(ArchiveTooLarge, match="declared 60"):
         capped.read(50)

@@ -79,18 +79,15 @@ def download_export(
     ``overwrite``.
 
     Args:
-        client: The API client (the file comes only from its service).
         hashed_file: ``result.hashed_file`` of the task (a path, or a list of one).
         dest: A file or a directory; default: the current directory.
         progress: Show a byte progress bar.
         overwrite: Replace a file already where the download goes.
         task_id: The task that named the file: then the download must be a ZIP
             and a file not served yet (404) is asked for again, as
-            :func:`~stoplist_nb.suppression.tasks.wait_for_task` polls, up to
-            ``task_timeout`` (then ``TaskTimeout``); without it a 404 is an ``APIError``.
-        task_timeout: As in :func:`~stoplist_nb.suppression.tasks.wait_for_task`.
-        poll_interval: As there.
-        max_interval: As there.
+            :func:`~stoplist_nb.suppression.tasks.wait_for_task` polls (with its
+            ``task_timeout``, ``poll_interval`` and ``max_interval``; then
+            ``TaskTimeout``); without it a 404 is an ``APIError``.
 
     Returns:
         The path of the file.

@@ -12,8 +12,7 @@ import os
 import pathlib
 import time
 import warnings
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import pandas as pd
 
@@ -73,16 +72,6 @@ def _check_request(
     check_limits(max_size, max_ratio)
 
 
-def _resume_call(func: str, *args: str) -> Callable[[str], str]:
-    """How to pick an export up again with ``func(client, *args, task_id=...)``."""
-
-    def say(task_id: str) -> str:
-        call = ", ".join(["client", *args, f"task_id={task_id!r}"])
-        return f"the export goes on at the service: {func}({call}) picks it up"
-
-    return say
-
-
 def read_suppression_list(
     client: Client,
     list_id: int | None = None,
@@ -102,25 +91,21 @@ def read_suppression_list(
 
     Starts the export (or picks up ``task_id``), waits for it, downloads the
     ZIP and reads it as :func:`~stoplist_nb.suppression.archive.read_hashed_csv`
-    does. Once the task exists, every error names it (``exc.task_id``), and
-    ``exc.hint`` says how to pick it up when the task or its file is still there.
+    does, whose arguments (and those of
+    :func:`~stoplist_nb.suppression.tasks.wait_for_task`) it takes. Once the
+    task exists, every error names it (``exc.task_id``), and ``exc.hint`` says
+    how to pick it up when the task or its file is still there.
 
     Args:
         client: The API client.
         list_id: The suppression list's id; needed unless ``task_id`` is given.
         type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"`` (a new export only).
         task_id: An export already started (``exc.task_id`` of a ``TaskTimeout``, say).
-        progress: Show progress bars for the task and the download.
         dest: Where the ZIP is kept (a file, or a directory for several files);
             default: a hidden temporary directory, removed afterwards.
         overwrite: Replace a ZIP already in ``dest`` (else ``OutputExists``).
-        poll_interval: As in :func:`~stoplist_nb.suppression.tasks.wait_for_task`.
-        max_interval: As there.
-        task_timeout: As there; a file not served yet (404) is waited for up
-            to the same deadline.
-        max_size: As in :func:`~stoplist_nb.suppression.archive.read_hashed_csv`;
-            it also caps the download.
-        max_ratio: As there.
+        task_timeout: Also how long a file not served yet (404) is waited for.
+        max_size: Also caps the download.
 
     Returns:
         The hashes; ``attrs`` hold ``task_id``, ``list_id``, ``type`` (``None``
@@ -139,17 +124,11 @@ def read_suppression_list(
     """
     func = "read_suppression_list"
     _check_request(func, list_id, task_id, type, max_size, max_ratio)
+    polls = (poll_interval, max_interval, task_timeout)
+    o = _Options(dest, overwrite, progress, *polls, max_size, max_ratio)
+    args = [] if list_id is None else [repr(list_id)]
     recorded = type if task_id is None else None
-    if task_id is None:
-        assert list_id is not None  # checked above
-        task_id = start_suppression_export(client, list_id, type=type)
-    say = _resume_call(func, *([repr(list_id)] if list_id is not None else []))
-    o = _Options(
-        dest, overwrite, progress, poll_interval, max_interval, task_timeout, max_size, max_ratio
-    )
-    frame = _export(client, task_id, None, say, list_id, recorded, o)
-    assert isinstance(frame, pd.DataFrame)
-    return frame
+    return cast(pd.DataFrame, _export(client, func, args, list_id, task_id, recorded, None, o))
 
 
 def read_export_files(
@@ -282,33 +261,40 @@ def write_suppression_parquet(
     """
     func = "write_suppression_parquet"
     out = check_target(path)
-    kind = "all" if type is None else type
-    _check_request(func, list_id, task_id, kind, max_size, max_ratio)
+    _check_request(func, list_id, task_id, "all" if type is None else type, max_size, max_ratio)
+    polls = (poll_interval, max_interval, task_timeout)
+    o = _Options(dest, overwrite, progress, *polls, max_size, max_ratio)
     # Opened first: a file that is there, or a directory that cannot be written, is
     # found before an export is started for nothing.
     with HashedParquet(out, overwrite=overwrite) as sink:
-        if task_id is None:
-            assert list_id is not None  # checked above
-            task_id = start_suppression_export(client, list_id, type=kind)
-            type = kind
-        say = _resume_call(func, repr(list_id), repr(str(out)))
-        polls = (poll_interval, max_interval, task_timeout)
-        o = _Options(dest, overwrite, progress, *polls, max_size, max_ratio)
-        summary = _export(client, task_id, sink, say, list_id, type, o)
-    assert isinstance(summary, SuppressionSummary)
-    return summary
+        args = [repr(list_id), repr(str(out))]
+        summary = _export(client, func, args, list_id, task_id, type, sink, o)
+    return cast(SuppressionSummary, summary)
 
 
 def _export(
     client: Client,
-    task_id: str,
-    sink: HashedParquet | None,
-    say: Callable[[str], str],
+    func: str,
+    args: list[str],
     list_id: int | None,
+    task_id: str | None,
     type: str | None,
+    sink: HashedParquet | None,
     o: _Options,
 ) -> pd.DataFrame | SuppressionSummary:
-    """The export once the task is known: into a frame, or into ``sink``; ``type`` is recorded."""
+    """The export, started unless ``task_id``, into a frame or ``sink``; ``type`` is recorded.
+
+    A hint to pick the task up says ``func(client, *args, task_id=...)``.
+    """
+    if task_id is None:
+        assert list_id is not None  # checked by the caller
+        type = type or "all"
+        task_id = start_suppression_export(client, list_id, type=type)
+
+    def say(task_id: str) -> str:
+        call = ", ".join(["client", *args, f"task_id={task_id!r}"])
+        return f"the export goes on at the service: {func}({call}) picks it up"
+
     with naming_task(task_id, say):
         since = time.monotonic()
         polls = {"poll_interval": o.poll_interval, "max_interval": o.max_interval}

@@ -2,8 +2,9 @@
 
 What is matched (canonical forms, domains, kinds, precedence) is described
 in docs/suppression.md ("Contacts and their hashes"). A Dask DataFrame is
-flagged partition by partition (:mod:`~stoplist_nb.suppression.partitions`)
-by :func:`flag_frame`, the code that flags a pandas frame.
+flagged partition by partition by :func:`flag_frame`, the code that flags a
+pandas frame; the list is decoded once and enters the graph as one task every
+partition's task depends on (see docs/suppression.md).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import functools
 import sys
 import warnings
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeGuard, cast, overload
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -31,12 +32,14 @@ from stoplist_nb.suppression.hashing import (
     form_digests,
     strip_lower,
 )
-from stoplist_nb.suppression.matching import match_kinds, md5_digests, suppressed_text
+from stoplist_nb.suppression.matching import hashed_list, match_kinds, md5_digests, suppressed_text
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
 __all__ = ["flag_suppressed"]
+
+_Frame = TypeVar("_Frame", pd.DataFrame, "dd.DataFrame")
 
 
 def _is_dask_frame(obj: Any) -> TypeGuard[dd.DataFrame]:
@@ -45,9 +48,8 @@ def _is_dask_frame(obj: Any) -> TypeGuard[dd.DataFrame]:
     return module is not None and isinstance(obj, module.DataFrame)
 
 
-@overload
 def flag_suppressed(
-    contacts: pd.DataFrame,
+    contacts: _Frame,
     suppressed: Any,
     *,
     email: str | None = None,
@@ -57,36 +59,7 @@ def flag_suppressed(
     email_canonical: Canonical | None = None,
     phone_canonical: Canonical | None = None,
     hashed: bool = False,
-) -> pd.DataFrame: ...
-
-
-@overload
-def flag_suppressed(
-    contacts: dd.DataFrame,
-    suppressed: Any,
-    *,
-    email: str | None = None,
-    phone: str | None = None,
-    domain: str | None = None,
-    domains: bool = True,
-    email_canonical: Canonical | None = None,
-    phone_canonical: Canonical | None = None,
-    hashed: bool = False,
-) -> dd.DataFrame: ...
-
-
-def flag_suppressed(
-    contacts: pd.DataFrame | dd.DataFrame,
-    suppressed: Any,
-    *,
-    email: str | None = None,
-    phone: str | None = None,
-    domain: str | None = None,
-    domains: bool = True,
-    email_canonical: Canonical | None = None,
-    phone_canonical: Canonical | None = None,
-    hashed: bool = False,
-) -> pd.DataFrame | dd.DataFrame:
+) -> _Frame:
     """Return a copy of ``contacts`` flagging the rows found in a suppression list.
 
     The named columns are hashed and looked up among the list's MD5 values; a
@@ -133,14 +106,15 @@ def flag_suppressed(
     """
     columns = {"email": email, "phone": phone, "domain": domain}
     rules = {"email": email_canonical, "phone": phone_canonical}
-    if _is_dask_frame(contacts):
-        from stoplist_nb.suppression.partitions import flag_partitions
-
-        return flag_partitions(contacts, suppressed, columns, rules, domains=domains, hashed=hashed)
-    check_args(contacts, columns, rules, hashed, domains)
-    frame = cast(pd.DataFrame, contacts)  # check_args lets only a pandas DataFrame through
-    text, words = suppressed_text(suppressed)
-    return flag_frame(frame, text, words, columns, rules, domains=domains, hashed=hashed)
+    frame: Any = contacts  # the result is of the same kind
+    if _is_dask_frame(frame):
+        frame = flag_partitions(frame, suppressed, columns, rules, domains=domains, hashed=hashed)
+    else:
+        check_args(frame, columns, rules, hashed, domains)
+        text, words = suppressed_text(suppressed)
+        frame = flag_frame(frame, text, words, columns, rules, domains=domains, hashed=hashed)
+    flagged: _Frame = frame
+    return flagged
 
 
 def check_args(
@@ -252,3 +226,43 @@ def _spread_domains(owner: np.ndarray, rows: np.ndarray, found: np.ndarray) -> n
 
 def _present(values: Any) -> np.ndarray:
     return np.asarray(pc.is_valid(strip_lower(values)), dtype=bool)
+
+
+def flag_partitions(
+    contacts: dd.DataFrame,
+    suppressed: Any,
+    columns: Mapping[str, str | None],
+    rules: Mapping[str, Canonical | None],
+    *,
+    domains: bool,
+    hashed: bool,
+) -> dd.DataFrame:
+    """:func:`flag_suppressed` for a Dask DataFrame: a lazy copy of its partitions and divisions.
+
+    A Dask ``suppressed`` is computed first, since every partition is matched against all of it.
+    """
+    from dask.base import is_dask_collection, tokenize
+    from dask.delayed import delayed
+
+    # The frame's meta is an empty pandas frame: the argument checks and the result's
+    # dtypes come from the pandas code itself, run on it.
+    check_args(contacts._meta, columns, rules, hashed, domains)
+    if is_dask_collection(suppressed):
+        suppressed = suppressed.compute()
+    listed = hashed_list(suppressed)
+    warn_not_md5(
+        [f"{listed.invalid:,} values of the suppression list" if listed.invalid else ""],
+        stacklevel=4,
+    )
+    flag = functools.partial(
+        flag_frame, columns=columns, rules=rules, domains=domains, hashed=hashed
+    )
+    meta = flag(contacts._meta, listed, None)
+    # One task holds the list: scatter(broadcast=True) would need a client at this call,
+    # tie the lazy result to it and copy the list to every worker, used or not. The key is
+    # lowercase since dask.optimize rebuilds a frame from the first keys of its sorted
+    # graph, and the default one (the class name) sorts before the partitions' keys.
+    name = f"suppression-list-{tokenize(listed)}"
+    shared = delayed(listed, name=name, pure=True, traverse=False)
+    out: dd.DataFrame = contacts.map_partitions(flag, shared, None, meta=meta)  # type: ignore[no-untyped-call]
+    return out

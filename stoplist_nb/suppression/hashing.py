@@ -44,19 +44,13 @@ _PY_ASCII_SPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
 _NON_DIGITS = re.compile(r"[^0-9]+")
 
 
-def _md5_constructor() -> Callable[[bytes], Any]:
+_MD5: Callable[[bytes], Any]
+try:
     # CPython's own MD5 costs less per call than OpenSSL's on short inputs (about
     # 1.6x on e-mails), and the per-value loop is what bounds the hashing speed.
-    try:
-        fast: Callable[[bytes], Any] = importlib.import_module("_md5").md5
-        if fast(b"abc").hexdigest() == "900150983cd24fb0d6963f7d28e17f72":
-            return fast
-    except (ImportError, AttributeError, ValueError):
-        pass
-    return functools.partial(hashlib.md5, usedforsecurity=False)
-
-
-_MD5 = _md5_constructor()
+    _MD5 = importlib.import_module("_md5").md5
+except (ImportError, AttributeError):
+    _MD5 = functools.partial(hashlib.md5, usedforsecurity=False)
 
 
 def as_text(value: Any) -> str | None:

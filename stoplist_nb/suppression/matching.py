@@ -71,12 +71,9 @@ def md5_digests(text: Any) -> tuple[np.ndarray, np.ndarray]:
 class HashedList:
     """A suppression list decoded once, to be matched against many frames.
 
-    Attributes:
-        digests: The list's MD5 values as ``(n, 2)`` uint64, the valid ones only.
-        codes: Their kinds (an index in :data:`~stoplist_nb.suppression.contacts.KINDS`,
-            or :data:`~stoplist_nb.suppression.contacts.ANY_KIND`), or ``None`` when
-            the list has no kind column.
-        invalid: How many of the list's values were not MD5 (never matched).
+    ``digests`` are its valid MD5 values as ``(n, 2)`` uint64, ``codes`` their
+    kinds (as :func:`~stoplist_nb.suppression.contacts.kind_codes`; ``None``
+    without a kind column), ``invalid`` how many values were not MD5.
     """
 
     digests: np.ndarray
@@ -153,10 +150,8 @@ def match_kinds(
 ) -> tuple[list[np.ndarray], int]:
     """Which digests of each ``(kind, digests)`` group the list holds, and its values not MD5.
 
-    ``text`` is the list's MD5 strings and ``words`` its kind words (or
-    ``None``): a group is then looked up only among the rows of its kind and
-    those of no known kind. For a :class:`HashedList`, ``words`` is ``None``
-    and its own kinds are used.
+    ``text`` and ``words`` as :func:`suppressed_text` gives them, or a
+    :class:`HashedList` and ``None``.
     """
     # All groups in one lookup, so the list is decoded and thinned once.
     everyone = np.concatenate([np.zeros((0, 2), dtype=np.uint64), *(d for _, d in groups)])

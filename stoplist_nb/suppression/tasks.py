@@ -7,7 +7,6 @@ scrubbed of the token before it reaches a message, the bar or stderr.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -52,15 +51,16 @@ def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterat
 
     The hint is ``say(task_id)`` unless an outer :func:`resume_said_as` says it.
     """
-    chosen = _RESUME.get() or say
-    with resume_said_as(chosen) if chosen is not None else contextlib.nullcontext():
-        try:
-            yield
-        except errors.StoplistError as exc:
-            exc.task_id = task_id
-            if exc.hint is None and isinstance(exc, _RESUMABLE):
-                exc.hint = how_to_resume(task_id)
-            raise
+    token = _RESUME.set(_RESUME.get() or say)
+    try:
+        yield
+    except errors.StoplistError as exc:
+        exc.task_id = task_id
+        if exc.hint is None and isinstance(exc, _RESUMABLE):
+            exc.hint = how_to_resume(task_id)
+        raise
+    finally:
+        _RESUME.reset(token)
 
 
 @contextmanager
@@ -225,8 +225,6 @@ def wait_for_task(
                     raise late
                 time.sleep(min(interval, left))
                 interval = min(interval * 1.5, max(max_interval, poll_interval))
-        except (errors.TaskFailed, errors.TaskTimeout):
-            raise
         except _PASSING as exc:
             exc.hint = resume
             raise
