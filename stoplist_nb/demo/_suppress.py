@@ -28,8 +28,6 @@ from stoplist_nb.demo._data import WORDS, unique
 
 __all__ = [
     "BOMB_SIZE",
-    "DEFAULT_SUPPRESS_ID",
-    "DEFAULT_SUPPRESS_NAME",
     "EXPORT_TYPES",
     "ExportPlan",
     "ExportStore",
@@ -37,10 +35,6 @@ __all__ = [
     "canonicalize",
     "hashed_rows",
 ]
-
-DEFAULT_SUPPRESS_ID = 7
-# Spaces, Cyrillic and parentheses on purpose: the download path must be URL-quoted.
-DEFAULT_SUPPRESS_NAME = "Стоп-лист 2024 (main)"
 
 KINDS: tuple[str, ...] = ("emails", "phones", "domains")
 EXPORT_TYPES: tuple[str, ...] = (*KINDS, "all")
@@ -233,11 +227,7 @@ def _corrupt(good: bytes) -> bytes:
 
 
 def build_archive(
-    name: str,
-    rows: Sequence[Row],
-    *,
-    layout: CsvLayout = "plain",
-    kind: ArchiveKind = "normal",
+    name: str, rows: Sequence[Row], *, layout: CsvLayout = "plain", kind: ArchiveKind = "normal"
 ) -> bytes:
     """The ``<name>.md5.zip`` of ``<name>.md5.csv``; see ``ExportPlan.archive``."""
     if kind == "corrupt":
