@@ -33,11 +33,12 @@ from stoplist_nb.cli.output import (
     EXIT_INTERRUPTED,
     EXIT_NETWORK,
     EXIT_USAGE,
+    PROG,
     CliError,
     Ui,
     appeared,
 )
-from stoplist_nb.cli.parser import PROG, build_parser
+from stoplist_nb.cli.parser import build_parser
 
 __all__ = ["build_parser", "exit_code", "main"]
 

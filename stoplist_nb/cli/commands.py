@@ -39,8 +39,6 @@ from stoplist_nb.suppression.download import download_export, start_suppression_
 from stoplist_nb.suppression.export import read_suppression_list, write_suppression_parquet
 from stoplist_nb.suppression.tasks import resume_said_as, wait_for_task
 
-__all__ = ["run_export", "run_profiles"]
-
 
 def command_line(
     argv: Sequence[str], *, drop: Mapping[str, bool] = {}, add: Sequence[str] = ()

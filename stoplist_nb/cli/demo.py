@@ -37,8 +37,6 @@ from stoplist_nb.suppression.contacts import KINDS
 from stoplist_nb.suppression.export import read_suppression_list
 from stoplist_nb.suppression.flagging import flag_suppressed
 
-__all__ = ["CONTACT_COLUMNS", "DEMO_FILES", "PLOT_FILES", "SUPPRESSION_TYPES", "run_demo"]
-
 #: The list's kinds exported: those a profile's contacts can match.
 SUPPRESSION_TYPES = ("emails", "phones", "domains")
 #: The columns of the flagged contacts, before ``suppressed`` and ``suppressed_by``.

@@ -25,8 +25,6 @@ from stoplist_nb.profiles.dataset import (
 from stoplist_nb.query import MAX_DEPTH, validate_query
 from stoplist_nb.suppression.download import EXPORT_TYPES
 
-__all__ = ["PROG", "Out", "build_parser"]
-
 _EPILOG = """\
 exit codes: 0 done; 1 error reported by the service or the library, or a file
 that cannot be written; 2 bad arguments or configuration, or an output that

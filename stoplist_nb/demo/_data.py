@@ -17,8 +17,6 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeVar
 
-__all__ = ["FIELDS", "WORDS", "generate_profiles", "unique"]
-
 _T = TypeVar("_T")
 
 

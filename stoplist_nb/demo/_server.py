@@ -33,7 +33,6 @@ from stoplist_nb.demo._suppress import ExportPlan
 if TYPE_CHECKING:  # only for the annotation: the demo must not import the client at run time
     from stoplist_nb.client import Client
 
-__all__ = ["DEFAULT_PROFILES", "DemoService", "Fault", "FaultKind", "RequestRecord", "serve"]
 
 #: The size of the data set wherever none is named (``python -m stoplist_nb.demo``, ...).
 DEFAULT_PROFILES = 2000
