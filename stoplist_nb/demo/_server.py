@@ -54,25 +54,21 @@ class Fault:
     """One scripted misbehaviour; queue it with ``DemoService.add_fault``.
 
     Attributes:
-        method: API method it applies to (``"profiles/list"``), ``"download"`` for
-            ``GET /api/download/...``, or ``"*"`` for any.
-        kind: In place of the reply: ``"status"`` (an HTTP error status with the
-            envelope), ``"html"`` (an nginx error page), ``"malformed"`` (HTTP 200, cut
-            JSON), ``"api_error"`` (HTTP 200, non-zero ``error``), ``"raw"`` (``status``
-            (200), ``headers`` and ``body``, or ``text`` as UTF-8), ``"reset"`` (the
-            connection reset). To the reply: ``"slow"`` (sent after ``delay``),
-            ``"trickle"`` (one byte every ``delay``), ``"truncate"`` (full
-            ``Content-Length``, half the body, then close). ``profiles/list`` paging:
-            ``"stall"`` (``next_from_id`` repeats ``from_id``), ``"decoy"``
-            (``next_from_id`` before ``data``, and a row field of that name holding the
-            first id), ``"ignore_limit"`` (pages of ``size``, default twice ``limit``),
-            ``"no_cursor"`` (no ``next_from_id`` key), ``"opaque_cursor"`` (the last id
-            with ``"~"`` after it: works as ``from_id``, is no id), ``"cycle"``
-            (``next_from_id`` is ``cursor`` on a page with rows).
+        method: API method (``"profiles/list"``), ``"download"`` or ``"*"`` for any.
+        kind: In place of the reply: ``"status"`` (an HTTP error with the envelope),
+            ``"html"`` (an nginx error page), ``"malformed"`` (200, cut JSON),
+            ``"api_error"`` (200, non-zero ``error``), ``"raw"`` (``status``, ``headers``
+            and ``body``, or ``text``), ``"reset"`` (the connection reset). To the reply:
+            ``"slow"`` (sent after ``delay``), ``"trickle"`` (a byte every ``delay``),
+            ``"truncate"`` (full ``Content-Length``, half the body). ``profiles/list``
+            paging: ``"stall"`` (``next_from_id`` repeats ``from_id``), ``"decoy"`` (a
+            row field ``next_from_id`` first), ``"ignore_limit"`` (pages of ``size``,
+            default twice ``limit``), ``"no_cursor"``, ``"opaque_cursor"`` (the last id
+            and ``"~"``), ``"cycle"`` (``next_from_id`` is ``cursor``).
         times: Requests it fires for; ``None`` for every request.
-        status: HTTP status of ``"status"`` (default 503) and ``"html"`` (502).
+        status: HTTP status of ``"status"`` (503), ``"html"`` (502) and ``"raw"`` (200).
         retry_after: ``Retry-After`` header of ``"status"`` and ``"html"``.
-        delay: Seconds of ``"slow"`` (default 2.0) or between bytes of ``"trickle"`` (0.2).
+        delay: Seconds of ``"slow"`` (2.0) or between bytes of ``"trickle"`` (0.2).
         code: The envelope's ``error`` of ``"status"`` (the status) and ``"api_error"`` (500).
         text: The envelope's ``error_text``, the ``"html"`` message, or the raw body.
         after: Requests of the method let through before it fires.
@@ -370,20 +366,17 @@ class DemoService(_api.Backend):
     """A local implementation of the API, served over real HTTP on loopback.
 
     Args:
-        profiles: Number of profiles to generate, or the profiles themselves (dicts
-            with unique string ``"id"``).
+        profiles: Number of profiles to generate, or the profiles (dicts with unique ``"id"``).
         seed: Seed of :func:`generate_profiles` and of the suppression list.
         token: API token to accept; a random one when ``None``.
         host: Address to listen on.
         port: Port to listen on; 0 for a free one.
         db_id: Id of the one database.
-        http_errors: Answer API errors with the error code as HTTP status (``True``)
-            or with 200 (``False``); the download always uses real statuses.
+        http_errors: Answer API errors with their code as HTTP status, or with 200.
         suppress_id: Id of the one suppression list.
         suppress_name: Its name, which names the exported ``<name>.md5.zip``.
         suppressed: Its contacts as ``{"emails": [...], "phones": [...], "domains":
-            [...]}``; by default about 15% of the profiles' e-mails and phones and 10%
-            of their domains, plus as many that no profile has.
+            [...]}``; by default some of the profiles' and as many that no profile has.
 
     Attributes:
         profiles: The data set, as ``profiles/list`` returns it without ``fields``.
