@@ -194,10 +194,8 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def _request(client: Client, args: argparse.Namespace, ui: Ui, **more: Any) -> ProfilesRequest:
-    query, fields, limit, progress = args.query, args.fields, args.limit, ui.progress
-    return ProfilesRequest(
-        client, args.db_id, query=query, fields=fields, limit=limit, progress=progress, **more
-    )
+    options = {"query": args.query, "fields": args.fields, "limit": args.limit, **more}
+    return ProfilesRequest(client, args.db_id, progress=ui.progress, **options)
 
 
 def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:

@@ -244,8 +244,8 @@ class ExportPlan:
         not_ready_downloads: Downloads of the served file that answer 404 first.
 
     Raises:
-        ValueError: On a value out of range, ``fail`` with ``never``, or
-            ``done_before_file`` or ``not_ready_downloads`` with either.
+        ValueError: On a value out of range, or ``fail``, ``never`` and
+            ``done_before_file`` or ``not_ready_downloads`` together.
     """
 
     steps: int = 3
