@@ -1,13 +1,9 @@
 """``stoplist-nb`` (also ``python -m stoplist_nb``): profiles and suppression lists to files.
 
-Commands: ``demo`` (the whole job on the embedded demo service), ``profiles``
-(a database's profiles into a file or a Parquet dataset) and ``export`` (a
-suppression list into a file); ``profiles`` and ``export`` read
-``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``, and the token is never printed.
-The exit codes are in ``stoplist-nb --help`` and docs/cli.md. A signal that
-stops a run is handled like Ctrl-C: the library's cleanup runs, the command
-says what was kept and how to go on, and exits with 128 + the signal's
-number; a second signal does not cut that cleanup short.
+The commands and exit codes are in ``stoplist-nb --help`` and docs/cli.md; the token is
+never printed. A signal that stops a run is handled like Ctrl-C: the library's cleanup
+runs, the command says what was kept and how to go on, and exits with 128 + the
+signal's number; a second signal does not cut that cleanup short.
 """
 
 from __future__ import annotations
@@ -27,17 +23,9 @@ from stoplist_nb import errors
 from stoplist_nb._connect import ENV_TOKEN
 from stoplist_nb._redact import redact
 from stoplist_nb._threads import STOPPING
-from stoplist_nb.cli.output import (
-    EXIT_AUTH,
-    EXIT_ERROR,
-    EXIT_INTERRUPTED,
-    EXIT_NETWORK,
-    EXIT_USAGE,
-    CliError,
-    Ui,
-    appeared,
-)
-from stoplist_nb.cli.parser import PROG, build_parser
+from stoplist_nb.cli import output
+from stoplist_nb.cli.output import EXIT_USAGE, PROG, CliError
+from stoplist_nb.cli.parser import build_parser
 
 __all__ = ["build_parser", "exit_code", "main"]
 
@@ -47,15 +35,15 @@ def exit_code(exc: BaseException) -> int:
     if isinstance(exc, CliError):
         return exc.code
     if isinstance(exc, KeyboardInterrupt):
-        return EXIT_INTERRUPTED
+        return output.EXIT_INTERRUPTED
     if isinstance(exc, errors.AuthError):
-        return EXIT_AUTH
+        return output.EXIT_AUTH
     if isinstance(exc, errors.TransportError | errors.ServerError | errors.RateLimited):
-        return EXIT_NETWORK
+        return output.EXIT_NETWORK
     # UnsafePath is an InvalidInput, but the bad path came from the service, not the user.
     if isinstance(exc, errors.InvalidInput) and not isinstance(exc, errors.UnsafePath):
         return EXIT_USAGE
-    return EXIT_ERROR
+    return output.EXIT_ERROR
 
 
 def _report(exc: Exception) -> None:
@@ -88,10 +76,9 @@ def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
 def _signals() -> Iterator[dict[str, Any]]:
     """For the length of a run, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` as Ctrl-C does.
 
-    The state says which signal was ``received``; once the run is ``over`` a
-    signal stops nothing. A signal ignored when the run starts (``nohup``, a
-    shell's ``&``) stays ignored; the handlers found are put back at the end,
-    since ``main`` is also called inside a Python process.
+    The state says which signal was ``received``; once the run is ``over`` a signal stops
+    nothing. A signal ignored at the start (``nohup``) stays ignored; the handlers found
+    are put back at the end, since ``main`` is also called inside a Python process.
     """
     state: dict[str, Any] = {"received": None, "over": False}
 
@@ -126,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
     args.argv = argv  # for the commands' hints: the command to run next, whole
     progress = args.progress if args.progress is not None else sys.stderr.isatty()
-    ui = Ui(progress=progress and not args.quiet, quiet=args.quiet)
+    ui = output.Ui(progress=progress and not args.quiet, quiet=args.quiet)
     with warnings.catch_warnings(), _signals() as signals:
         warnings.showwarning = _show_warning
         try:
@@ -140,21 +127,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: interrupted{by}", file=sys.stderr)
             for line in getattr(exc, "stoplist_nb_said", []):  # what was kept, how to go on
                 print(f"{PROG}: {redact(line)}", file=sys.stderr)
-            return EXIT_INTERRUPTED if received is None else 128 + received
+            return output.EXIT_INTERRUPTED if received is None else 128 + received
         except BrokenPipeError:
             # Whoever read stdout has gone (| head); point stdout at nothing, so the
             # interpreter's own flush at exit does not fail a second time.
             with contextlib.suppress(OSError, ValueError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return EXIT_ERROR
+            return output.EXIT_ERROR
         except (errors.StoplistError, CliError) as exc:
-            # The library's words for an output that appeared name its keyword.
-            error = appeared(exc.path) if isinstance(exc, errors.OutputExists) else exc
+            # The library's words for an output that output.appeared name its keyword.
+            error = output.appeared(exc.path) if isinstance(exc, errors.OutputExists) else exc
             _report(error)
             return exit_code(error)
         except OSError as exc:  # the commands name their outputs; this is in case one did not
             reason = os.strerror(exc.errno) if exc.errno else str(exc)
             where = f"cannot write {os.fsdecode(exc.filename)}: " if exc.filename else ""
             print(f"{PROG}: error: {where}{reason}", file=sys.stderr)
-            return EXIT_ERROR
+            return output.EXIT_ERROR
     return code

@@ -18,18 +18,8 @@ from typing import Any
 from stoplist_nb import errors
 from stoplist_nb._connect import ENV_TOKEN, ENV_URL, settings_from_env
 from stoplist_nb._http.replies import what_to_check
-from stoplist_nb.cli.output import (
-    EXIT_USAGE,
-    PROG,
-    CliError,
-    Ui,
-    cannot_write,
-    plural,
-    refuse_existing,
-    said_on_interrupt,
-    what_is_kept,
-    write_frame,
-)
+from stoplist_nb.cli import output
+from stoplist_nb.cli.output import PROG, CliError, Ui, plural
 from stoplist_nb.client import Client
 from stoplist_nb.profiles.dataset import DatasetSummary, dataset_summary
 from stoplist_nb.profiles.files import FileSummary
@@ -38,8 +28,6 @@ from stoplist_nb.suppression.contacts import add_counts
 from stoplist_nb.suppression.download import download_export, start_suppression_export
 from stoplist_nb.suppression.export import read_suppression_list, write_suppression_parquet
 from stoplist_nb.suppression.tasks import resume_said_as, wait_for_task
-
-__all__ = ["run_export", "run_profiles"]
 
 
 def command_line(
@@ -122,14 +110,14 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         raise CliError(
             f"{carry_on[0]} carries on the dataset at --out, --overwrite removes it: "
             "give one of them",
-            code=EXIT_USAGE,
+            code=output.EXIT_USAGE,
         )
     if args.out.dataset:
         if args.from_id is not None or args.max_profiles is not None:
             raise CliError(
                 "--from-id and --max-profiles go with a file; a dataset directory "
                 "carries on by itself (--resume)",
-                code=EXIT_USAGE,
+                code=output.EXIT_USAGE,
             )
         return _profiles_dataset(args, ui)
     given = carry_on + [
@@ -139,11 +127,11 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         raise CliError(
             f"{' and '.join(given)} go{'es' if len(given) == 1 else ''} with a dataset "
             "directory (--out DIR/)",
-            code=EXIT_USAGE,
+            code=output.EXIT_USAGE,
         )
     path = args.out.path
-    refuse_existing([path], overwrite=args.overwrite)
-    kept = what_is_kept(path)
+    output.refuse_existing([path], overwrite=args.overwrite)
+    kept = output.what_is_kept(path)
     with client_from_env(args) as client, _advising(client):
         request = _request(client, args, ui, from_id=args.from_id, max_profiles=args.max_profiles)
         try:
@@ -153,7 +141,7 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
                 else request.to_parquet(path, overwrite=args.overwrite)
             )
         except KeyboardInterrupt as exc:
-            said_on_interrupt(exc, kept(), "hint: the same command reads the profiles again")
+            output.said_on_interrupt(exc, kept(), "hint: the same command reads the profiles again")
             raise
         except errors.StoplistError as exc:
             read = exc.partial.profiles if isinstance(exc.partial, FileSummary) else 0
@@ -174,7 +162,7 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
             exc.partial = None
             raise
         except OSError as exc:  # after StoplistError: some are OSErrors, none is the file's
-            raise cannot_write(path, exc) from None
+            raise output.cannot_write(path, exc) from None
         count, cursor = done.profiles, done.next_from_id
         stopped = args.max_profiles is not None and count >= args.max_profiles and bool(cursor)
         more = stopped and _more_after(client, args, cursor)
@@ -206,10 +194,8 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def _request(client: Client, args: argparse.Namespace, ui: Ui, **more: Any) -> ProfilesRequest:
-    query, fields, limit, progress = args.query, args.fields, args.limit, ui.progress
-    return ProfilesRequest(
-        client, args.db_id, query=query, fields=fields, limit=limit, progress=progress, **more
-    )
+    options = {"query": args.query, "fields": args.fields, "limit": args.limit, **more}
+    return ProfilesRequest(client, args.db_id, progress=ui.progress, **options)
 
 
 def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
@@ -260,10 +246,10 @@ def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
             raise
         except KeyboardInterrupt as exc:
             saved, how = kept()
-            said_on_interrupt(exc, saved, f"hint: {how}")
+            output.said_on_interrupt(exc, saved, f"hint: {how}")
             raise
         except OSError as exc:  # after StoplistError: a ConnectError is an OSError too
-            error = cannot_write(f"{where}/", exc)
+            error = output.cannot_write(f"{where}/", exc)
             error.hint = "; ".join(kept())
             raise error from None
     ui.say(
@@ -312,13 +298,13 @@ def run_export(args: argparse.Namespace, ui: Ui) -> int:
     except errors.StoplistError:
         raise
     except OSError as exc:  # after StoplistError: a ConnectError is an OSError too
-        raise cannot_write(args.out, exc) from None
+        raise output.cannot_write(args.out, exc) from None
 
 
 def _export(args: argparse.Namespace, ui: Ui) -> int:
     out: pathlib.Path = args.out
-    refuse_existing([out], overwrite=args.overwrite)
-    kept = what_is_kept(out)
+    output.refuse_existing([out], overwrite=args.overwrite)
+    kept = output.what_is_kept(out)
     with client_from_env(args) as client, _advising(client):
         task_id = args.task_id or start_suppression_export(client, args.list_id, type=args.type)
         ui.note(f"export task {task_id}")
@@ -350,7 +336,7 @@ def _export(args: argparse.Namespace, ui: Ui) -> int:
             frame = read_suppression_list(client, args.list_id, type=args.type, **waiting)
     if args.task_id is None:
         frame.attrs["type"] = args.type
-    write_frame(frame, out, overwrite=args.overwrite)
+    output.write_frame(frame, out, overwrite=args.overwrite)
     _say_written(ui, len(frame), what, out, frame.attrs.get("kinds"))
     return 0
 
@@ -404,5 +390,5 @@ def _resumable(
         hint = say(task_id)
         # wait_for_task prints how to pick the task up itself, and notes it (3.11+).
         told = any(hint in note for note in getattr(exc, "__notes__", ()))
-        said_on_interrupt(exc, kept(), *([] if told else [f"hint: {hint}"]))
+        output.said_on_interrupt(exc, kept(), *([] if told else [f"hint: {hint}"]))
         raise

@@ -19,25 +19,14 @@ from typing import Any
 
 import pandas as pd
 
-from stoplist_nb.cli.output import (
-    EXIT_USAGE,
-    CliError,
-    Ui,
-    appeared,
-    cannot_write,
-    plural,
-    refuse_existing,
-    said_on_interrupt,
-    write_frame,
-)
+from stoplist_nb.cli import output
+from stoplist_nb.cli.output import CliError, Ui, plural
 from stoplist_nb.client import Client
 from stoplist_nb.profiles import read_profiles
 from stoplist_nb.profiles.normalize import split_channels
 from stoplist_nb.suppression.contacts import KINDS
 from stoplist_nb.suppression.export import read_suppression_list
 from stoplist_nb.suppression.flagging import flag_suppressed
-
-__all__ = ["CONTACT_COLUMNS", "DEMO_FILES", "PLOT_FILES", "SUPPRESSION_TYPES", "run_demo"]
 
 #: The list's kinds exported: those a profile's contacts can match.
 SUPPRESSION_TYPES = ("emails", "phones", "domains")
@@ -50,20 +39,6 @@ PLOT_FILES = ("channels", "statuses", "registrations", "top_domains", "suppressi
 # The demo's export task moves one step per poll, so polling fast costs nothing.
 _POLL_INTERVAL = 0.05
 _DPI = 120
-
-
-def _serve() -> Callable[..., Any]:
-    try:
-        from stoplist_nb.demo import serve
-    except ImportError as exc:
-        # The demo package re-raises a missing mongomock as a plain ImportError, with no name.
-        missing = getattr(exc, "name", None) or "mongomock"
-        raise CliError(
-            f"the embedded demo service needs {missing}, which is not installed",
-            code=EXIT_USAGE,
-            hint="pip install 'stoplist_nb[demo]'",
-        ) from None
-    return serve
 
 
 def _suppression_list(client: Client, list_id: int, ui: Ui) -> pd.DataFrame:
@@ -111,7 +86,7 @@ def _plots(
             drawn = draw(ax)
             drawn.figure.savefig(into / f"{name}.png", dpi=_DPI, bbox_inches="tight")
         except OSError as exc:
-            raise cannot_write(out / f"{name}.png", exc) from None
+            raise output.cannot_write(out / f"{name}.png", exc) from None
         finally:
             plt.close(fig)
         written.append(f"{name}.png")
@@ -163,7 +138,7 @@ def _put_in_place(
     """Move the written files into ``out``: all of them, or none.
 
     Without ``overwrite`` each is linked in, which fails where a file has
-    appeared since the start; the ones already put there are then taken back.
+    output.appeared since the start; the ones already put there are then taken back.
     """
     placed: list[pathlib.Path] = []
     try:
@@ -175,17 +150,17 @@ def _put_in_place(
             try:
                 os.link(staging / name, target)
             except FileExistsError:
-                raise appeared(target) from None
+                raise output.appeared(target) from None
             except OSError:  # no hard links here: a look just before has to do
                 if target.exists() or target.is_symlink():
-                    raise appeared(target) from None
+                    raise output.appeared(target) from None
                 os.replace(staging / name, target)
             placed.append(target)
     except BaseException as exc:
         for target in placed:
             target.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise cannot_write(out / name, exc) from None
+            raise output.cannot_write(out / name, exc) from None
         raise
 
 
@@ -195,19 +170,28 @@ def run_demo(args: argparse.Namespace, ui: Ui) -> int:
     if out.exists() and not out.is_dir():
         raise CliError(
             f"--out {out} is a file, not a directory",
-            code=EXIT_USAGE,
+            code=output.EXIT_USAGE,
             hint="name a directory (created if missing) for the files of the demo",
         )
     names = [f"{name}{suffix}" for name in DEMO_FILES for suffix in (".parquet", ".csv")]
     if args.plots and importlib.util.find_spec("matplotlib") is not None:
         names += [f"{name}.png" for name in PLOT_FILES]
-    refuse_existing([out / name for name in names], overwrite=args.overwrite)
-    serve = _serve()
+    output.refuse_existing([out / name for name in names], overwrite=args.overwrite)
+    try:
+        from stoplist_nb.demo import serve
+    except ImportError as exc:
+        # The demo package re-raises a missing mongomock as a plain ImportError, with no name.
+        missing = getattr(exc, "name", None) or "mongomock"
+        raise CliError(
+            f"the embedded demo service needs {missing}, which is not installed",
+            code=output.EXIT_USAGE,
+            hint="pip install 'stoplist_nb[demo]'",
+        ) from None
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise cannot_write(f"{out}/", exc) from None
+        raise output.cannot_write(f"{out}/", exc) from None
     try:
         return _run(args, ui, serve, out)
     except BaseException as exc:
@@ -216,7 +200,7 @@ def run_demo(args: argparse.Namespace, ui: Ui) -> int:
                 out.rmdir()
         if isinstance(exc, KeyboardInterrupt):
             kept = f"no {out}" if created else f"{out} was left as it was"
-            said_on_interrupt(exc, kept, "hint: the same command runs the demo again")
+            output.said_on_interrupt(exc, kept, "hint: the same command runs the demo again")
         raise
 
 
@@ -239,13 +223,13 @@ def _run(args: argparse.Namespace, ui: Ui, serve: Callable[..., Any], out: pathl
     try:
         staging.mkdir()
     except OSError as exc:
-        raise cannot_write(f"{out}/", exc) from None
+        raise output.cannot_write(f"{out}/", exc) from None
     try:
         written = []
         for name, frame in zip(DEMO_FILES, (profiles, stop, flagged), strict=True):
             for suffix in (".parquet", ".csv"):
                 try:
-                    write_frame(frame, staging / f"{name}{suffix}")
+                    output.write_frame(frame, staging / f"{name}{suffix}")
                 except CliError as exc:  # it names the hidden file; say the one it stands for
                     hidden, shown = str(staging / f"{name}{suffix}"), str(out / f"{name}{suffix}")
                     raise CliError(str(exc).replace(hidden, shown), code=exc.code) from None

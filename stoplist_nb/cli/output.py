@@ -58,8 +58,7 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 def refuse_existing(paths: Iterable[pathlib.Path], *, overwrite: bool) -> None:
     """Refuse (exit 2) to run over files that are there, unless ``--overwrite`` was given.
 
-    The library's writers check again as they put a file in place, so one that
-    appears meanwhile is still not replaced (``OutputExists``, see :func:`appeared`).
+    The library's writers check again as they put a file in place (:func:`appeared`).
     """
     if overwrite:
         return
@@ -81,10 +80,9 @@ def appeared(path: object) -> CliError:
 def cannot_write(path: pathlib.Path | str, exc: OSError) -> CliError:
     """The error of a write that failed: ``cannot write <path>: <reason>`` (exit 1).
 
-    A file the error names elsewhere (a download kept in the temporary
-    directory) is named instead of ``path``: that is where room or rights are
-    missing. The reason is the system's words for the error number when there
-    is one (pyarrow words ``File too large`` its own way).
+    A file the error names elsewhere (a download in the temporary directory) is named
+    instead, as that is where room or rights are missing. The reason is the system's words
+    for the error number when there is one (pyarrow words ``File too large`` its own way).
     """
     where = pathlib.Path(path)
     named = pathlib.Path(os.fsdecode(exc.filename)) if exc.filename else None
@@ -104,11 +102,10 @@ def what_is_kept(path: pathlib.Path) -> Callable[[], str]:
     """
 
     def identity() -> tuple[int, int, int] | None:
-        try:
+        with contextlib.suppress(OSError):
             stat = path.stat()
-        except OSError:
-            return None
-        return (stat.st_dev, stat.st_ino, stat.st_mtime_ns)
+            return (stat.st_dev, stat.st_ino, stat.st_mtime_ns)
+        return None
 
     before = identity()
 
@@ -173,10 +170,8 @@ def _for_parquet(frame: pd.DataFrame) -> pd.DataFrame:
 def write_frame(frame: pd.DataFrame, path: pathlib.Path, *, overwrite: bool = False) -> None:
     """Write a frame as Parquet or CSV (by the suffix of ``path``), whole or not at all.
 
-    CSV is UTF-8 with a header and no index; list and object cells are JSON,
-    missing values empty. The file is hidden beside ``path`` until complete
-    (:class:`~stoplist_nb._atomic.Output`), and ``OutputExists`` is raised for
-    a file that is there unless ``overwrite``.
+    CSV is UTF-8 with a header and no index; list and object cells are JSON, missing
+    values empty. ``OutputExists`` for a file that is there unless ``overwrite``.
     """
     suffix = path.suffix.lower()
     if suffix not in FRAME_SUFFIXES:

@@ -25,8 +25,6 @@ from stoplist_nb.profiles.dataset import (
 from stoplist_nb.query import MAX_DEPTH, validate_query
 from stoplist_nb.suppression.download import EXPORT_TYPES
 
-__all__ = ["PROG", "Out", "build_parser"]
-
 _EPILOG = """\
 exit codes: 0 done; 1 error reported by the service or the library, or a file
 that cannot be written; 2 bad arguments or configuration, or an output that
@@ -74,7 +72,9 @@ def _command(sub: Any, name: str, help: str, about: str, epilog: str) -> argpars
 def _connection(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connection (STOPLIST_NB_URL, STOPLIST_NB_TOKEN)")
     retries = "retries of a failed request (default: 5, with exponential backoff)"
-    group.add_argument("--retries", type=count, metavar="N", help=retries)
+    group.add_argument(
+        "--retries", type=lambda text: positive_int(text, 0), metavar="N", help=retries
+    )
     timeout = "seconds to wait for each reply (default: 10 to connect, 120 to read)"
     group.add_argument("--timeout", type=seconds, metavar="SECONDS", help=timeout)
 
@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     profiles.add_argument("--from-id", metavar="CURSOR", help=after)
     profiles.add_argument(
         "--out",
-        type=out_file_or_dir(*FRAME_SUFFIXES),
+        type=out_file(*FRAME_SUFFIXES, dataset=True),
         required=True,
         metavar="FILE|DIR/",
         help="FILE.parquet, FILE.csv, or DIR/ (ending in /, or a directory) for a Parquet "
@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     dataset.add_argument("--profiles-per-part", type=positive_int, metavar="N", help=per_part)
     dataset.add_argument(
         "--commit-seconds",
-        type=seconds_or_zero,
+        type=lambda text: seconds(text, zero=True),
         metavar="SECONDS",
         help="commit the part being written once its pages since the last commit span "
         f"this long, 0 for every page (default: {DEFAULT_COMMIT_SECONDS:g}): a killed pull "
@@ -238,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _whole_number(text: str, minimum: int) -> int:
+def positive_int(text: str, minimum: int = 1) -> int:
+    """A whole number of at least ``minimum`` (``--limit``; ``--retries`` takes 0)."""
     try:
         value = int(text)
     except ValueError:
@@ -248,34 +249,15 @@ def _whole_number(text: str, minimum: int) -> int:
     return value
 
 
-def positive_int(text: str) -> int:
-    """A whole number of at least 1 (``--limit``, ``--max-profiles``, ``--profiles``)."""
-    return _whole_number(text, 1)
-
-
-def count(text: str) -> int:
-    """A whole number of at least 0 (``--retries``)."""
-    return _whole_number(text, 0)
-
-
-def seconds(text: str) -> float:
-    """A finite number of seconds above 0 (``--timeout``, ``--poll-interval``)."""
+def seconds(text: str, zero: bool = False) -> float:
+    """A finite number of seconds above 0 (``--timeout``), or 0 too if ``zero``."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0 or value == float("inf"):
+    if not (value > 0 or (zero and value == 0)) or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
-    return value
-
-
-def seconds_or_zero(text: str) -> float:
-    """A finite number of seconds of at least 0 (``--commit-seconds``: 0 is every page)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    return 0.0 if value == 0 else seconds(text)
+    return value or 0.0  # not -0.0
 
 
 def query(text: str) -> dict[str, Any]:
@@ -319,24 +301,6 @@ def fields(text: str) -> list[str]:
     return names
 
 
-def out_file(*suffixes: str) -> Callable[[str], pathlib.Path]:
-    """``--out``: a file named with one of ``suffixes``, in a directory that exists."""
-
-    def check(text: str) -> pathlib.Path:
-        path = pathlib.Path(text)
-        if path.suffix.lower() not in suffixes:
-            raise argparse.ArgumentTypeError(
-                f"{text!r}: the file name must end in {' or '.join(suffixes)}"
-            )
-        if path.is_dir():
-            raise argparse.ArgumentTypeError(f"{text!r} is a directory")
-        if not path.parent.is_dir():
-            raise argparse.ArgumentTypeError(f"{text!r}: no directory {str(path.parent)!r}")
-        return path
-
-    return check
-
-
 class Out(NamedTuple):
     """Where ``profiles --out`` writes: a file, or the directory of a dataset."""
 
@@ -344,24 +308,28 @@ class Out(NamedTuple):
     dataset: bool
 
 
-def out_file_or_dir(*suffixes: str) -> Callable[[str], Out]:
-    """``profiles --out``: a file as :func:`out_file` takes it, or a dataset's directory.
+def out_file(*suffixes: str, dataset: bool = False) -> Callable[[str], Any]:
+    """``--out``: a file named with one of ``suffixes``, in a directory that exists.
 
-    A path ending in ``/``, or a directory that exists, names a directory.
+    With ``dataset``, an :class:`Out`, where a path ending in ``/``, or a directory
+    that exists, names a dataset's directory.
     """
-    file = out_file(*suffixes)
 
-    def check(text: str) -> Out:
+    def check(text: str) -> Any:
         path = pathlib.Path(text)
-        if text.endswith(("/", os.sep)) or path.is_dir():
+        if dataset and (text.endswith(("/", os.sep)) or path.is_dir()):
             if path.exists() and not path.is_dir():
                 raise argparse.ArgumentTypeError(f"{text!r} is a file, not a directory")
             return Out(path, dataset=True)
         if path.suffix.lower() not in suffixes:
             raise argparse.ArgumentTypeError(
-                f"{text!r}: the file name must end in {' or '.join(suffixes)} "
-                "(or end the path in / for a directory of Parquet files)"
+                f"{text!r}: the file name must end in {' or '.join(suffixes)}"
+                + (" (or end the path in / for a directory of Parquet files)" if dataset else "")
             )
-        return Out(file(text), dataset=False)
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r} is a directory")
+        if not path.parent.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r}: no directory {str(path.parent)!r}")
+        return Out(path, dataset=False) if dataset else path
 
     return check

@@ -11,7 +11,6 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType
 
 from stoplist_nb.demo._server import DEFAULT_PROFILES, DemoService
 
@@ -57,18 +56,13 @@ def paste_lines(base_url: str, token: str) -> list[str]:
     ]
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     args = _parser().parse_args(argv)
     if args.profiles < 0:
         print("--profiles must not be negative", file=sys.stderr)
         return 2
-    options = vars(args)
-    options["token"] = options.get("token")
+    options = {"token": None, **vars(args)}
     try:
         service = DemoService(options.pop("profiles"), options.pop("seed"), **options).start()
     except (OSError, ValueError) as exc:
@@ -76,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     # Treat SIGTERM (docker stop, kill) like Ctrl-C, so the port is released cleanly.
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         sh, powershell, cmd = paste_lines(service.base_url, service.token)
         print(f"base_url: {service.base_url}\ntoken:    {service.token}\ndb_id:    {service.db_id}")

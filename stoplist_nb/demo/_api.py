@@ -25,8 +25,6 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from stoplist_nb.demo._data import FIELDS
 from stoplist_nb.demo._suppress import EXPORT_TYPES, ExportStore
 
-__all__ = ["ApiError", "Backend", "Call", "Reply", "dispatch", "error_reply", "method_name"]
-
 API_PREFIX = "/api/v1.1/"
 DOWNLOAD_PREFIX = "/api/download/"
 JSON_TYPE = "application/json; charset=utf-8"

@@ -17,8 +17,6 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeVar
 
-__all__ = ["FIELDS", "WORDS", "generate_profiles", "unique"]
-
 _T = TypeVar("_T")
 
 
@@ -110,20 +108,14 @@ TRANSLIT = {
 # (name, title, type, category) of every profile field the generator writes; the
 # databases/fields_get endpoint answers from this table.
 FIELDS: tuple[tuple[str, str, str, str], ...] = (
-    ("_fname", "First name", "string", "system"),
-    ("_lname", "Last name", "string", "system"),
-    ("_city", "City", "string", "system"),
-    ("_country", "Country", "string", "system"),
-    ("_bdate", "Date of birth", "string", "system"),
-    ("_sex", "Sex", "string", "system"),
-    ("email", "Email", "string", "system"),
-    ("phones", "Phones", "array", "system"),
+    ("_fname", "First name", "string", "system"), ("_lname", "Last name", "string", "system"),
+    ("_city", "City", "string", "system"), ("_country", "Country", "string", "system"),
+    ("_bdate", "Date of birth", "string", "system"), ("_sex", "Sex", "string", "system"),
+    ("email", "Email", "string", "system"), ("phones", "Phones", "array", "system"),
     ("subscriptions", "Subscriptions", "array", "system"),
-    ("loyalty_level", "Loyalty level", "int", "custom"),
-    ("vip", "VIP", "boolean", "custom"),
-    ("score", "Score", "float", "custom"),
-    ("segment", "Segment", "string", "custom"),
-)
+    ("loyalty_level", "Loyalty level", "int", "custom"), ("vip", "VIP", "boolean", "custom"),
+    ("score", "Score", "float", "custom"), ("segment", "Segment", "string", "custom"),
+)  # fmt: skip
 
 _EPOCH = datetime(2022, 1, 1, tzinfo=timezone.utc)
 _REG_SPAN = int((datetime(2026, 1, 1, tzinfo=timezone.utc) - _EPOCH).total_seconds())

@@ -1,8 +1,10 @@
-"""The demo service: its HTTP/1.1 server on loopback and its request log.
+"""The demo service: its HTTP/1.1 server on loopback, its request log and its faults.
 
-The server parses a request, lets a scripted fault (``_faults``) take over if one is
-queued, otherwise hands it to the endpoint table, logs it (without the token) and writes
-the reply with a correct ``Content-Length`` so keep-alive connections work.
+The server parses a request, lets a queued :class:`Fault` take over (it replaces the
+endpoint's reply, slows or cuts it, or bends its paging), otherwise hands it to the
+endpoint table, logs it (without the token) and writes the reply with a correct
+``Content-Length`` so keep-alive connections work. A fault is queued for one API method
+(or ``"*"`` for any) and fires for the next ``times`` requests, in the order added.
 """
 
 from __future__ import annotations
@@ -17,47 +19,164 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http.client import responses
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from stoplist_nb.demo._api import (
-    ApiError,
-    Backend,
-    Call,
-    Reply,
-    dispatch,
-    error_reply,
-    method_name,
-)
+from stoplist_nb.demo import _api, _suppress
 from stoplist_nb.demo._data import generate_profiles
-from stoplist_nb.demo._faults import (
-    REPLACING_KINDS,
-    Fault,
-    FaultKind,
-    bend,
-    fault_reply,
-    page_size,
-)
-from stoplist_nb.demo._suppress import (
-    DEFAULT_SUPPRESS_ID,
-    DEFAULT_SUPPRESS_NAME,
-    ExportPlan,
-    ExportStore,
-    build_suppressed,
-)
+from stoplist_nb.demo._suppress import ExportPlan
 
 if TYPE_CHECKING:  # only for the annotation: the demo must not import the client at run time
     from stoplist_nb.client import Client
 
-__all__ = ["DEFAULT_PROFILES", "DemoService", "Fault", "FaultKind", "RequestRecord", "serve"]
 
 #: The size of the data set wherever none is named (``python -m stoplist_nb.demo``, ...).
 DEFAULT_PROFILES = 2000
 
 MAX_BODY = 16 * 1024 * 1024
+
+
+# The kinds that take the place of the endpoint's reply, and the quirks of paging.
+Replacing = Literal["status", "html", "malformed", "api_error", "raw", "reset"]
+_Paging = Literal["stall", "decoy", "ignore_limit", "no_cursor", "opaque_cursor", "cycle"]
+FaultKind = Literal[Replacing, "slow", "trickle", "truncate", _Paging]
+FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
+REPLACING_KINDS: frozenset[str] = frozenset(get_args(Replacing))
+PAGING_KINDS: frozenset[str] = frozenset(get_args(_Paging))
+
+
+@dataclass
+class Fault:
+    """One scripted misbehaviour; queue it with ``DemoService.add_fault``.
+
+    Attributes:
+        method: API method (``"profiles/list"``), ``"download"`` or ``"*"`` for any.
+        kind: In place of the reply: ``"status"`` (an HTTP error with the envelope),
+            ``"html"`` (an nginx error page), ``"malformed"`` (200, cut JSON),
+            ``"api_error"`` (200, non-zero ``error``), ``"raw"`` (``status``, ``headers``
+            and ``body``, or ``text``), ``"reset"`` (the connection reset). To the reply:
+            ``"slow"`` (sent after ``delay``), ``"trickle"`` (a byte every ``delay``),
+            ``"truncate"`` (full ``Content-Length``, half the body). ``profiles/list``
+            paging: ``"stall"`` (``next_from_id`` repeats ``from_id``), ``"decoy"`` (a
+            row field ``next_from_id`` first), ``"ignore_limit"`` (pages of ``size``,
+            default twice ``limit``), ``"no_cursor"``, ``"opaque_cursor"`` (the last id
+            and ``"~"``), ``"cycle"`` (``next_from_id`` is ``cursor``).
+        times: Requests it fires for; ``None`` for every request.
+        status: HTTP status of ``"status"`` (503), ``"html"`` (502) and ``"raw"`` (200).
+        retry_after: ``Retry-After`` header of ``"status"`` and ``"html"``.
+        delay: Seconds of ``"slow"`` (2.0) or between bytes of ``"trickle"`` (0.2).
+        code: The envelope's ``error`` of ``"status"`` (the status) and ``"api_error"`` (500).
+        text: The envelope's ``error_text``, the ``"html"`` message, or the raw body.
+        after: Requests of the method let through before it fires.
+        body: The raw body of ``"raw"`` as bytes (wins over ``text``).
+        headers: Extra reply headers of ``"raw"``.
+        size: Page size of the last four paging quirks (which then ignore ``limit``).
+        cursor: The ``next_from_id`` of ``"cycle"`` (required for it).
+        fired: Requests it has fired for so far.
+    """
+
+    method: str
+    kind: FaultKind
+    times: int | None = 1
+    status: int | None = None
+    retry_after: int | str | None = None
+    delay: float | None = None
+    code: int | None = None
+    text: str | None = None
+    after: int = 0
+    body: bytes | None = None
+    headers: dict[str, str] | None = None
+    size: int | None = None
+    cursor: str | None = None
+    fired: int = field(default=0, init=False)
+    passed: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; use one of {sorted(FAULT_KINDS)}")
+        self.headers = dict(self.headers) if self.headers else None  # the caller's, copied
+        if not isinstance(self.method, str) or not self.method:
+            raise ValueError("method must be an API method name such as 'profiles/list' or '*'")
+        if self.kind in PAGING_KINDS and self.method != "profiles/list":
+            raise ValueError(f"a {self.kind!r} fault applies to 'profiles/list' only")
+        if self.size is not None and not (_api.is_int(self.size) and self.size >= 1):
+            raise ValueError(f"size must be a positive int, got {self.size!r}")
+        if self.size is not None and self.kind not in PAGING_KINDS - {"stall", "decoy"}:
+            raise ValueError(f"size applies to paging quirks, not to a {self.kind!r} fault")
+        if self.kind == "cycle" and (not isinstance(self.cursor, str) or not self.cursor):
+            raise ValueError("a 'cycle' fault needs cursor=, the from_id it goes back to")
+        if self.times is not None and (isinstance(self.times, bool) or self.times < 1):
+            raise ValueError(f"times must be a positive int or None, got {self.times!r}")
+        if self.status is not None and not 100 <= self.status <= 599:
+            raise ValueError(f"status must be an HTTP status code, got {self.status!r}")
+        if self.delay is not None and self.delay < 0:
+            raise ValueError(f"delay must not be negative, got {self.delay!r}")
+        if not (_api.is_int(self.after) and self.after >= 0):
+            raise ValueError(f"after must be a whole number >= 0, got {self.after!r}")
+
+    @property
+    def remaining(self) -> int | None:
+        """Requests it will still fire for (``None``: unlimited)."""
+        return None if self.times is None else self.times - self.fired
+
+
+def fault_reply(fault: Fault) -> _api.Reply:
+    """The reply of a fault that replaces the endpoint's answer."""
+    headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
+    text = fault.text
+    if fault.kind == "status":
+        status = fault.status or 503
+        error = {"error": status if fault.code is None else fault.code}
+        text = responses.get(status, "Error") if text is None else text
+        return _api.Reply(status, {**error, "error_text": text}, headers=headers)
+    if fault.kind == "html":
+        status = fault.status or 502
+        title = f"{status} {responses.get(status, 'Error')}"
+        page = (
+            f"<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n"
+            f"<center><h1>{title if text is None else text}</h1></center>\r\n"
+            "<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+        )
+        return _api.Reply(status, body=page.encode(), content_type="text/html", headers=headers)
+    if fault.kind == "malformed":
+        cut = '{"data": [{"id": "65a1f0c2e4b0a1b2c3d4e5f6", "_fname": "Ann'
+        return _api.Reply(200, body=(cut if text is None else text).encode("utf-8"))
+    if fault.kind == "raw":
+        raw = fault.body is not None
+        return _api.Reply(
+            fault.status or 200,
+            body=fault.body if fault.body is not None else (text or "").encode("utf-8"),
+            content_type="application/octet-stream" if raw else _api.JSON_TYPE,
+            headers={**headers, **(fault.headers or {})},
+        )
+    # "api_error"
+    code = 500 if fault.code is None else fault.code
+    text = "Internal server error" if text is None else text
+    return _api.Reply(200, {"error": code, "error_text": text})
+
+
+def bend(payload: dict[str, Any], fault: Fault, from_id: Any) -> None:
+    """The paging quirk of ``fault`` on a reply's ``payload``, in place."""
+    rows, kind = payload.get("data"), fault.kind
+    if kind == "no_cursor":
+        payload.pop("next_from_id", None)
+    elif kind == "stall" and "next_from_id" in payload:
+        payload["next_from_id"] = from_id if isinstance(from_id, str) else ""
+    elif not rows:
+        return  # an empty page ends the list: nothing to lead anywhere
+    elif kind == "opaque_cursor" and payload.get("next_from_id"):
+        # After the last id and before any later one: it works as from_id, yet is no id.
+        payload["next_from_id"] = f"{payload['next_from_id']}~"
+    elif kind == "cycle":
+        payload["next_from_id"] = fault.cursor
+    elif kind == "decoy":
+        # A text search for the cursor finds a wrong one first.
+        del payload["data"]
+        payload["data"] = [{**row, "next_from_id": rows[0].get("id", "")} for row in rows]
 
 
 @dataclass(frozen=True)
@@ -93,8 +212,8 @@ class DemoHTTPServer(ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         self.service = service
         self.stopping = stopping
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
         super().__init__(address, _Handler)
 
     def server_bind(self) -> None:
@@ -111,16 +230,9 @@ class DemoHTTPServer(ThreadingHTTPServer):
             return
         super().handle_error(request, client_address)
 
-    def track(self, conn: socket.socket, *, add: bool) -> None:
-        with self._connections_lock:
-            if add:
-                self._connections.add(conn)
-            else:
-                self._connections.discard(conn)
-
     def close_connections(self) -> None:
-        with self._connections_lock:
-            conns = list(self._connections)
+        with self.connections_lock:
+            conns = list(self.connections)
         for conn in conns:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
@@ -138,13 +250,15 @@ class _Handler(BaseHTTPRequestHandler):
         # waits for the client's delayed ACK, about 40 ms per request.
         with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.server.track(self.connection, add=True)
+        with self.server.connections_lock:
+            self.server.connections.add(self.connection)
 
     def finish(self) -> None:
         try:
             super().finish()
         finally:
-            self.server.track(self.connection, add=False)
+            with self.server.connections_lock:
+                self.server.connections.discard(self.connection)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # no access log on stderr
@@ -153,13 +267,13 @@ class _Handler(BaseHTTPRequestHandler):
         srv = self.server
         split = urlsplit(self.path)
         path = unquote(split.path)
-        name = method_name(path)
+        name = _api.method_name(path)
         params: dict[str, Any] = {}
-        reply: Reply | None = None
+        reply: _api.Reply | None = None
         try:
             params = self._read_params(split.query)
-        except ApiError as exc:
-            reply = error_reply(exc.code, exc.text, http_errors=srv.service.http_errors)
+        except _api.ApiError as exc:
+            reply = _api.error_reply(exc.code, exc.text, http_errors=srv.service.http_errors)
         logged = {k: copy.deepcopy(v) for k, v in params.items() if k != "token"}
         fault = srv.service.take_fault(name)
         kind = fault.kind if fault is not None else None
@@ -171,10 +285,13 @@ class _Handler(BaseHTTPRequestHandler):
             reply = fault_reply(fault)
         elif reply is None:
             if fault is not None and (kind == "ignore_limit" or fault.size is not None):
-                params = page_size(params, fault)  # the log keeps what was asked
+                limit = _api.param(params, "limit", _api.DEFAULT_LIMIT)
+                if _api.is_int(limit) and 1 <= limit <= _api.MAX_LIMIT:  # else refused as is
+                    # The log keeps what was asked.
+                    params = {**params, "limit": fault.size or min(2 * limit, _api.MAX_LIMIT)}
             auth = self.headers.get("Authorization", "")
             bearer = auth[7:].strip() if auth[:7].lower() == "bearer " else None
-            reply = dispatch(srv.service, name, Call(self.command, path, params, bearer))
+            reply = _api.dispatch(srv.service, name, _api.Call(self.command, path, params, bearer))
             if fault is not None and reply.payload is not None:
                 bend(reply.payload, fault, params.get("from_id"))
         # Logged before the reply goes out: a client that has its answer sees the record.
@@ -190,7 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _read_params(self, query: str) -> dict[str, Any]:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.close_connection = True
-            raise ApiError(411, "chunked request bodies are not supported")
+            raise _api.ApiError(411, "chunked request bodies are not supported")
         raw = self.headers.get("Content-Length")
         try:
             length = 0 if raw is None else int(raw)
@@ -198,19 +315,19 @@ class _Handler(BaseHTTPRequestHandler):
             length = -1
         if length < 0 or length > MAX_BODY:
             self.close_connection = True
-            raise ApiError(413 if length > MAX_BODY else 400, "bad Content-Length")
+            raise _api.ApiError(413 if length > MAX_BODY else 400, "bad Content-Length")
         body = self.rfile.read(length)
         if self.command == "GET":
             return {key: values[-1] for key, values in parse_qs(query, True).items()}
         try:
             params = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            raise ApiError(400, "request body is not valid JSON") from None
+            raise _api.ApiError(400, "request body is not valid JSON") from None
         if not isinstance(params, dict):
-            raise ApiError(400, "request body must be a JSON object")
+            raise _api.ApiError(400, "request body must be a JSON object")
         return params
 
-    def _send(self, reply: Reply, *, truncate: bool, trickle: float | None) -> None:
+    def _send(self, reply: _api.Reply, *, truncate: bool, trickle: float | None) -> None:
         body = reply.encode()
         if truncate:
             # The full Content-Length, half the body, then the end of the connection:
@@ -245,24 +362,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.close()
 
 
-class DemoService(Backend):
+class DemoService(_api.Backend):
     """A local implementation of the API, served over real HTTP on loopback.
 
     Args:
-        profiles: Number of profiles to generate, or the profiles themselves (dicts
-            with unique string ``"id"``).
+        profiles: Number of profiles to generate, or the profiles (dicts with unique ``"id"``).
         seed: Seed of :func:`generate_profiles` and of the suppression list.
         token: API token to accept; a random one when ``None``.
         host: Address to listen on.
         port: Port to listen on; 0 for a free one.
         db_id: Id of the one database.
-        http_errors: Answer API errors with the error code as HTTP status (``True``)
-            or with 200 (``False``); the download always uses real statuses.
+        http_errors: Answer API errors with their code as HTTP status, or with 200.
         suppress_id: Id of the one suppression list.
         suppress_name: Its name, which names the exported ``<name>.md5.zip``.
         suppressed: Its contacts as ``{"emails": [...], "phones": [...], "domains":
-            [...]}``; by default about 15% of the profiles' e-mails and phones and 10%
-            of their domains, plus as many that no profile has.
+            [...]}``; by default some of the profiles' and as many that no profile has.
 
     Attributes:
         profiles: The data set, as ``profiles/list`` returns it without ``fields``.
@@ -279,8 +393,9 @@ class DemoService(Backend):
         port: int = 0,
         db_id: int = 1,
         http_errors: bool = True,
-        suppress_id: int = DEFAULT_SUPPRESS_ID,
-        suppress_name: str = DEFAULT_SUPPRESS_NAME,
+        suppress_id: int = 7,
+        # Spaces, Cyrillic and parentheses on purpose: the download path must be URL-quoted.
+        suppress_name: str = "Стоп-лист 2024 (main)",
         suppressed: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         if isinstance(profiles, int):
@@ -295,8 +410,8 @@ class DemoService(Backend):
         if isinstance(db_id, bool) or not isinstance(db_id, int):
             raise ValueError(f"db_id must be an int, got {db_id!r}")
         if suppressed is None:
-            suppressed = build_suppressed(data, seed)
-        exports = ExportStore(suppress_id, suppress_name, suppressed)
+            suppressed = _suppress.build_suppressed(data, seed)
+        exports = _suppress.ExportStore(suppress_id, suppress_name, suppressed)
         super().__init__(data, token or secrets.token_hex(16), db_id, http_errors, exports)
         self.profiles: list[dict[str, Any]] = data
         self.requests: list[RequestRecord] = []
@@ -452,16 +567,12 @@ class DemoService(Backend):
 
 @contextlib.contextmanager
 def serve(
-    profiles: int | Iterable[Mapping[str, Any]] = DEFAULT_PROFILES,
-    seed: int = 0,
-    **options: Any,
+    profiles: int | Iterable[Mapping[str, Any]] = DEFAULT_PROFILES, seed: int = 0, **options: Any
 ) -> Iterator[DemoService]:
     """Run a :class:`DemoService` for the duration of a ``with`` block.
 
     Args:
-        profiles: Same as :class:`DemoService`.
-        seed: Same as :class:`DemoService`.
-        **options: The keyword arguments of :class:`DemoService`.
+        profiles: Same as :class:`DemoService`, as are ``seed`` and ``**options``.
 
     Yields:
         The running service; it is stopped when the block exits.

@@ -20,34 +20,18 @@ import threading
 import uuid
 import zipfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from stoplist_nb.demo._data import WORDS, unique
-
-__all__ = [
-    "BOMB_SIZE",
-    "DEFAULT_SUPPRESS_ID",
-    "DEFAULT_SUPPRESS_NAME",
-    "EXPORT_TYPES",
-    "ExportPlan",
-    "ExportStore",
-    "build_suppressed",
-    "canonicalize",
-    "hashed_rows",
-]
-
-DEFAULT_SUPPRESS_ID = 7
-# Spaces, Cyrillic and parentheses on purpose: the download path must be URL-quoted.
-DEFAULT_SUPPRESS_NAME = "Стоп-лист 2024 (main)"
 
 KINDS: tuple[str, ...] = ("emails", "phones", "domains")
 EXPORT_TYPES: tuple[str, ...] = (*KINDS, "all")
 
 
 def canonical(kind: str, value: str) -> str:
-    """The form of ``value`` that is hashed; ``ValueError`` if empty or ``kind`` unknown.
+    """The form of ``value`` that is hashed; ``ValueError`` if it holds none.
 
     >>> canonical("phones", " +7 (912) 000-11-22 ")
     '+79120001122'
@@ -56,15 +40,11 @@ def canonical(kind: str, value: str) -> str:
     """
     if kind == "phones":
         digits = "".join(ch for ch in value if "0" <= ch <= "9")
-        if not digits:
-            raise ValueError(f"a phone needs digits, got {value!r}")
-        return "+" + digits
-    if kind not in ("emails", "domains"):
-        raise ValueError(f"unknown contact kind {kind!r}; use one of {list(KINDS)}")
-    text = value.strip().lower()
-    if not text:
-        raise ValueError(f"empty {kind[:-1]} in the suppression list")
-    return text
+        if digits:
+            return "+" + digits
+    elif text := value.strip().lower():
+        return text
+    raise ValueError(f"no {kind[:-1]} in {value!r} in the suppression list")
 
 
 def canonicalize(suppressed: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
@@ -74,19 +54,23 @@ def canonicalize(suppressed: Mapping[str, Iterable[str]]) -> dict[str, list[str]
         raise ValueError(f"unknown suppressed keys {sorted(unknown)}; use {list(KINDS)}")
     result: dict[str, list[str]] = {}
     for kind in KINDS:
-        values = suppressed.get(kind, ())
-        if isinstance(values, str):
-            raise ValueError(f"suppressed[{kind!r}] must be a list of strings, not a string")
-        forms: set[str] = set()
-        for value in values:
-            if not isinstance(value, str):
-                raise ValueError(f"suppressed[{kind!r}] holds a non-string: {value!r}")
-            forms.add(canonical(kind, value))
-        result[kind] = sorted(forms)
+        given = suppressed.get(kind, ())
+        values = None if isinstance(given, str) else list(given)
+        if values is None or not all(isinstance(value, str) for value in values):
+            raise ValueError(f"suppressed[{kind!r}] must be a list of strings, got {given!r}")
+        result[kind] = sorted({canonical(kind, value) for value in values})
     return result
 
 
-def _profile_contacts(profiles: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, str]]:
+def _share(count: int, fraction: float) -> int:
+    # At least one whenever there is anything, so a small data set still overlaps.
+    return 0 if count == 0 else max(1, round(count * fraction))
+
+
+def build_suppressed(profiles: Sequence[Mapping[str, Any]], seed: int) -> dict[str, list[str]]:
+    """The default list of ``DemoService`` (``suppressed``), as sorted canonical values."""
+    rng = random.Random(f"stoplist-nb-demo/suppress/{seed}")
+    found: dict[str, set[str]] = {"emails": set(), "phones": set()}
     # Profiles may come from the caller, so no field is trusted to have its usual shape.
     for profile in profiles:
         subscriptions = profile.get("subscriptions")
@@ -99,21 +83,8 @@ def _profile_contacts(profiles: Iterable[Mapping[str, Any]]) -> Iterator[tuple[s
                 value = data.get(key) if isinstance(data, Mapping) else None
                 if isinstance(value, str):
                     with contextlib.suppress(ValueError):
-                        yield kind, canonical(kind, value)
-
-
-def _share(count: int, fraction: float) -> int:
-    # At least one whenever there is anything, so a small data set still overlaps.
-    return 0 if count == 0 else max(1, round(count * fraction))
-
-
-def build_suppressed(profiles: Sequence[Mapping[str, Any]], seed: int) -> dict[str, list[str]]:
-    """The default list of ``DemoService`` (``suppressed``), as sorted canonical values."""
-    rng = random.Random(f"stoplist-nb-demo/suppress/{seed}")
-    emails: set[str] = set()
-    phones: set[str] = set()
-    for kind, value in _profile_contacts(profiles):
-        (emails if kind == "emails" else phones).add(value)
+                        found[kind].add(canonical(kind, value))
+    emails, phones = found["emails"], found["phones"]
     used = Counter(email.rsplit("@", 1)[1] for email in emails if "@" in email)
     domains = set(used)
     own_emails = rng.sample(sorted(emails), _share(len(emails), 0.15))
@@ -148,13 +119,6 @@ def build_suppressed(profiles: Sequence[Mapping[str, Any]], seed: int) -> dict[s
         "phones": sorted({*own_phones, *extra_phones}),
         "domains": sorted({*own_domains, *extra_domains}),
     }
-
-
-def hashed_rows(suppressed: Mapping[str, Sequence[str]], type_: str) -> list[tuple[str, str]]:
-    """(row type, md5) of every contact an export of ``type_`` holds, in list order."""
-    kinds = KINDS if type_ == "all" else (type_,)
-    rows = [(kind[:-1], value) for kind in kinds for value in suppressed[kind]]
-    return [(row, hashlib.md5(value.encode("utf-8")).hexdigest()) for row, value in rows]
 
 
 CsvLayout = Literal["plain", "header", "semicolon", "two_columns", "crlf", "upper", "bad_rows"]
@@ -211,37 +175,16 @@ def _info(name: str, *, directory: bool = False) -> zipfile.ZipInfo:
     return info
 
 
-def _write_bomb(archive: zipfile.ZipFile, member: str, rows: Sequence[Row]) -> None:
-    md5 = rows[0][1] if rows else hashlib.md5(b"").hexdigest()
-    line = f"{md5}\n".encode()
-    block = line * (_CHUNK // len(line))
-    # Streamed in blocks of whole lines: the 200 MiB never exist in memory at once.
-    with archive.open(_info(member), "w") as out:
-        remaining = BOMB_SIZE
-        while remaining >= len(block):
-            out.write(block)
-            remaining -= len(block)
-        out.write(line * (remaining // len(line)) + b"\n" * (remaining % len(line)))
-
-
-def _corrupt(good: bytes) -> bytes:
-    # A real local header and the start of the data, then bytes that are no ZIP
-    # structure, then an end-of-central-directory record cut short.
-    head = good[: max(64, len(good) // 2)]
-    garbage = hashlib.sha256(good).digest() * 8
-    return head + garbage + b"PK\x05\x06\x00\x00\x00\x00\x01\x00"
-
-
 def build_archive(
-    name: str,
-    rows: Sequence[Row],
-    *,
-    layout: CsvLayout = "plain",
-    kind: ArchiveKind = "normal",
+    name: str, rows: Sequence[Row], *, layout: CsvLayout = "plain", kind: ArchiveKind = "normal"
 ) -> bytes:
     """The ``<name>.md5.zip`` of ``<name>.md5.csv``; see ``ExportPlan.archive``."""
     if kind == "corrupt":
-        return _corrupt(build_archive(name, rows, layout=layout))
+        # A real local header and the start of the data, then bytes that are no ZIP
+        # structure, then an end-of-central-directory record cut short.
+        good = build_archive(name, rows, layout=layout)
+        garbage = hashlib.sha256(good).digest() * 8
+        return good[: max(64, len(good) // 2)] + garbage + b"PK\x05\x06\x00\x00\x00\x00\x01\x00"
     member = f"{name}.md5.csv"
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -250,7 +193,14 @@ def build_archive(
             archive.writestr(_info(f"__MACOSX/._{member}"), _APPLE_DOUBLE)
             archive.writestr(_info("extra/", directory=True), b"")
         if kind == "bomb":
-            _write_bomb(archive, member, rows)
+            line = f"{rows[0][1] if rows else hashlib.md5(b'').hexdigest()}\n".encode()
+            block = line * (_CHUNK // len(line))
+            # Streamed in blocks of whole lines: the 200 MiB never exist in memory at once.
+            with archive.open(_info(member), "w") as out:
+                for _ in range(BOMB_SIZE // len(block)):
+                    out.write(block)
+                rest = BOMB_SIZE % len(block)
+                out.write(line * (rest // len(line)) + b"\n" * (rest % len(line)))
         elif kind == "two_csv":
             half = (len(rows) + 1) // 2
             archive.writestr(_info("part1.csv"), render_csv(rows[:half], layout))
@@ -294,8 +244,8 @@ class ExportPlan:
         not_ready_downloads: Downloads of the served file that answer 404 first.
 
     Raises:
-        ValueError: On a value out of range, ``fail`` with ``never``, or
-            ``done_before_file`` or ``not_ready_downloads`` with either.
+        ValueError: On a value out of range, or ``fail``, ``never`` and
+            ``done_before_file`` or ``not_ready_downloads`` together.
     """
 
     steps: int = 3
@@ -312,12 +262,8 @@ class ExportPlan:
 
     def __post_init__(self) -> None:
         words: Any = self.words
-        if (
-            isinstance(words, str)
-            or not isinstance(words, Sequence)
-            or not words
-            or not all(isinstance(w, str) and w for w in words)
-        ):
+        sequence = isinstance(words, Sequence) and not isinstance(words, str) and words
+        if not sequence or not all(isinstance(w, str) and w for w in words):
             raise ValueError(f"words must be a sequence of non-empty status words, got {words!r}")
         object.__setattr__(self, "words", tuple(words))  # a list given by the caller, frozen
         if not isinstance(self.final, str) or not self.final:
@@ -335,10 +281,9 @@ class ExportPlan:
                 raise ValueError(f"{name} needs a task that completes (not fail or never)")
         if self.hashed_file is not None and not isinstance(self.hashed_file, str):
             raise ValueError(f"hashed_file must be a string or None, got {self.hashed_file!r}")
-        if self.csv_layout not in CSV_LAYOUTS:
-            raise ValueError(f"csv_layout must be one of {sorted(CSV_LAYOUTS)}")
-        if self.archive not in ARCHIVE_KINDS:
-            raise ValueError(f"archive must be one of {sorted(ARCHIVE_KINDS)}")
+        for name, allowed in (("csv_layout", CSV_LAYOUTS), ("archive", ARCHIVE_KINDS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {sorted(allowed)}")
 
 
 @dataclass
@@ -360,12 +305,9 @@ class ExportStore:
     ) -> None:
         if not isinstance(suppress_id, int) or isinstance(suppress_id, bool):
             raise ValueError(f"suppress_id must be an int, got {suppress_id!r}")
-        if (
-            not isinstance(suppress_name, str)
-            or not suppress_name.strip()
-            or any(ch in suppress_name for ch in "/\\")  # a path separator would nest the file
-            or not suppress_name.isprintable()
-        ):
+        name = suppress_name if isinstance(suppress_name, str) else ""
+        # A path separator would nest the file.
+        if not name.strip() or not name.isprintable() or "/" in name or "\\" in name:
             raise ValueError(
                 f"suppress_name must be a printable name without / or \\, got {suppress_name!r}"
             )
@@ -386,9 +328,7 @@ class ExportStore:
         """Start an export of ``type_`` with the pending plan; returns the task id."""
         with self._lock:
             plan, self._plan = self._plan, ExportPlan()
-            task_id = f"exp-{secrets.token_hex(6)}"
-            while task_id in self._tasks:
-                task_id = f"exp-{secrets.token_hex(6)}"
+            task_id = unique(lambda: f"exp-{secrets.token_hex(6)}", set(self._tasks))
             self._tasks[task_id] = _Task(type_, plan)
         return task_id
 
@@ -422,7 +362,12 @@ class ExportStore:
             return {"status": plan.final, "progress": 100, "result": result}
 
     def _complete(self, task: _Task) -> dict[str, Any]:
-        rows = hashed_rows(self.suppressed, task.type)
+        kinds = KINDS if task.type == "all" else (task.type,)
+        rows = [
+            (kind[:-1], hashlib.md5(v.encode()).hexdigest())
+            for kind in kinds
+            for v in self.suppressed[kind]
+        ]
         plan = task.plan
         data = build_archive(self.suppress_name, rows, layout=plan.csv_layout, kind=plan.archive)
         path = f"suppress/{uuid.uuid4()}/{self.suppress_name}.md5.zip"
