@@ -511,17 +511,14 @@ function fieldInput(ui, rule, inEach) {
   return field;
 }
 
-/** Make the field box as wide as its text, measured in its own font (see builder.css). */
+/** Make the field box as wide as its text, as the browser lays it out (see builder.css). */
 function resizeField(input) {
-  if (!input.isConnected) return;  // measured once drawn: draw() calls this again
-  const style = getComputedStyle(input);
-  measure.font = style.font;
-  const edges = ["paddingLeft", "paddingRight", "borderLeftWidth", "borderRightWidth"]
-    .reduce((sum, side) => sum + (parseFloat(style[side]) || 0), 0);
-  const text = measure.measureText(input.value || input.placeholder || "").width;
-  input.style.setProperty("--sn-text-width", `${Math.ceil(text + edges + 4)}px`);
+  if (!input.isConnected) return;  // laid out once drawn: draw() calls this again
+  input.style.setProperty("--sn-text-width", "0px");
+  // scrollWidth is the text's own width with the padding once the box is narrower.
+  const borders = input.offsetWidth - input.clientWidth;
+  input.style.setProperty("--sn-text-width", `${input.scrollWidth + borders + 2}px`);
 }
-const measure = document.createElement("canvas").getContext("2d");
 
 /** Draw the rule's operator, value and ticks again when its kind, operator or arity changed. */
 function updateRule(ui, view) {
