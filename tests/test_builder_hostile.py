@@ -10,14 +10,18 @@ typed :class:`~stoplist_nb.errors.InvalidQuery` saying why.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_builder_operators import CATALOG, doc, group, rule
 
 from stoplist_nb.errors import InvalidQuery
+from stoplist_nb.query import validate_query
 from stoplist_nb.widgets.check import check
 from stoplist_nb.widgets.load import document_of, guessed_types
 from stoplist_nb.widgets.operators import guess_type, parse_value
@@ -203,4 +207,173 @@ def test_the_preview_shows_the_queried_paths_of_nested_groups_and_profile_fields
     assert "1 rows" in text
     assert "profiles)" not in text  # no profile_id column: no count of profiles
     assert "p1" in text
-    assert "Out of date" in preview_html(frame, params, stale=True)
+
+
+# -- wrong types, each on its own item; JSON text through the one guard ------------------
+
+
+def _item_errors(report: dict[str, Any], id_: str) -> list[str]:
+    return [e["message"] for e in report["items"].get(id_, {}).get("errors", [])]
+
+
+@pytest.mark.parametrize(
+    ("field", "wrong", "said"),
+    [
+        ("operator", ["in"], "the operator must be text, not list"),
+        ("operator", {"$in": 1}, "the operator must be text, not dict"),
+        ("value", {"a": 1}, "a value must be text or a list of texts, not dict"),
+        ("value", [["Kazan"]], "a value must be text or a list of texts, not list"),
+        ("value", [{"a": 1}], "a value must be text or a list of texts, not list"),
+        ("ignore_case", "yes", "ignore_case must be true or false, not 'yes'"),
+        ("whole_day", 0, "whole_day must be true or false, not 0"),
+    ],
+)
+def test_a_rule_part_of_the_wrong_type_is_reported_on_that_rule(
+    field: str, wrong: Any, said: str
+) -> None:
+    good, bad = rule("_city", "equal", "Kazan"), rule("_city", "in", ["Omsk"])
+    bad[field] = wrong
+    report = check(doc(good, bad), CATALOG)
+    assert report["ok"] is False
+    assert _item_errors(report, bad["id"]) == [said]
+    assert _item_errors(report, good["id"]) == []
+    assert any(line.startswith("Row 2: ") and said in line for line in report["summary"])
+
+
+@pytest.mark.parametrize(
+    ("wrong", "said"),
+    [
+        ("false", "not must be true or false, not 'false'"),
+        (1, "not must be true or false, not 1"),
+        ([True], "not must be true or false, not list"),
+    ],
+)
+def test_a_group_not_that_is_not_a_boolean_is_refused_not_read_as_true(
+    wrong: Any, said: str
+) -> None:
+    inner = group(rule("_city", "equal", "Kazan"))
+    inner["not"] = wrong
+    report = check(doc(inner), CATALOG)
+    assert report["ok"] is False, report["query"]  # never negated by a truthy string
+    assert _item_errors(report, inner["id"]) == [said]
+
+
+@pytest.mark.parametrize(
+    ("join", "each"), [(["and"], None), ({"or": 1}, None), ("and", ["subscriptions"])]
+)
+def test_an_unhashable_join_or_each_is_named_not_raised(join: Any, each: Any) -> None:
+    inner = group(rule("_city", "equal", "Kazan"), each=each)
+    inner["join"] = join
+    report = check(doc(inner), CATALOG)
+    assert report["ok"] is False
+    assert _item_errors(report, inner["id"])
+
+
+@pytest.mark.parametrize("fields", ["_city", {"_city": 1}, 7, None])
+def test_fields_to_return_that_are_not_a_list_are_refused_not_all_fields(fields: Any) -> None:
+    document = doc(rule("_city", "equal", "a"))
+    document["fields"] = fields
+    report = check(document, CATALOG)
+    assert report["ok"] is False
+    assert report["params"] is None  # never "return every field"
+    [problem] = report["fields"]["problems"]
+    assert problem["index"] is None
+    assert problem["message"].startswith("the fields to return must be a list of names, not ")
+    assert any(line.startswith("Return fields: ") for line in report["summary"])
+
+
+def test_a_document_nested_thousands_deep_is_refused_without_recursing() -> None:
+    node = group(rule("_city", "equal", "a"))
+    for _ in range(5000):
+        node = group(node)
+    assert any("groups nest too deep" in line for line in _refused(doc(node)))
+
+
+DEEP_TEXT = '{"$and": [' * 5000 + '{"_city": "a"}' + "]}" * 5000
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (DEEP_TEXT, "the text: nests deeper than 100 levels"),
+        ('{"_city": "Kazan", "_city": "Omsk"}', "the text has the key '_city' twice in one object"),
+        ('{"$or": [{"a": {"$in": [1], "$in": [2]}}]}', "the key '$in' twice"),
+        ('{"a.$b": 1}', "a part of a field path cannot start with '$'"),
+        ("1" * 5000, "integer too long"),
+        ("[1]", "must be a JSON object"),
+        ("{bad", "the text is not valid JSON"),
+        ('{"_city": {"$in": [' + ",".join(['"x"'] * 10_001) + "]}}", "at most 10,000 values"),
+    ],
+)
+def test_json_text_that_cannot_load_says_why(text: str, said: str) -> None:
+    with pytest.raises(InvalidQuery, match=re.escape(said)):
+        document_of(text, CATALOG)
+
+
+def test_a_list_of_ten_thousand_values_loads_and_comes_back() -> None:
+    query = {"_city": {"$in": [f"c{i}" for i in range(10_000)]}}
+    assert check(document_of(query, CATALOG), CATALOG)["query"] == query
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+_PART = st.sampled_from(
+    [
+        "id",
+        "type",
+        "join",
+        "not",
+        "each",
+        "items",
+        "field",
+        "operator",
+        "value",
+        "ignore_case",
+        "whole_day",
+    ]
+)
+
+
+def _node(depth: int) -> st.SearchStrategy[Any]:
+    """A rule or group whose every part may be of any JSON type."""
+    items = st.lists(_node(depth - 1), max_size=3) if depth else st.just([])
+    base = st.fixed_dictionaries(
+        {"id": st.text(max_size=3), "type": st.sampled_from(["rule", "group"])},
+        optional={
+            "items": items | _JSON,
+            "field": st.sampled_from(["_city", "vip", "loyalty_level"]) | _JSON,
+        },
+    )
+    return st.tuples(base, st.dictionaries(_PART, _JSON, max_size=3), st.booleans()).map(
+        lambda t: {**t[0], **t[1]} if t[2] else t[0]
+    )
+
+
+@given(root=_node(3), fields=_JSON, rows=_JSON, whole=st.dictionaries(st.text(max_size=6), _JSON))
+@settings(max_examples=300, deadline=None)
+def test_check_never_raises_and_every_report_has_one_shape(
+    root: Any, fields: Any, rows: Any, whole: dict[str, Any]
+) -> None:
+    for document in ({"root": root, "fields": fields, "preview_rows": rows}, whole, root):
+        report = check(document, CATALOG)
+        assert isinstance(report["ok"], bool)
+        assert (report["query"] is None) is (not report["ok"])
+        if report["ok"]:
+            validate_query(report["query"])
+
+
+@given(value=_JSON)
+@settings(max_examples=300, deadline=None)
+def test_load_of_any_json_text_raises_only_invalid_query(value: Any) -> None:
+    text = json.dumps(value)
+    for query in (text, value):
+        try:
+            document = document_of(query, CATALOG)
+        except InvalidQuery:
+            continue
+        assert check(document, CATALOG)["ok"] is True

@@ -560,9 +560,9 @@ def test_loading_json_text_and_null() -> None:
     loaded = document_of({"_city": None}, CATALOG)
     assert loaded["root"]["items"][0]["operator"] == "is_null"
     assert loaded["root"]["items"][0]["value"] is None
-    with pytest.raises(InvalidQuery, match="the text is not JSON"):
+    with pytest.raises(InvalidQuery, match="the text is not valid JSON"):
         document_of('{"_city": ', CATALOG)
-    with pytest.raises(InvalidQuery, match="a query must be a JSON object, not list"):
+    with pytest.raises(InvalidQuery, match="the text must be a JSON object like .*, not a list"):
         document_of("[1]", CATALOG)
 
 

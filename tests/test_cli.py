@@ -226,7 +226,7 @@ def test_demo_gives_each_plot_its_frame(
     assert set(fake_plots) == set(PLOTS)
     for name in ("channels", "statuses", "registrations", "top_domains"):
         assert fake_plots[name][0]["profile_id"].nunique() == 40
-    assert fake_plots["registrations"][2] == {"freq": "W"}
+    assert fake_plots["registrations"][2] == {"freq": "MS"}
     assert fake_plots["top_domains"][2] == {"n": 10}
     flagged = fake_plots["suppression_overlap"][0]
     assert {"channel", "email", "phone", "suppressed", "suppressed_by"} <= set(flagged.columns)

@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib import dates as mdates
 from matplotlib.axes import Axes
 
 import stoplist_nb as sn
@@ -143,60 +144,65 @@ def test_statuses_count_a_missing_status() -> None:
 
 
 def weekly(dates: pd.Series) -> dict[pd.Timestamp, int]:
-    """Registrations per week ending on Sunday, keyed by that Sunday (UTC)."""
+    """Registrations per week from Sunday 00:00 (UTC), keyed by that Sunday."""
     naive = dates.dropna().dt.tz_convert("UTC").dt.tz_localize(None)
-    sundays = naive.dt.to_period("W-SUN").dt.end_time.dt.normalize()
+    sundays = naive.dt.to_period("W-SAT").dt.start_time
     return {pd.Timestamp(day): int(n) for day, n in sundays.value_counts().items()}
 
 
-def drawn_points(ax: Axes) -> dict[str, tuple[pd.DatetimeIndex, list[int]]]:
-    return {
-        str(line.get_label()): (
-            pd.DatetimeIndex(np.asarray(line.get_xdata())),
-            np.asarray(line.get_ydata()).astype(int).tolist(),
-        )
-        for line in ax.lines
-    }
+def drawn_bands(ax: Axes) -> dict[str, tuple[pd.DatetimeIndex, list[int]]]:
+    """Each band's period starts and heights (its top less its base), by label."""
+    bands = {}
+    for patch in ax.patches:
+        values, edges, baseline = patch.get_data()
+        starts = pd.DatetimeIndex(mdates.num2date(edges[:-1])).tz_localize(None)
+        bands[str(patch.get_label())] = (starts, np.rint(values - baseline).astype(int).tolist())
+    return bands
 
 
-def test_registrations_are_weekly_counts_per_channel(frame: pd.DataFrame) -> None:
-    ax = plots.plot_registrations(frame)
-    lines = drawn_points(ax)
+def test_registrations_are_weekly_counts_stacked_by_channel(frame: pd.DataFrame) -> None:
+    ax = plots.plot_registrations(frame, "W")
+    bands = drawn_bands(ax)
     channels = [name for name, _ in ranked(frame["channel"].value_counts())]
-    assert list(lines) == channels
+    assert list(bands) == channels  # the largest at the bottom of the stack
     legend = ax.get_legend()
     assert legend is not None
-    assert ticks(legend.get_texts()) == channels
+    assert ticks(legend.get_texts()) == channels[::-1]  # read top down, as the stack is
     every = weekly(frame["reg_date"])
-    for name, (x, y) in lines.items():
-        # every line runs over the same unbroken weeks, a week without registrations at 0
+    tops = np.zeros(len(next(iter(bands.values()))[1]))
+    for patch, (name, (x, y)) in zip(ax.patches, bands.items(), strict=True):
+        # every band runs over the same unbroken weeks, a week without registrations at 0
         assert x[0] == min(every)
         assert x[-1] == max(every)
         assert set(np.diff(x).tolist()) == {pd.Timedelta(days=7)}
         assert {day: n for day, n in zip(x, y, strict=True) if n} == weekly(
             frame.loc[frame["channel"] == name, "reg_date"]
         )
+        # each band sits on the one below it
+        assert np.array_equal(patch.get_data().baseline, tops)
+        tops = patch.get_data().values
+    assert sum(every.values()) == int(tops.sum())
     assert ax.get_title() == "New subscriptions per channel"
     assert ax.get_xlabel() == "registration date (UTC)"
     assert ax.get_ylabel() == "subscriptions per week"
 
 
 def test_registrations_in_total(frame: pd.DataFrame) -> None:
-    ax = plots.plot_registrations(frame.drop(columns="channel"), by_channel=False)
-    [(x, y)] = drawn_points(ax).values()
+    ax = plots.plot_registrations(frame.drop(columns="channel"), "W", by_channel=False)
+    [(x, y)] = drawn_bands(ax).values()
     assert {day: n for day, n in zip(x, y, strict=True) if n} == weekly(frame["reg_date"])
     assert sum(y) == int(frame["reg_date"].notna().sum())
     assert ax.get_legend() is None
     assert ax.get_title() == "New subscriptions"
 
 
-def test_registrations_per_month_in_utc() -> None:
+def test_registrations_are_monthly_in_utc_by_default() -> None:
     moscow = pd.to_datetime(
         ["2024-02-01 01:00", "2024-02-10 00:00", "2024-04-03 00:00"]
     ).tz_localize("Europe/Moscow")
     df = pd.DataFrame({"channel": ["email"] * 3, "reg_date": moscow})
-    ax = plots.plot_registrations(df, "MS")
-    [(x, y)] = drawn_points(ax).values()
+    ax = plots.plot_registrations(df)
+    [(x, y)] = drawn_bands(ax).values()
     # 2024-02-01 01:00 in Moscow is still January in UTC
     assert x.strftime("%Y-%m-%d").tolist() == [
         "2024-01-01",
@@ -205,7 +211,20 @@ def test_registrations_per_month_in_utc() -> None:
         "2024-04-01",
     ]
     assert y == [1, 1, 0, 1]
+    # the last band ends where the next month starts
+    assert mdates.num2date(ax.patches[0].get_data().edges[-1]).strftime("%Y-%m-%d") == "2024-05-01"
     assert ax.get_ylabel() == "subscriptions per month"
+
+
+def test_registrations_at_a_period_start_count_in_that_period() -> None:
+    df = pd.DataFrame(
+        {
+            "channel": ["sms", "sms"],
+            "reg_date": pd.to_datetime(["2024-03-01 00:00", "2024-02-29 23:59"], utc=True),
+        }
+    )
+    [(x, y)] = drawn_bands(plots.plot_registrations(df)).values()
+    assert dict(zip(x.strftime("%Y-%m").tolist(), y, strict=True)) == {"2024-02": 1, "2024-03": 1}
 
 
 @pytest.mark.parametrize("freq", ["fortnight", 7, None])

@@ -85,7 +85,9 @@ def test_a_fresh_builder_syncs_catalog_document_report_preview_notices() -> None
     state = qb.get_state()
     assert {"catalog", "document", "report", "preview", "notices"} <= set(state)
     assert "preview_state" not in state  # the browser's name for it is "preview"
-    assert state["preview"] == {"state": "none", "html": "", "message": "", "query_json": None}
+    assert state["preview"] == {
+        "state": "none", "html": "", "message": "", "query_json": None, "fields": None
+    }  # fmt: skip
     assert qb.document == check_module.empty_document()
     assert qb.report["ok"]
     assert qb.query == {}
@@ -247,7 +249,7 @@ def test_import_message_loads_or_says_why() -> None:
     assert qb.report["import_error"] is None
     before = copy.deepcopy(qb.document)
     send(qb, {"kind": "import", "text": "{vip: false}"})
-    assert qb.report["import_error"].startswith("the text is not JSON: ")
+    assert qb.report["import_error"].startswith("the text is not valid JSON: ")
     assert qb.document == before
     assert qb.query == {"vip": False}
     send(qb, {"kind": "import", "text": '{"phones": {"$size": 1}}'})
@@ -309,9 +311,12 @@ def test_a_failed_preview_keeps_the_last_result_marked_out_of_date(
     assert failed["state"] == "error"
     assert failed["message"].startswith("Preview failed: APIError: ")
     assert "busy" in failed["message"]
-    assert "Out of date" in failed["html"]
+    assert "from_id" not in failed["message"]  # advice for code, not for the builder
+    assert failed["html"] == good["html"]
     assert "sn-preview-table" in failed["html"]
+    # what the table shows, for the browser to tell what changed since
     assert failed["query_json"] == good["query_json"] != qb.report["query_json"]
+    assert failed["fields"] == good["fields"] == []
     assert qb.result is not None
     assert bool(qb.result["vip"].all())
 
@@ -367,7 +372,7 @@ def test_the_token_never_reaches_a_trait(secret_demo: DemoService) -> None:
         assert qb.preview_state["state"] == "error"
         assert "again *** x" in qb.preview_state["message"]
         send(qb, {"kind": "import", "text": '{"_city": ' + json.dumps(SECRET) + "x"})
-        assert qb.report["import_error"].startswith("the text is not JSON")
+        assert qb.report["import_error"].startswith("the text is not valid JSON")
         assert SECRET not in wire(qb)
 
 
@@ -519,3 +524,59 @@ def test_import_pulls_no_optional_packages() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- what arrives from the browser or from load() raises only the documented error --------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"$and": [' * 5000 + '{"vip": true}' + "]}" * 5000,
+        '{"vip": true, "vip": false}',
+        '{"a.$b": 1}',
+    ],
+)
+def test_the_import_box_shows_why_a_hostile_text_cannot_load(text: str) -> None:
+    qb = builder()
+    qb.load({"vip": False})
+    before = copy.deepcopy(qb.document)
+    send(qb, {"kind": "import", "text": text})
+    assert qb.report["import_error"]
+    assert qb.document == before
+    with pytest.raises(sn.InvalidQuery):
+        qb.load(text)
+
+
+@pytest.mark.parametrize("text", [None, 7, ["{}"], {"a": 1}])
+def test_an_import_message_without_text_is_told_in_the_import_box(text: Any) -> None:
+    qb = builder()
+    send(qb, {"kind": "import", "text": text})
+    assert qb.report["import_error"].startswith("the text to load must be text, not ")
+
+
+@pytest.mark.parametrize(
+    ("part", "wrong"),
+    [("operator", ["in"]), ("operator", {"x": 1}), ("value", {"a": 1}), ("ignore_case", [1])],
+)
+def test_a_document_with_an_unhashable_part_is_reported_not_raised(part: str, wrong: Any) -> None:
+    qb = builder()
+    bad = rule("r2", "_city", "in", ["Kazan"])
+    bad[part] = wrong
+    qb.document = {"rev": 5, "root": {"id": "g1", "type": "group", "items": [bad]}}
+    assert qb.report["ok"] is False
+    assert qb.report["items"]["r2"]["errors"]
+    with pytest.raises(sn.InvalidQuery, match="Row 1: "):
+        _ = qb.params
+
+
+def test_a_document_with_fields_as_a_string_keeps_no_fields_on_load_or_clear() -> None:
+    qb = builder()
+    qb.document = {**qb.document, "fields": "_city"}
+    assert qb.report["ok"] is False
+    qb.load({"vip": True})
+    assert qb.fields == []
+    assert qb.document["fields"] == []
+    qb.document = {**qb.document, "fields": "_city"}
+    qb.clear()
+    assert qb.document["fields"] == []

@@ -75,7 +75,7 @@ def _plots(
     charts: dict[str, Callable[..., Any]] = {
         "channels": lambda ax: plots.plot_channels(profiles, ax=ax),
         "statuses": lambda ax: plots.plot_statuses(profiles, ax=ax),
-        "registrations": lambda ax: plots.plot_registrations(profiles, freq="W", ax=ax),
+        "registrations": lambda ax: plots.plot_registrations(profiles, freq="MS", ax=ax),
         "top_domains": lambda ax: plots.plot_top_domains(profiles, n=10, ax=ax),
         "suppression_overlap": lambda ax: plots.plot_suppression_overlap(flagged, ax=ax),
     }

@@ -6,7 +6,6 @@ What is wrong is an ``argparse.ArgumentTypeError``: usage, message, exit 2.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import textwrap
@@ -22,7 +21,7 @@ from stoplist_nb.profiles.dataset import (
     DEFAULT_COMMIT_SECONDS,
     DEFAULT_PROFILES_PER_PART,
 )
-from stoplist_nb.query import MAX_DEPTH, validate_query
+from stoplist_nb.query import loads_query
 from stoplist_nb.suppression.download import EXPORT_TYPES
 
 _EPILOG = """\
@@ -271,24 +270,7 @@ def query(text: str) -> dict[str, Any]:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise argparse.ArgumentTypeError(f"cannot read {where}: {reason}") from None
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"{where} is not valid JSON: {exc}") from None
-    except ValueError:  # an int of more digits than sys.get_int_max_str_digits()
-        raise argparse.ArgumentTypeError(
-            f"{where} has an integer too long for MongoDB, which holds 64 bits"
-        ) from None
-    except RecursionError:  # json.loads recurses, so it gives up near the recursion limit
-        raise argparse.ArgumentTypeError(
-            f"{where} nests deeper than {MAX_DEPTH} levels, the most MongoDB takes"
-        ) from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(
-            f'{where} must be a JSON object like {{"_city": "Moscow"}}, '
-            f"not a {type(value).__name__}"
-        )
-    try:
-        return validate_query(value)
+        return loads_query(text, where)
     except errors.InvalidQuery as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

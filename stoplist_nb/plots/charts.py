@@ -90,27 +90,29 @@ def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
 
 
 def plot_registrations(
-    df: pd.DataFrame, freq: str = "W", *, by_channel: bool = True, ax: Axes | None = None
+    df: pd.DataFrame, freq: str = "MS", *, by_channel: bool = True, ax: Axes | None = None
 ) -> Axes:
-    """Draw new subscriptions over time: rows counted by ``reg_date`` per ``freq`` period.
+    """Draw new subscriptions per ``freq`` period (by ``reg_date``), stacked by channel.
 
-    One line per channel (in :func:`plot_channels` order), or with
-    ``by_channel=False`` one for all rows. Periods (a pandas offset alias:
-    ``"D"``, ``"W"``, ``"MS"``, ...) are in UTC, contiguous and shared by all
-    lines, so a gap shows as 0; each point sits where ``DataFrame.resample``
-    labels its period. ``reg_date`` must hold datetimes (naive ones read as
-    UTC); rows without one (or, by channel, a ``channel``) are left out.
+    Each channel is one filled step band (a ``StepPatch`` in ``ax.patches``)
+    as high as its count in each period, stacked largest at the bottom, the
+    legend read top down as the stack is; the top edge is the total. With
+    ``by_channel=False`` there is one band. Periods (a pandas offset alias:
+    ``"MS"`` months, ``"W"`` weeks from Sunday, ``"QS"``, ...) are in UTC, each
+    from its start up to the next one's, and contiguous, so a gap shows as 0.
+    ``reg_date`` must hold datetimes (naive ones read as UTC); rows without one
+    (or, by channel, a ``channel``) are left out.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"channel": ["email", "email", "sms"], "reg_date": pd.to_datetime(
-    ...     ["2024-01-01", "2024-01-16", "2024-01-02"], utc=True)})
-    >>> ax = plot_registrations(df, "W")
-    >>> {line.get_label(): line.get_ydata().tolist() for line in ax.lines}
+    ...     ["2024-01-01", "2024-03-16", "2024-01-02"], utc=True)})
+    >>> ax = plot_registrations(df)
+    >>> {p.get_label(): (p.get_data().values - p.get_data().baseline).tolist() for p in ax.patches}
     {'email': [1, 0, 1], 'sms': [1, 0, 0]}
     """
     func = "plot_registrations"
     df = _check_frame(df, ["reg_date", "channel"] if by_channel else ["reg_date"], func)
-    bad = InvalidInput(f"{func}: freq must be a pandas offset alias like 'W' or 'MS', not {freq!r}")
+    bad = InvalidInput(f"{func}: freq must be a pandas offset alias like 'MS' or 'W', not {freq!r}")
     if freq is None:  # to_offset(None) is None, not an error
         raise bad
     try:
@@ -134,24 +136,33 @@ def plot_registrations(
         marks = {n: _mask(channel == n).astype("int64") for n, _ in _ranked(channel)}
     else:
         marks = {"all channels": np.ones(int(keep.sum()), dtype="int64")}
-    # One resample of every column together, so all lines share the same periods.
-    counts = pd.DataFrame(marks, index=index[keep]).resample(offset).sum()
+    # One resample of every column together; each period is [start, start + offset).
+    frame = pd.DataFrame(marks, index=index[keep])
+    counts = frame.resample(offset, closed="left", label="left").sum()
     title = "New subscriptions" + (" per channel" if by_channel else "")
     ax = _axes_for(ax, title, "registration date (UTC)", f"subscriptions per {period}")
     if counts.empty:
         return _note(ax, "no registrations")
     # Naive UTC values: matplotlib's date axis reads them as UTC, its default zone.
-    x = pd.DatetimeIndex(counts.index).tz_localize(None).to_numpy()
-    dots = len(counts) <= 60  # a marker per point, while they do not crowd each other
-    for name in counts.columns:
-        ax.plot(x, counts[name].to_numpy(), label=name, marker="o" if dots else "", markersize=3)
+    starts = pd.DatetimeIndex(counts.index).tz_localize(None)
+    edges = mdates.date2num(starts.append(starts[-1:] + offset).to_pydatetime())
+    # One filled step band per channel, stacked: one patch each however many periods.
+    bottom = np.zeros(len(counts), dtype="int64")
+    for label in counts.columns:
+        top = bottom + counts[label].to_numpy()
+        ax.stairs(top, edges, baseline=bottom, fill=True, label=label)
+        bottom = top
     locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if by_channel:
-        ax.legend(title="channel", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        handles, labels = ax.get_legend_handles_labels()
+        ax.legend(
+            handles[::-1], labels[::-1], title="channel",
+            loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+        )  # fmt: skip
     return ax
 
 

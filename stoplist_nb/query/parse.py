@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,7 @@ from stoplist_nb.query.values import (
     check_field_operator,
     check_path,
     json_depth,
+    too_deep,
 )
 
 
@@ -183,3 +185,61 @@ def _parse_field(path: str, condition: Any, where: str) -> Query:
         else:
             parts.append(Condition(path, op, arg))
     return parts[0] if len(parts) == 1 else And(parts)
+
+
+def loads_query(text: str | bytes, where: str = "the query") -> dict[str, Any]:
+    """Read a query from JSON text: the one way JSON text becomes a query here.
+
+    Args:
+        text: The JSON text of one object (bytes are read as UTF-8).
+        where: How messages name the text (``"the query"``, a file name).
+
+    Raises:
+        InvalidQuery: The text is not JSON, repeats a key within one object
+            (JSON would keep the last silently), nests deeper than
+            :data:`MAX_DEPTH` levels, holds an integer too long, is not an
+            object, or is not a valid query (:func:`validate_query`).
+
+    >>> loads_query('{"_city": {"$in": ["Kazan"]}}')
+    {'_city': {'$in': ['Kazan']}}
+    >>> loads_query('{"_city": "Kazan", "_city": "Omsk"}')
+    Traceback (most recent call last):
+    ...
+    stoplist_nb.errors.InvalidQuery: the query has the key '_city' twice in one object
+    """
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        value = json.loads(text, object_pairs_hook=_unique_keys)
+    except _RepeatedKey as exc:
+        raise InvalidQuery(f"{where} has the key {exc.key!r} twice in one object") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidQuery(f"{where} is not valid JSON: {exc}") from None
+    except UnicodeDecodeError:
+        raise InvalidQuery(f"{where} is not UTF-8 text") from None
+    except ValueError:  # an int of more digits than sys.get_int_max_str_digits()
+        too_long = "has an integer too long for MongoDB, which holds 64 bits"
+        raise InvalidQuery(f"{where} {too_long}") from None
+    except RecursionError:  # json.loads recurses, so it gives up near the recursion limit
+        raise too_deep(where) from None
+    if not isinstance(value, dict):
+        like, kind = '{"_city": "Moscow"}', type(value).__name__
+        raise InvalidQuery(f"{where} must be a JSON object like {like}, not a {kind}")
+    return validate_query(value)
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return found

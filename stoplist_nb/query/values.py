@@ -213,8 +213,11 @@ def check_argument(op: str, arg: Any, where: str) -> None:
 
 
 def check_path(path: Any, where: str) -> None:
-    """Refuse a field path that is not a non-empty string, or has an empty part."""
+    """Refuse a field path that is not a non-empty string, has an empty part or a ``$`` part."""
     if not isinstance(path, str) or not path:
         raise InvalidQuery(f"{where}: keys must be non-empty strings")
-    if any(not part for part in path.split(".")):
+    parts = path.split(".")
+    if any(not part for part in parts):
         raise InvalidQuery(f"{where}: a field path cannot have empty parts")
+    if any(part.startswith("$") for part in parts[1:]):  # MongoDB refuses such a path
+        raise InvalidQuery(f"{where}: a part of a field path cannot start with '$'")

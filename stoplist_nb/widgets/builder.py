@@ -21,13 +21,13 @@ import traitlets
 
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
-from stoplist_nb.errors import InvalidInput, InvalidQuery
+from stoplist_nb.errors import InvalidInput, InvalidQuery, StoplistError
 from stoplist_nb.profiles import ProfilesRequest, read_profiles
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.query import Query, parse_query
 from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo, field_infos, sample_values
-from stoplist_nb.widgets.check import canonical_json, check, empty_document
-from stoplist_nb.widgets.load import document_of, guessed_types
+from stoplist_nb.widgets.check import DEFAULT_PREVIEW_ROWS, canonical_json, check, empty_document
+from stoplist_nb.widgets.load import load_document
 from stoplist_nb.widgets.preview import preview_html
 
 __all__ = ["QueryBuilder"]
@@ -102,8 +102,9 @@ class QueryBuilder(anywidget.AnyWidget):
     ) -> None:
         self._client, self._db_id, self._runner = client, db_id, runner
         self._valid: dict[str, Any] = {}
-        self._good: tuple[pd.DataFrame, dict[str, Any], str] | None = None
+        self._good: tuple[str, dict[str, Any]] | None = None  # the last Preview's html, params
         self._running = False
+        self._known: tuple[dict[str, Any], dict[str, Any]] | None = None
         self.result: pd.DataFrame | None = None
         notices: list[str] = []
         infos: list[FieldInfo] = []
@@ -159,7 +160,11 @@ class QueryBuilder(anywidget.AnyWidget):
         return scrub(text) if callable(scrub) else redact(text)
 
     def _checked(self, change: Any = None) -> None:
-        report = check(self.document, self._fields, last_valid=self._valid)
+        known, self._known = self._known, None
+        if known is not None and known[0] is self.document:
+            report = known[1]  # checked already, by load()
+        else:
+            report = check(self.document, self._fields, last_valid=self._valid)
         if report["ok"]:
             self._valid = report["query"]
         self.report = report
@@ -228,32 +233,34 @@ class QueryBuilder(anywidget.AnyWidget):
         does, ``InvalidInput`` for fields that are not a list of known names;
         either leaves the builder as it was.
         """
-        catalog = self._fields.with_types(guessed_types(query, self._fields))
-        document = document_of(query, catalog)
         current = self.document or empty_document()
         if fields is None:
-            document["fields"] = list(current.get("fields", []))
+            chosen = _kept_fields(current)
         elif isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
             raise InvalidInput("fields must be a list of field names")
         else:
-            document["fields"] = list(fields)
-        problems = check(document, catalog)["fields"]["problems"]
-        if problems:
-            raise InvalidInput("; ".join(p["message"] for p in problems))
-        document["preview_rows"] = current.get("preview_rows", document["preview_rows"])
-        self._replace(document, catalog)
+            chosen = list(fields)
+        rows = current.get("preview_rows", str(DEFAULT_PREVIEW_ROWS))
+        document, catalog, report = load_document(
+            query, self._fields, fields=chosen, preview_rows=rows
+        )
+        self._replace(document, catalog, report)
 
     def clear(self) -> None:
         """Back to one empty rule; the fields to return and the rows to preview stay."""
         document = empty_document()
         current = self.document or {}
-        document["fields"] = list(current.get("fields", []))
+        document["fields"] = _kept_fields(current)
         document["preview_rows"] = current.get("preview_rows", document["preview_rows"])
         self._replace(document, self._fields)
 
-    def _replace(self, document: dict[str, Any], catalog: FieldCatalog) -> None:
+    def _replace(
+        self, document: dict[str, Any], catalog: FieldCatalog, report: dict[str, Any] | None = None
+    ) -> None:
         rev = self.document.get("rev") if self.document else 0
         document["rev"] = (rev if isinstance(rev, int) else 0) + 1
+        if report is not None:
+            self._known = (document, {**report, "rev": document["rev"]})
         if catalog is not self._fields:
             self._fields = catalog
             self.catalog = catalog.to_json()
@@ -264,9 +271,11 @@ class QueryBuilder(anywidget.AnyWidget):
         if kind == "preview":
             self.preview()
         elif kind == "import":
-            text = content.get("text", "")
+            text = content.get("text")
             try:
-                self.load(text if isinstance(text, str) else "")
+                if not isinstance(text, str):
+                    raise InvalidQuery(f"the text to load must be text, not {type(text).__name__}")
+                self.load(text)
             except (InvalidQuery, InvalidInput) as exc:
                 self.report = {**self.report, "import_error": self._scrub(str(exc))}
 
@@ -280,13 +289,12 @@ class QueryBuilder(anywidget.AnyWidget):
         report = self.report
         if not report.get("ok") or report["preview_rows"]["error"] is not None:
             errors = report.get("summary") or []
-            self._show_failure("fix the query first: " + "; ".join(errors), None)
+            self._show_failure("fix the query first: " + "; ".join(errors))
             return
         params, rows = report["params"], report["preview_rows"]["value"]
-        query_json = canonical_json(params["query"])
         self._running = True
-        last = self.preview_state
-        self.preview_state = {**last, "state": "running", "message": "running"}
+        reading = f"reading the first {rows} profiles\N{HORIZONTAL ELLIPSIS}"
+        self.preview_state = {**self.preview_state, "state": "running", "message": reading}
         try:
             frame = self._run(copy.deepcopy(params), rows)
             if "profile_id" in frame.columns:  # a row per subscription: the first profiles'
@@ -296,20 +304,17 @@ class QueryBuilder(anywidget.AnyWidget):
                 frame = frame.head(rows)
             html = preview_html(frame, params)
         except Exception as exc:  # shown to the user rather than lost in a callback
-            self._show_failure(f"Preview failed: {_said(exc)}", query_json)
+            self._show_failure(f"Preview failed: {_said(exc)}")
         else:
-            self.result = frame
-            self._good = (frame, params, query_json)
-            self.preview_state = _shown("done", html, "", query_json)
+            self.result, self._good = frame, (html, params)
+            self.preview_state = _shown("done", html, "", params)
         finally:
             self._running = False
 
-    def _show_failure(self, message: str, query_json: str | None) -> None:
-        html, shown = "", query_json
-        if self._good is not None:
-            frame, params, shown = self._good
-            html = preview_html(frame, params, stale=True)
-        self.preview_state = _shown("error", html, self._scrub(message), shown)
+    def _show_failure(self, message: str) -> None:
+        """``message`` beside the last Preview that worked (the browser tells if it is stale)."""
+        html, params = self._good or ("", None)
+        self.preview_state = _shown("error", html, self._scrub(message), params)
 
     def _run(self, params: dict[str, Any], rows: int) -> pd.DataFrame:
         if self._runner is not None:
@@ -321,9 +326,24 @@ class QueryBuilder(anywidget.AnyWidget):
         )
 
 
-def _shown(state: str, html: str, message: str, query_json: str | None) -> dict[str, Any]:
-    return {"state": state, "html": html, "message": message, "query_json": query_json}
+def _kept_fields(document: Mapping[str, Any]) -> list[str]:
+    """The document's fields to return, when they are a list of names (else none)."""
+    fields = document.get("fields")
+    ok = isinstance(fields, list) and all(isinstance(f, str) for f in fields)
+    return list(fields) if ok else []
+
+
+def _shown(state: str, html: str, message: str, params: Any) -> dict[str, Any]:
+    """The ``preview_state``: ``query_json`` and ``fields`` are those of the ``html`` shown."""
+    query_json = None if params is None else canonical_json(params["query"])
+    fields = None if params is None else list(params.get("fields", []))
+    return {"state": state, "html": html, "message": message, "query_json": query_json,
+            "fields": fields}  # fmt: skip
 
 
 def _said(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    """``exc`` for a person at the builder: its text and hint, without the resume advice."""
+    if not isinstance(exc, StoplistError):
+        return f"{type(exc).__name__}: {exc}"
+    hint = f" ({exc.hint})" if exc.hint else ""
+    return f"{type(exc).__name__}: {Exception.__str__(exc)}{hint}"

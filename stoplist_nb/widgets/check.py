@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stoplist_nb.errors import InvalidQuery
-from stoplist_nb.query import Condition, F, parse_query, validate_query
+from stoplist_nb.query import Condition, F, parse_query
 from stoplist_nb.widgets.catalog import FieldCatalog
 from stoplist_nb.widgets.operators import (
     KIND_OPERATORS,
@@ -42,6 +42,8 @@ from stoplist_nb.widgets.operators import (
 
 MAX_PREVIEW_ROWS = 1000
 DEFAULT_PREVIEW_ROWS = 10
+#: The most values one rule's list holds: each is a chip in the browser.
+MAX_LIST_VALUES = 10_000
 #: The array a same-element group (``$elemMatch``) works on.
 EACH = "subscriptions"
 #: The MongoDB operator of each rule operator that writes one condition as it is.
@@ -131,20 +133,24 @@ class _Checker:
         each = node.get("each")
         problems: list[str] = []
         if each not in (None, EACH):
-            problems.append(f"same-element groups work on {EACH!r} only, not {each!r}")
+            problems.append(f"same-element groups work on {EACH!r} only, not {_said(each)}")
             each = None
         if each and within:
             problems.append("a same-subscription group cannot sit in another one")
             each = None
-        if depth > 20:
-            problems.append("groups nest too deep")
         join = node.get("join", "and")
         if join not in ("and", "or"):
-            problems.append(f"join must be 'and' or 'or', not {join!r}")
+            problems.append(f"join must be 'and' or 'or', not {_said(join)}")
+        negate = node.get("not", False)
+        if not isinstance(negate, bool):
+            problems.append(f"not must be true or false, not {_said(negate)}")
         items = node.get("items", [])
         if not isinstance(items, list):
             problems.append("its items must be a list")
             items = []
+        if depth > 20:
+            problems.append("groups nest too deep")
+            items = []  # not read: a document nested thousands deep must not recurse
         parts = []
         for child in items:
             kind = child.get("type") if isinstance(child, Mapping) else None
@@ -157,7 +163,7 @@ class _Checker:
         if item is not None:
             item["errors"].extend({"part": "group", "message": p} for p in problems)
         self.summary.extend(f"Group: {p}" for p in problems)
-        negate = bool(node.get("not"))
+        negate = negate is True
         # NOT of a same-subscription group negates the whole $elemMatch, not its parts.
         body = join_parts(parts, join, negate=negate and not each)
         if body is not None and each:
@@ -191,9 +197,18 @@ class _Checker:
         if not isinstance(text, str):
             raise RuleProblem("field", "the field must be text")
         op = node.get("operator") or "equal"
+        if not isinstance(op, str):
+            raise RuleProblem("operator", f"the operator must be text, not {type(op).__name__}")
         if op not in OPERATORS:
-            raise RuleProblem("operator", f"unknown operator {op!r}")
+            raise RuleProblem("operator", f"unknown operator {_said(op)}")
         raw = node.get("value")
+        if not _is_value(raw) and not (
+            isinstance(raw, list | tuple) and all(_is_value(v) for v in raw)
+        ):
+            raise RuleProblem("value", f"a value must be text or a list of texts, not {_said(raw)}")
+        for tick in ("ignore_case", "whole_day"):
+            if not isinstance(node.get(tick, False), bool):
+                raise RuleProblem("value", f"{tick} must be true or false, not {_said(node[tick])}")
         if not text.strip():
             if _blank(raw):
                 return None  # a fresh rule: nothing asked yet
@@ -251,6 +266,8 @@ def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
         tags = list(raw) if isinstance(raw, list | tuple) else ([] if _blank(raw) else [raw])
         if not tags:
             raise ValueError("no values yet: type one and press Enter")
+        if len(tags) > MAX_LIST_VALUES:
+            raise ValueError(f"a list holds at most {MAX_LIST_VALUES:,} values, not {len(tags):,}")
         values = []
         for tag in tags:
             try:
@@ -282,6 +299,16 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return value if isinstance(value, str) else str(value)
+
+
+def _is_value(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _said(value: Any) -> str:
+    """``value`` as a message shows it: its repr, cut short (it may be anything)."""
+    shown = repr(value) if _is_value(value) else type(value).__name__
+    return shown if len(shown) <= 60 else shown[:45] + "..." + shown[-10:]
 
 
 def _blank(value: Any) -> bool:
@@ -391,7 +418,10 @@ def _preview_rows(raw: Any) -> tuple[int | None, str | None]:
 def _return_fields(raw: Any, catalog: FieldCatalog) -> tuple[list[str], list[dict[str, Any]]]:
     resolved: list[str] = []
     problems: list[dict[str, Any]] = []
-    for index, text in enumerate(raw if isinstance(raw, list) else []):
+    if not isinstance(raw, list):
+        message = f"the fields to return must be a list of names, not {_said(raw)}"
+        return resolved, [{"index": None, "message": message}]
+    for index, text in enumerate(raw):
         if not isinstance(text, str) or not text.strip():
             problems.append({"index": index, "message": "a field to return is empty"})
             continue
@@ -437,13 +467,14 @@ def check(
     root = doc.get("root")
     query = (None if root is None else checker.group(root, within=None, depth=0)) or {}
     try:
-        query = validate_query(query)
-        parse_query(query)
+        parse_query(query)  # it validates the query first
     except InvalidQuery as exc:
         checker.summary.append(f"Query: {exc}")
     resolved, problems = _return_fields(doc.get("fields", []), checker.catalog)
     for problem in problems:
-        checker.summary.append(f"Return field {problem['index'] + 1}: {problem['message']}")
+        index = problem["index"]
+        where = "Return fields" if index is None else f"Return field {index + 1}"
+        checker.summary.append(f"{where}: {problem['message']}")
     rows, rows_error = _preview_rows(doc.get("preview_rows", str(DEFAULT_PREVIEW_ROWS)))
     ok = not checker.summary
     if rows_error is not None:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from typing import Any
 
-from stoplist_nb.errors import InvalidQuery
-from stoplist_nb.query import parse_query, validate_query
+from stoplist_nb.errors import InvalidInput, InvalidQuery
+from stoplist_nb.query import loads_query, parse_query, validate_query
 from stoplist_nb.widgets.catalog import FieldCatalog
 from stoplist_nb.widgets.check import (
     EACH,
+    MAX_LIST_VALUES,
     RuleProblem,
     canonical_json,
     check,
@@ -25,7 +25,7 @@ from stoplist_nb.widgets.check import (
 )
 from stoplist_nb.widgets.operators import TEXT_OPERATORS, guess_type, iso_day
 
-__all__ = ["document_of", "guessed_types"]
+__all__ = ["document_of", "guessed_types", "load_document"]
 
 
 def _is_operators(value: Any) -> bool:
@@ -218,9 +218,10 @@ class _Loader:
             if odd:
                 return InvalidQuery(f"{where}: the builder cannot show {odd[0]}")
         kind = (self.catalog.subscriptions() if within else self.catalog).kind(path)
-        return InvalidQuery(
-            f"{where}: the builder cannot show {canonical_json(body)} on a {kind} field exactly"
-        )
+        shown = canonical_json(body)
+        if len(shown) > 80:  # a message, not a copy of the query
+            shown = shown[:60] + "..." + shown[-16:]
+        return InvalidQuery(f"{where}: the builder cannot show {shown} on a {kind} field exactly")
 
     def negated(self, nor: Any, within: str | None) -> dict[str, Any] | None:
         """The rule that writes ``{"$nor": nor}`` exactly, if one does."""
@@ -246,6 +247,7 @@ class _Loader:
             candidates = list(_candidates(kind, body))
         except InvalidQuery:
             return None
+        wanted_json = canonical_json(wanted)
         for op, value in candidates:
             if negate:
                 op = {"between": "not_between", "equal": "not_equal"}.get(op, "")
@@ -262,7 +264,7 @@ class _Loader:
                     written = rule_query(path, op, rule_value(op, value, kind, path), kind, rule)
                 except RuleProblem:
                     continue
-                if canonical_json(written) == canonical_json(wanted):
+                if canonical_json(written) == wanted_json:
                     rule["id"] = self.id("r")
                     return rule
         return None
@@ -270,15 +272,34 @@ class _Loader:
 
 def _loaded(query: Any) -> dict[str, Any]:
     if isinstance(query, str | bytes):
-        try:
-            query = json.loads(query)
-        except ValueError as exc:
-            raise InvalidQuery(f"the text is not JSON: {exc}") from None
-    if not isinstance(query, Mapping):
+        checked = loads_query(query, "the text")
+    elif isinstance(query, Mapping):
+        checked = validate_query(query)
+    else:
         raise InvalidQuery(f"a query must be a JSON object, not {type(query).__name__}")
-    checked: dict[str, Any] = validate_query(query)
+    _check_lists(checked)
     parse_query(checked)  # what the model cannot hold ($comment, ...) is refused here
     return checked
+
+
+def _check_lists(query: Any, where: str = "query") -> None:
+    """Refuse a list of values longer than a rule holds, before any slower reading of it."""
+    todo = [(query, where)]
+    while todo:
+        node, here = todo.pop()
+        if isinstance(node, list):
+            if len(node) > MAX_LIST_VALUES:
+                raise InvalidQuery(
+                    f"{here}: the builder holds at most {MAX_LIST_VALUES:,} values in one list,"
+                    f" not {len(node):,}; read_profiles takes this query as it is"
+                )
+            todo.extend(
+                (v, f"{here}[{i}]") for i, v in enumerate(node) if isinstance(v, dict | list)
+            )
+        elif isinstance(node, dict):
+            todo.extend(
+                (v, f"{here}[{k!r}]") for k, v in node.items() if isinstance(v, dict | list)
+            )
 
 
 def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, Any]:
@@ -287,15 +308,48 @@ def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, An
     A query the builder wrote comes back the same; another may come back as
     the same filter in other words. Ids are ``"g1"``, ``"r2"``, ... in reading
     order; fields are shown by their label. ``InvalidQuery`` is raised for
-    text that is not JSON, a query that is not valid, or a part that cannot
-    be shown exactly (``$size``, ``$gt`` of a bare day on a date field, ...).
+    text that is not JSON (:func:`~stoplist_nb.query.loads_query`), a query
+    that is not valid, or a part that cannot be shown exactly (``$size``,
+    ``$gt`` of a bare day on a date field, a list of more than
+    :data:`MAX_LIST_VALUES` values, ...).
 
     >>> document_of('{"_city": null}')["root"]["items"][0]["operator"]
     'is_null'
     """
     known = FieldCatalog([]) if catalog is None else catalog
+    document = _document(_loaded(query), known)
+    _refuse_unless_ok(check(document, known))
+    return document
+
+
+def load_document(
+    query: Any, catalog: FieldCatalog, *, fields: list[str], preview_rows: Any
+) -> tuple[dict[str, Any], FieldCatalog, dict[str, Any]]:
+    """:func:`document_of` with these ``fields`` and ``preview_rows``, the query read once.
+
+    Returns the document, ``catalog`` with :func:`guessed_types` added, and the
+    document's :func:`check`. Raises ``InvalidQuery`` as :func:`document_of`,
+    ``InvalidInput`` for fields to return that are not known names.
+    """
     checked = _loaded(query)
-    loader = _Loader(known)
+    catalog = catalog.with_types(_guessed(checked, catalog.infos))
+    document = _document(checked, catalog)
+    document["fields"], document["preview_rows"] = fields, preview_rows
+    report = check(document, catalog)
+    problems = report["fields"]["problems"]
+    if problems:
+        raise InvalidInput("; ".join(p["message"] for p in problems))
+    _refuse_unless_ok(report)
+    return document, catalog, report
+
+
+def _refuse_unless_ok(report: dict[str, Any]) -> None:
+    if not report["ok"]:
+        raise InvalidQuery("the builder cannot show this query: " + "; ".join(report["summary"]))
+
+
+def _document(checked: dict[str, Any], catalog: FieldCatalog) -> dict[str, Any]:
+    loader = _Loader(catalog)
     root = loader.group(checked, "query", None) if checked else new_group(loader.id("g"))
     if not root["items"]:
         root["items"].append(new_rule(loader.id("r")))
@@ -303,11 +357,7 @@ def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, An
         outer = new_group("g0")
         outer["items"] = [root]
         root = outer
-    document = empty_document(root)
-    got = check(document, known)
-    if not got["ok"]:
-        raise InvalidQuery("the builder cannot show this query: " + "; ".join(got["summary"]))
-    return document
+    return empty_document(root)
 
 
 def guessed_types(query: Any, catalog: FieldCatalog | None = None) -> dict[str, str]:
@@ -318,9 +368,12 @@ def guessed_types(query: Any, catalog: FieldCatalog | None = None) -> dict[str, 
     >>> guessed_types({"score": {"$gte": 2.5}, "subscriptions": {"$elemMatch": {"prio": 1}}})
     {'score': 'float', 'subscriptions.prio': 'int'}
     """
-    known = {} if catalog is None else catalog.infos
+    return _guessed(_loaded(query), {} if catalog is None else catalog.infos)
+
+
+def _guessed(query: dict[str, Any], known: Mapping[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
-    todo: list[tuple[Any, str]] = [(_loaded(query), "")]
+    todo: list[tuple[Any, str]] = [(query, "")]
     while todo:
         node, prefix = todo.pop(0)
         if isinstance(node, list):

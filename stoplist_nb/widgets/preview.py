@@ -89,25 +89,17 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
     )
 
 
-_STALE = (
-    '<div class="sn-preview-stale" style="color:#8a6d3b;font-weight:600">Out of'
-    " date: the query changed after this Preview; press Preview to run it again."
-    "</div>"
-)
-
-
-def preview_html(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool = False) -> str:
+def preview_html(frame: pd.DataFrame, params: dict[str, Any]) -> str:
     """The HTML of a Preview of ``frame``, read with ``params``: its row count and table.
 
-    :data:`EMPTY` with no table for no profile; ``stale`` says it is out of date.
+    :data:`EMPTY` with no table for no profile.
 
     >>> EMPTY in preview_html(pd.DataFrame(), {"query": {}})
     True
     """
-    note = _STALE if stale else ""
     if frame.empty:
         body = f'<div class="sn-preview-count sn-preview-empty">{html.escape(EMPTY)}</div>'
-        return f'<div class="sn-preview-result">{note}{body}</div>'
+        return f'<div class="sn-preview-result">{body}</div>'
     fields = params.get("fields", [])
     paths = _query_paths(parse_query(params["query"])) if params.get("query") else []
     shown = preview_frame(frame, fields, paths)
@@ -125,6 +117,4 @@ def preview_html(frame: pd.DataFrame, params: dict[str, Any], *, stale: bool = F
         # Cells on one line (a date does not break at its dashes); the box scrolls.
         f'<div style="max-width:100%;overflow-x:auto;white-space:nowrap">{table}</div>'
     )
-    if stale:
-        body = f'<div style="opacity:0.45">{body}</div>'
-    return f'<div class="sn-preview-result">{note}{body}</div>'
+    return f'<div class="sn-preview-result">{body}</div>'

@@ -145,21 +145,11 @@ function reid(ui, node) {
   return node;
 }
 
-/** The document Python set before this view, or one empty rule when there is none. */
+/** The document Python set: the only maker of a fresh one (until it comes, nothing is drawn). */
 function start(ui) {
   const initial = ui.model.get("document");
-  if (initial && initial.root) {
-    ui.doc = clone(initial);
-    noteIds(ui);
-    return;
-  }
-  ui.doc = {
-    rev: (initial && initial.rev) || 0,
-    root: emptyGroup(ui),
-    fields: [],
-    preview_rows: initial && initial.preview_rows !== undefined ? initial.preview_rows : "20",
-  };
-  send(ui);
+  ui.doc = initial && initial.root ? clone(initial) : null;
+  if (ui.doc) noteIds(ui);
 }
 
 function send(ui) {
@@ -171,7 +161,7 @@ function send(ui) {
  *  typed in: edits with the same key one after another are one undo step. */
 function edit(ui, change, { key = null, redraw = true, focus = null } = {}) {
   if (key === null || key !== ui.coalesce) {
-    ui.undoStack.push(clone(ui.doc));
+    ui.undoStack.push(undoStep(ui));
     if (ui.undoStack.length > 200) ui.undoStack.shift();
   }
   ui.redoStack = [];
@@ -193,18 +183,32 @@ function clearNotes(ui) {
   }
 }
 
-/** Undo (`from` the undo stack, saving the current document `to` the redo one) or redo. */
+/** An undo step: the document before an edit, and the control the edit was made with. */
+function undoStep(ui, by = focusKey(ui)?.key ?? null) {
+  return { doc: clone(ui.doc), by };
+}
+
+/** Undo (`from` the undo stack, saving the current document `to` the redo one) or redo.
+ *  Focus stays in the builder, so the next Ctrl+Z reaches it: on the control focused
+ *  now if it is still drawn, else on the one the edit was made with, else on Undo/Redo. */
 function step(ui, from, to) {
   if (!from.length) return;
-  to.push(clone(ui.doc));
+  const { doc, by } = from.pop();
+  to.push(undoStep(ui, by));
+  const here = focusKey(ui);
   const rev = ui.doc.rev;
-  ui.doc = from.pop();
+  ui.doc = doc;
   ui.doc.rev = rev + 1;  // a new revision, so the report answers this document
   ui.coalesce = null;
   clearNotes(ui);
   noteIds(ui);
   send(ui);
-  draw(ui);
+  const own = from === ui.undoStack ? "undo" : "redo";
+  const keys = [here?.key, by, own, own === "undo" ? "redo" : "undo"].filter(Boolean);
+  draw(ui, { key: keys, sel: here?.sel ?? null });
+  if (!ui.root.contains(document.activeElement)) {
+    ui.root.querySelector("input, select, button:not(:disabled)")?.focus({ preventScroll: true });
+  }
 }
 const undo = (ui) => step(ui, ui.undoStack, ui.redoStack);
 const redo = (ui) => step(ui, ui.redoStack, ui.undoStack);
@@ -213,7 +217,12 @@ const redo = (ui) => step(ui, ui.redoStack, ui.undoStack);
 function adopt(ui) {
   const incoming = ui.model.get("document");
   if (!incoming || !incoming.root || sameDoc(incoming, ui.doc)) return;
-  ui.undoStack.push(clone(ui.doc));
+  if (!ui.doc) {
+    start(ui);
+    draw(ui);
+    return;
+  }
+  ui.undoStack.push(undoStep(ui));
   ui.redoStack = [];
   ui.coalesce = null;
   const rev = ui.doc.rev || 0;
@@ -277,8 +286,10 @@ function restoreFocus(ui, saved) {
 }
 
 // ---------------------------------------------------------------- drawing
+/** Draw everything again; `focus`: the keys to focus (or {key, sel}), else what has focus now. */
 function draw(ui, focus = null) {
-  const saved = focus ? { key: focus, sel: null } : focusKey(ui);
+  if (!ui.doc) return;
+  const saved = focus && focus.key ? focus : focus ? { key: focus, sel: null } : focusKey(ui);
   const parts = ui.parts;
   ui.listBoxes.clear();
   ui.ruleViews.clear();
@@ -293,6 +304,7 @@ function draw(ui, focus = null) {
   applyReport(ui);
   applyPreview(ui);
   applyNotices(ui);
+  for (const field of parts.tree.querySelectorAll("input.sn-field")) resizeField(field);
   restoreFocus(ui, saved);
 }
 
@@ -329,10 +341,10 @@ function refreshBar(ui) {
   ui.parts.bar.querySelector(".sn-redo").disabled = !ui.redoStack.length;
 }
 
+/** Back to one empty rule; the fields to return and the rows to preview stay, as qb.clear(). */
 function clearAll(ui) {
   edit(ui, (d) => {
     d.root = emptyGroup(ui);
-    d.fields = [];
   }, { focus: "clear" });
   ui.clearedNote = true;  // after the edit, which clears the notes of the one before
   ui.parts.bar.append(clearNote());
@@ -499,9 +511,13 @@ function fieldInput(ui, rule, inEach) {
   return field;
 }
 
+/** Make the field box as wide as its text, as the browser lays it out (see builder.css). */
 function resizeField(input) {
-  const n = Math.max(12, Math.min(60, (input.value || "").length + 2));
-  input.style.setProperty("--sn-chars", String(n));
+  if (!input.isConnected) return;  // laid out once drawn: draw() calls this again
+  input.style.setProperty("--sn-text-width", "0px");
+  // scrollWidth is the text's own width with the padding once the box is narrower.
+  const borders = input.offsetWidth - input.clientWidth;
+  input.style.setProperty("--sn-text-width", `${input.scrollWidth + borders + 2}px`);
 }
 
 /** Draw the rule's operator, value and ticks again when its kind, operator or arity changed. */
@@ -730,6 +746,8 @@ function listenListInput(list) {
     }
   });
   input.addEventListener("input", () => {
+    // A refused value's note is about what was typed before: the next keystroke ends it.
+    if (list.ui.notes.delete(list.key)) list.box.querySelector(".sn-tag-note")?.remove();
     // A separator typed outside quotes ends a value; the rest stays in the box.
     let quoted = false, split = false;
     for (const ch of input.value) {
@@ -876,6 +894,7 @@ function showMessages(view, item, parted) {
 }
 
 function applyReport(ui) {
+  if (!ui.doc) return;
   const report = reportOf(ui);
   const items = report.items || {};
   for (const [id, view] of ui.groupViews) showMessages(view, items[id] || {}, false);
@@ -941,12 +960,22 @@ function applyPreview(ui) {
   }
   const body = h("div", { class: "sn-preview-html" });
   body.innerHTML = preview.html || "";
-  area.replaceChildren(...(state === "running" ? [h("div", { class: "sn-preview-message" }, "running\u2026")] : []),
-    ...(message ? [message] : []), body);
-  const stale = !!preview.html && preview.query_json !== undefined && preview.query_json !== null &&
-    preview.query_json !== report.query_json;
-  area.classList.toggle("sn-stale", stale);
-  area.title = stale ? "out of date: the query changed after this Preview" : "";
+  area.replaceChildren(...(message ? [message] : []), body);
+  const changed = staleParts(preview, report);
+  area.classList.toggle("sn-stale", !!changed);
+  area.dataset.stale = changed
+    ? `Out of date: ${changed} changed after this Preview; press Preview to run it again.` : "";
+  area.title = changed ? `out of date: ${changed} changed after this Preview` : "";
+}
+
+/** What differs between the Preview shown and the document now, in words, or "". */
+function staleParts(preview, report) {
+  if (!preview.html || preview.query_json == null) return "";
+  const fields = ((report.fields || {}).resolved) || [];
+  const parts = [];
+  if (preview.query_json !== report.query_json) parts.push("the query");
+  if (canon(preview.fields || []) !== canon(fields)) parts.push("the fields to return");
+  return parts.join(" and ");
 }
 
 function applyNotices(ui) {
