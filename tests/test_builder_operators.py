@@ -562,7 +562,7 @@ def test_loading_json_text_and_null() -> None:
     assert loaded["root"]["items"][0]["value"] is None
     with pytest.raises(InvalidQuery, match="the text is not valid JSON"):
         document_of('{"_city": ', CATALOG)
-    with pytest.raises(InvalidQuery, match="the text must be a JSON object like .*, not a list"):
+    with pytest.raises(InvalidQuery, match=r"the text must be a JSON object like .*, not a list"):
         document_of("[1]", CATALOG)
 
 
