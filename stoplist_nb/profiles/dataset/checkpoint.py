@@ -10,7 +10,6 @@ believed.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stoplist_nb import errors
-from stoplist_nb.profiles.dataset.parts import fsync_directory
+from stoplist_nb._atomic import Output
 from stoplist_nb.profiles.schema import StreamSchema
 
 #: The checkpoint's file name; a leading ``_`` keeps it out of the readers' sight.
@@ -215,7 +214,6 @@ class Checkpoint:
 
     def save(self, directory: pathlib.Path) -> Checkpoint:
         """Replace the checkpoint in ``directory``, durably; return it."""
-        temp = directory / ".checkpoint.json.tmp"
         # One line per key and per file: readable, and the schema's many short lists stay short.
         lines = []
         for key, value in self.to_dict().items():
@@ -225,15 +223,10 @@ class Checkpoint:
             else:
                 lines.append(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
         text = "{\n " + ",\n ".join(lines) + "\n}\n"
-        try:
-            with open(temp, "w", encoding="utf-8") as file:
-                file.write(text)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temp, directory / CHECKPOINT)
-        finally:
-            temp.unlink(missing_ok=True)  # gone once renamed; else the checkpoint before stands
-        fsync_directory(directory)
+        with Output(directory / CHECKPOINT, overwrite=True) as out:
+            temp = out.temporary("json")
+            temp.write_text(text, encoding="utf-8")
+            out.put(temp)
         return self
 
 

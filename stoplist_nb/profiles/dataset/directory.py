@@ -9,10 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from stoplist_nb import errors
+from stoplist_nb._atomic import remove_debris
 from stoplist_nb._checks import check_flag
 from stoplist_nb.profiles.dataset.checkpoint import CHECKPOINT, Checkpoint, DatasetSummary, refused
 from stoplist_nb.profiles.dataset.lock import check_no_writer, writer_lock
-from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT, TEMP
+from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT
 from stoplist_nb.profiles.dataset.seal import checked_files, damaged_file, repaired, seal
 from stoplist_nb.profiles.dataset.writer import PagesFrom, Window, pull_parts, say_what_is_saved
 
@@ -90,23 +91,21 @@ def _open(
 ) -> Checkpoint:
     """The state to go on from: the checkpoint's, checked, or a new one (the directory ready)."""
     names = sorted(p.name for p in directory.iterdir())
-    foreign = [n for n in names if not _ours(n) and not n.startswith((".", "_"))]
+    files = {n for n in names if PART.fullmatch(n) or SEGMENT.fullmatch(n)}
+    foreign = [n for n in names if n not in files and not n.startswith((".", "_"))]
     if foreign:
         shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         raise errors.DatasetMismatch(
             f"{directory} holds files that are not part of a dataset ({shown}): "
             "a dataset needs a directory of its own; nothing was removed"
         )
-    parts = [n for n in names if PART.fullmatch(n)]
-    has_checkpoint = CHECKPOINT in names
-    if overwrite:
-        for name in names:
-            if _ours(name):
-                (directory / name).unlink()
-    elif has_checkpoint or parts:
+    state: Checkpoint | None = None
+    if overwrite or (CHECKPOINT not in names and not any(PART.fullmatch(n) for n in files)):
+        gone = [n for n in names if n in files or n in (CHECKPOINT, COMMON_METADATA)]
+    else:
         if not resume:
             raise _exists(directory, "holds a dataset already")
-        if not has_checkpoint:
+        if CHECKPOINT not in names:
             raise refused(f"{directory} holds part files without a checkpoint")
         state = Checkpoint.read(directory)
         _check_same_pull(directory, state.pull, pull)
@@ -115,25 +114,13 @@ def _open(
             if not repair:
                 raise damaged_file(directory, state, damage)
             state = repaired(directory, state, damage)
-        if not state.complete:
-            # A file renamed but not checkpointed, or one being written: its pages come again.
-            listed = {e.name for e in state.entries}
-            for name in names:
-                if TEMP.fullmatch(name) or (
-                    (PART.fullmatch(name) or SEGMENT.fullmatch(name)) and name not in listed
-                ):
-                    (directory / name).unlink(missing_ok=True)
-        return state
-    for name in names:
-        if TEMP.fullmatch(name) or SEGMENT.fullmatch(name):
-            (directory / name).unlink(missing_ok=True)
-    return Checkpoint(pull).save(directory)
-
-
-def _ours(name: str) -> bool:
-    return name in (CHECKPOINT, COMMON_METADATA) or bool(
-        PART.fullmatch(name) or SEGMENT.fullmatch(name) or TEMP.fullmatch(name)
-    )
+        # A file renamed but not checkpointed: its pages come again.
+        gone = [] if state.complete else sorted(files - {e.name for e in state.entries})
+    # Under the lock, every temporary is an earlier pull's, and goes.
+    remove_debris(directory, every=True)
+    for name in gone:
+        (directory / name).unlink(missing_ok=True)
+    return Checkpoint(pull).save(directory) if state is None else state
 
 
 def _exists(directory: pathlib.Path, what: str) -> errors.DatasetMismatch:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import os
 import pathlib
 import time
 from collections import deque
@@ -227,13 +226,12 @@ class _Writer:
         state, segment, pages = self.state, self.segment, self.pages
         assert segment is not None
         self.segment, self.pages = None, []
-        name = segment.temp.name.removesuffix(".tmp")
         try:
             segment.close()
-            entry = _entry(name, segment, pages, ())
-            os.replace(segment.temp, self.directory / name)
+            entry = _entry(segment, pages, ())
+            segment.output.put(segment.temp)
         finally:
-            segment.temp.unlink(missing_ok=True)  # gone once renamed; else its pages come again
+            segment.discard()  # once put, nothing; else its pages come again
         self.state = replace(
             state, open=(*state.open, entry), cursors=(*state.cursors, *_cursors(pages))
         ).save(self.directory)
@@ -247,13 +245,12 @@ class _Writer:
         segment, self.segment, self.pages = self.segment, None, []
         if segment is not None:
             segment.discard()  # its pages are in the part
-        name = f"part-{len(state.parts):05d}.parquet"
         try:
             part.close()
-            entry = _entry(name, part, pages, state.open)
-            os.replace(part.temp, self.directory / name)
+            entry = _entry(part, pages, state.open)
+            part.output.put(part.temp)
         finally:
-            part.temp.unlink(missing_ok=True)  # gone once renamed; else the part comes again
+            part.discard()  # once put, nothing; else the part comes again
         self.file_schema = None
         self.state = replace(
             state,
@@ -285,8 +282,11 @@ class _Writer:
     def _open_part(self) -> File:
         # The segments a resumed pull goes on from are copied in.
         assert self.file_schema is not None
-        temp = self.directory / f".part-{len(self.state.parts):05d}.parquet.tmp"
-        part = File(temp, self.file_schema, COMPRESSION)
+        part = File(
+            self.directory / f"part-{len(self.state.parts):05d}.parquet",
+            self.file_schema,
+            COMPRESSION,
+        )
         try:
             for segment in self.state.open:
                 with pq.ParquetFile(self.directory / segment.name) as source:
@@ -301,7 +301,7 @@ class _Writer:
     def _open_segment(self) -> File:
         assert self.file_schema is not None
         state = self.state
-        name = f".part-{len(state.parts):05d}.parquet.seg-{len(state.open):05d}.tmp"
+        name = f".part-{len(state.parts):05d}.parquet.seg-{len(state.open):05d}"
         # Read back only by a pull carried on after an interruption: not compressed.
         return File(self.directory / name, self.file_schema, "none")
 
@@ -314,10 +314,10 @@ def _cursors(pages: Sequence[_Page]) -> list[str]:
     return [p.cursor for p in pages if p.cursor]
 
 
-def _entry(name: str, file: File, pages: Sequence[_Page], before: Sequence[Entry]) -> Entry:
+def _entry(file: File, pages: Sequence[_Page], before: Sequence[Entry]) -> Entry:
     last = pages[-1] if pages else before[-1]
     return Entry(
-        name,
+        file.output.path.name,
         profiles=sum(e.profiles for e in before) + _profiles(pages),
         rows=file.rows,
         bytes=file.temp.stat().st_size,
