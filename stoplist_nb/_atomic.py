@@ -1,13 +1,7 @@
-"""Every file the package writes is put in place whole: written beside it, then named.
+"""Every file the package writes is put in place whole, by :class:`Output`.
 
-:class:`Output` writes a file under hidden temporaries
-``.<target>.stoplist_nb-<host hash>-<pid>-<nonce>.<label>`` and :meth:`Output.put`
-makes one durable and gives it the target's name (fsync, then a rename, or a hard
-link that claims the name unless ``overwrite``, then fsync of the directory).
-Temporaries are removed on every way out but success; those of a writer that is
-over are debris, cleared by the next write in their directory. Modes are
-``0o666``/``0o777`` less the umask; a failed write raises an ``OSError`` of its
-kind naming the target. The rules in full: docs/profiles.md.
+It writes under hidden temporaries beside the target, makes one durable and gives it
+the name; the rules (names, debris, modes, errors) in full: docs/profiles.md.
 """
 
 from __future__ import annotations
@@ -23,7 +17,6 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Iterator
-from types import TracebackType
 
 from stoplist_nb import errors
 
@@ -37,20 +30,17 @@ _TEMPORARY = re.compile(
 )
 #: The writes of this process that are not over: any other's temporaries are debris.
 _WRITING: set[str] = set()
+# Hashed: a host name may hold characters that do not belong in a file name.
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 # link() errors that say the file system has no hard links (FAT, some network disks).
 _NO_LINKS = frozenset(
     {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
 )
 
 
-def _host() -> str:
-    # Hashed: a host name may hold characters that do not belong in a file name.
-    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
-
-
 def _new_writer() -> str:
     """``<host>-<pid>-<nonce>``: the names of one write's temporaries."""
-    return f"{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+    return f"{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
 def _label(label: str) -> str:
@@ -88,7 +78,7 @@ def remove_debris(directory: str | os.PathLike[str], *, every: bool = False) -> 
             continue
         pid = int(found["pid"])
         # Of this process, only writes that are over are not in _WRITING.
-        if not every and (found["host"] != _host() or (pid != os.getpid() and _alive(pid))):
+        if not every and (found["host"] != _HOST or (pid != os.getpid() and _alive(pid))):
             continue
         path = pathlib.Path(entry.path)
         with contextlib.suppress(OSError):
@@ -140,25 +130,15 @@ class Output:
         _WRITING.add(self._writer)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
         self.discard()
         # Only the system's error of this write: one naming another file is that
         # file's to tell, and ours (ConnectError is an OSError too) are already clean.
-        if (
-            isinstance(exc, OSError)
-            and not isinstance(exc, errors.StoplistError)
-            and exc.errno is not None
-        ):
+        if isinstance(exc, OSError) and not isinstance(exc, errors.StoplistError) and exc.errno:
             named = exc.filename
             if named is None or str(named) == str(self.path) or self._stem in str(named):
                 # OSError(errno, ...) is of the errno's kind: PermissionError, ...
-                plain = OSError(exc.errno, os.strerror(exc.errno), str(self.path))
-                raise plain from exc
+                raise OSError(exc.errno, os.strerror(exc.errno), str(self.path)) from exc
 
     def temporary(self, label: str, *, directory: bool = False) -> pathlib.Path:
         """A new empty hidden file (or ``directory``) beside the target, removed unless put."""

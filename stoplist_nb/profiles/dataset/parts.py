@@ -48,14 +48,17 @@ class File:
         self.rows += table.num_rows
 
     def close(self) -> None:
-        """Close the file; raise if it does not read back with every row."""
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-        check_rows(self.temp, self.rows)
+        """Give the file its name; raise, removing it, if it does not read back with every row."""
+        writer, self.writer = self.writer, None
+        try:
+            assert writer is not None
+            writer.close()
+            check_rows(self.temp, self.rows)
+            self.output.put(self.temp)
+        finally:
+            self.output.discard()
 
     def discard(self) -> None:
-        """Remove the file unless :meth:`Output.put` in place."""
         with contextlib.suppress(Exception):
             if self.writer is not None:
                 self.writer.close()

@@ -194,8 +194,8 @@ class _Writer:
             )
             self.read = count
             self.pages.append(page)
-            window = self.window
-            if sum(e.profiles for e in self.state.open) + _profiles(self.pages) >= window.per_part:
+            window, held = self.window, sum(e.profiles for e in self.state.open)
+            if held + sum(p.profiles for p in self.pages) >= window.per_part:
                 self.close_part(ended=page.ending)
             elif not page.ending and (
                 sum(p.nbytes for p in self.pages) >= window.bytes
@@ -226,12 +226,8 @@ class _Writer:
         state, segment, pages = self.state, self.segment, self.pages
         assert segment is not None
         self.segment, self.pages = None, []
-        try:
-            segment.close()
-            entry = _entry(segment, pages, ())
-            segment.output.put(segment.temp)
-        finally:
-            segment.discard()  # once put, nothing; else its pages come again
+        segment.close()  # else its pages come again
+        entry = _entry(segment, pages, ())
         self.state = replace(
             state, open=(*state.open, entry), cursors=(*state.cursors, *_cursors(pages))
         ).save(self.directory)
@@ -245,12 +241,8 @@ class _Writer:
         segment, self.segment, self.pages = self.segment, None, []
         if segment is not None:
             segment.discard()  # its pages are in the part
-        try:
-            part.close()
-            entry = _entry(part, pages, state.open)
-            part.output.put(part.temp)
-        finally:
-            part.discard()  # once put, nothing; else the part comes again
+        part.close()  # else the part comes again
+        entry = _entry(part, pages, state.open)
         self.file_schema = None
         self.state = replace(
             state,
@@ -282,11 +274,8 @@ class _Writer:
     def _open_part(self) -> File:
         # The segments a resumed pull goes on from are copied in.
         assert self.file_schema is not None
-        part = File(
-            self.directory / f"part-{len(self.state.parts):05d}.parquet",
-            self.file_schema,
-            COMPRESSION,
-        )
+        name = f"part-{len(self.state.parts):05d}.parquet"
+        part = File(self.directory / name, self.file_schema, COMPRESSION)
         try:
             for segment in self.state.open:
                 with pq.ParquetFile(self.directory / segment.name) as source:
@@ -306,22 +295,19 @@ class _Writer:
         return File(self.directory / name, self.file_schema, "none")
 
 
-def _profiles(pages: Sequence[_Page]) -> int:
-    return sum(p.profiles for p in pages)
-
-
 def _cursors(pages: Sequence[_Page]) -> list[str]:
     return [p.cursor for p in pages if p.cursor]
 
 
 def _entry(file: File, pages: Sequence[_Page], before: Sequence[Entry]) -> Entry:
     last = pages[-1] if pages else before[-1]
+    path = file.output.path
     return Entry(
-        file.output.path.name,
-        profiles=sum(e.profiles for e in before) + _profiles(pages),
+        path.name,
+        profiles=sum(e.profiles for e in before) + sum(p.profiles for p in pages),
         rows=file.rows,
-        bytes=file.temp.stat().st_size,
-        sha256=sha256(file.temp),
+        bytes=path.stat().st_size,
+        sha256=sha256(path),
         next_from_id=last.next_from_id,
         cursors=sum(e.cursors for e in before) + len(_cursors(pages)),
         schema=last.schema,
