@@ -66,10 +66,9 @@ def pull_parts(
     window: Window,
 ) -> Checkpoint:
     """Read the pages after the checkpoint into parts, their progress committed as it goes."""
-    if state.schema is None:
-        schema = StreamSchema.from_dtypes(declared)
-    else:
-        schema = StreamSchema.from_dict(state.schema)
+    schema = (
+        StreamSchema.from_dict(state.schema) if state.schema else StreamSchema.from_dtypes(declared)
+    )
     # The cursors of the pull before an interruption count as reached: a cursor
     # that goes back to one of them is a stall, not pages read twice.
     pages = pages_from(state.next_from_id or None, list(state.cursors))
