@@ -119,37 +119,12 @@ class Checkpoint:
             directory, len(self.parts), self.profiles, self.rows, self.complete, self.next_from_id
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """The checkpoint as JSON values, as :meth:`from_dict` reads it."""
-        before: dict[str, Any] | None = None
-        files: dict[str, list[dict[str, Any]]] = {"parts": [], "open": []}
-        for key, entries in (("parts", self.parts), ("open", self.open)):
-            for entry in entries:
-                data: dict[str, Any] = {k: getattr(entry, k) for k in _ENTRY}
-                if entry.schema != before:  # most parts share the schema of the one before
-                    data["schema"] = entry.schema
-                files[key].append(data)
-                before = entry.schema
-        return {
-            "format": FORMAT,
-            **self.pull,
-            "profiles": self.profiles,
-            "rows": self.rows,
-            "next_from_id": self.next_from_id,
-            **files,
-            "cursors": list(self.cursors),
-            "ended": self.ended,
-            "complete": self.complete,
-            "sealing": self.sealing,
-        }
-
     @classmethod
     def from_dict(cls, data: Any) -> Checkpoint:
-        """The checkpoint :meth:`to_dict` wrote, its values checked (``NotWritten`` if not)."""
+        """The checkpoint :meth:`save` wrote, its values checked (``NotWritten`` if not)."""
         _keys(data, "the checkpoint", _KEYS)
-        if _need(data["format"], "'format'", "int") != FORMAT:
-            raise NotWritten(f"'format' is {_shown(data['format'])}, not {FORMAT}")
-        for key, kind in (*_TOP.items(), ("db_id", "int")):
+        # A format of another number was refused by read().
+        for key, kind in (*_TOP.items(), ("db_id", "int"), ("format", "int")):
             _need(data[key], repr(key), kind)
         if data["query"] is not None:
             _need(data["query"], "'query'", "object")
@@ -214,14 +189,35 @@ class Checkpoint:
 
     def save(self, directory: pathlib.Path) -> Checkpoint:
         """Replace the checkpoint in ``directory``, durably; return it."""
+        before: dict[str, Any] | None = None
+        files: dict[str, list[str]] = {"parts": [], "open": []}
+        for key, entries in (("parts", self.parts), ("open", self.open)):
+            for entry in entries:
+                data: dict[str, Any] = {k: getattr(entry, k) for k in _ENTRY}
+                if entry.schema != before:  # most parts share the schema of the one before
+                    data["schema"] = entry.schema
+                files[key].append(json.dumps(data, ensure_ascii=False))
+                before = entry.schema
+        saved = {
+            "format": FORMAT,
+            **self.pull,
+            "profiles": self.profiles,
+            "rows": self.rows,
+            "next_from_id": self.next_from_id,
+            "parts": [],
+            "open": [],
+            "cursors": list(self.cursors),
+            "ended": self.ended,
+            "complete": self.complete,
+            "sealing": self.sealing,
+        }
         # One line per key and per file: readable, and the schema's many short lists stay short.
         lines = []
-        for key, value in self.to_dict().items():
-            if key in ("parts", "open") and value:
-                files = ",\n  ".join(json.dumps(v, ensure_ascii=False) for v in value)
-                lines.append(f"{json.dumps(key)}: [\n  {files}\n ]")
-            else:
-                lines.append(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+        for key, value in saved.items():
+            text = json.dumps(value, ensure_ascii=False)
+            if files.get(key):
+                text = "[\n  " + ",\n  ".join(files[key]) + "\n ]"
+            lines.append(f"{json.dumps(key)}: {text}")
         text = "{\n " + ",\n ".join(lines) + "\n}\n"
         with Output(directory / CHECKPOINT, overwrite=True) as out:
             temp = out.temporary("json")
