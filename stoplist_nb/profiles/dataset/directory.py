@@ -13,7 +13,6 @@ import os
 import pathlib
 import socket
 import sys
-import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -35,8 +34,8 @@ LOCK = ".lock"
 
 #: The directories this process writes, and who it is: a lock the OS would grant a
 #: second time to the same process (POSIX locks where flock is emulated, as on NFS).
+#: Its setdefault is atomic: two threads cannot both take a directory.
 _WRITING: dict[tuple[int, int], str] = {}
-_WRITING_GUARD = threading.Lock()
 #: Windows locks bytes, and a locked byte cannot be read: the lock is far past the text.
 _WINDOWS_LOCK_AT = 1 << 30
 
@@ -44,13 +43,12 @@ _WINDOWS_LOCK_AT = 1 << 30
 @contextlib.contextmanager
 def writer_lock(directory: pathlib.Path) -> Iterator[None]:
     """Hold the directory's lock, or raise :class:`~stoplist_nb.errors.DatasetLocked`."""
-    key = _identity(os.stat(directory))
+    key = _identity(directory)
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     holder = f"host {socket.gethostname()}, process {os.getpid()}, started {started}"
-    with _WRITING_GUARD:
-        if key in _WRITING:
-            raise _locked(directory, _WRITING[key])
-        _WRITING[key] = holder
+    found = _WRITING.setdefault(key, holder)
+    if found is not holder:
+        raise _locked(directory, found)
     try:
         try:
             fd = _lock(directory, exclusive=True)
@@ -69,15 +67,13 @@ def writer_lock(directory: pathlib.Path) -> Iterator[None]:
         finally:
             _unlock(directory / LOCK, fd)
     finally:
-        with _WRITING_GUARD:
-            del _WRITING[key]
+        del _WRITING[key]
 
 
 def check_no_writer(directory: pathlib.Path) -> None:
     """Raise :class:`~stoplist_nb.errors.DatasetLocked` if a writer holds the directory now."""
-    with _WRITING_GUARD:
-        # This process writes it: opening the lock file here would end a POSIX lock.
-        mine = _WRITING.get(_identity(os.stat(directory)))
+    # This process writes it: opening the lock file here would end a POSIX lock.
+    mine = _WRITING.get(_identity(directory))
     if mine is not None:
         raise _locked(directory, mine, summary=True)
     try:
@@ -92,7 +88,8 @@ class _NoLocks(Exception):
     """The filesystem refuses locks (an NFS mount without its lock service)."""
 
 
-def _identity(stat: os.stat_result) -> tuple[int, int]:
+def _identity(directory: pathlib.Path) -> tuple[int, int]:
+    stat = os.stat(directory)
     return (stat.st_dev, stat.st_ino)
 
 
@@ -103,10 +100,7 @@ def _lock(directory: pathlib.Path, *, exclusive: bool) -> int | None:
         return None  # Windows has no shared lock to try without blocking a writer
     for _ in range(100):
         try:
-            if exclusive:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            else:
-                fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT if exclusive else os.O_RDONLY, 0o644)
         except FileNotFoundError:
             return None
         try:
@@ -119,34 +113,25 @@ def _lock(directory: pathlib.Path, *, exclusive: bool) -> int | None:
             os.close(fd)
             raise _locked(directory, holder, summary=not exclusive)
         # A writer that just ended removed the file it locked: lock the one at the path.
-        try:
-            same = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:
-            same = False
-        if same:
-            return fd
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                return fd
         os.close(fd)
     raise errors.DatasetLocked(f"{path} kept being replaced while it was being locked")
 
 
 def _locked(directory: pathlib.Path, holder: str, *, summary: bool = False) -> errors.DatasetLocked:
     who = holder or "which has not written who it is yet"
+    said = f"{directory} is being written by another writer ({who})"
     if summary:
-        exc = errors.DatasetLocked(
-            f"{directory} is being written by another writer ({who}): what it holds "
-            "changes as it goes",
-            holder=holder,
-        )
+        exc = errors.DatasetLocked(f"{said}: what it holds changes as it goes", holder=holder)
         exc.hint = "ask again once that writer ends"
-        return exc
-    exc = errors.DatasetLocked(
-        f"{directory} is being written by another writer ({who}); nothing was sent or changed",
-        holder=holder,
-    )
-    exc.hint = (
-        "one writer at a time: wait for that pull to end (or stop it), then call again; "
-        "a writer that was killed holds no lock"
-    )
+    else:
+        exc = errors.DatasetLocked(f"{said}; nothing was sent or changed", holder=holder)
+        exc.hint = (
+            "one writer at a time: wait for that pull to end (or stop it), then call again; "
+            "a writer that was killed holds no lock"
+        )
     return exc
 
 
