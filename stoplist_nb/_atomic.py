@@ -57,7 +57,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except (OSError, OverflowError):  # another user's process (EPERM) is alive too
-        return True
+        pass
     return True
 
 

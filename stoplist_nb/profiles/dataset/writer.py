@@ -176,7 +176,9 @@ class _Writer:
             if self.part is None:
                 self.part = self._open_part()
             if self.segment is None:
-                self.segment = self._open_segment()
+                # Read back only by a pull carried on after an interruption: not compressed.
+                seg = f".part-{len(self.state.parts):05d}.parquet.seg-{len(self.state.open):05d}"
+                self.segment = File(self.directory / seg, self.file_schema, "none")
                 self.opened = time.monotonic()
             # The part first: a part cut by a failed write goes, the segment stays whole.
             self.part.write(table)
@@ -285,13 +287,6 @@ class _Writer:
             part.discard()
             raise
         return part
-
-    def _open_segment(self) -> File:
-        assert self.file_schema is not None
-        state = self.state
-        name = f".part-{len(state.parts):05d}.parquet.seg-{len(state.open):05d}"
-        # Read back only by a pull carried on after an interruption: not compressed.
-        return File(self.directory / name, self.file_schema, "none")
 
 
 def _cursors(pages: Sequence[_Page]) -> list[str]:
