@@ -280,20 +280,14 @@ def _keys(data: Any, where: str, required: Collection[str], optional: Sequence[s
 
 def _checked_schema(value: Any, where: str) -> dict[str, Any]:
     _keys(value, where, ("columns", "sources", "declared"))
-    for key in ("columns", "sources"):
-        for i, triple in enumerate(_need(value[key], f"{where}.{key}", "list")):
-            if type(triple) is not list or len(triple) != 3:
-                raise NotWritten(
-                    f"{where}.{key}[{i}] is {_shown(triple)}, not a list of three strings"
-                )
-            for j, text in enumerate(triple):
-                _need(text, f"{where}.{key}[{i}][{j}]", "text")
-    for i, name in enumerate(_need(value["declared"], f"{where}.declared", "list")):
-        _need(name, f"{where}.declared[{i}]", "text")
-    try:
-        StreamSchema.from_dict(value)
+    for key in ("columns", "sources", "declared"):
+        _need(value[key], f"{where}.{key}", "list")
+    try:  # what from_dict makes of anything else (a number for a name, ...) is not it
+        same = StreamSchema.from_dict(value).to_dict() == value
     except errors.InvalidInput as exc:
         raise NotWritten(f"{where}: {exc}") from None
+    if not same:
+        raise NotWritten(f"{where} is not the schema of a stream")
     schema: dict[str, Any] = value
     return schema
 
