@@ -131,6 +131,8 @@ class Output:
         return self
 
     def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        # First: if Ctrl-C stops the cleanup, the next write clears what is left.
+        _WRITING.discard(self._writer)
         self.discard()
         # Only the system's error of this write: one naming another file is that
         # file's to tell, and ours (ConnectError is an OSError too) are already clean.
@@ -180,12 +182,10 @@ class Output:
         return self.path
 
     def discard(self) -> None:
-        """End the write: remove every temporary still there, passing over a failure to.
+        """Remove every temporary still there; a failure to remove is passed over.
 
         Ctrl-C during the cleanup does not stop it: the ``KeyboardInterrupt`` goes on after.
         """
-        # First: if Ctrl-C stops the cleanup, the next write clears what is left.
-        _WRITING.discard(self._writer)
         interrupted: KeyboardInterrupt | None = None
         while self._made:
             try:

@@ -37,7 +37,7 @@ class File:
             self.temp = self.output.temporary("part")
             self.writer = pq.ParquetWriter(self.temp, schema, compression=compression)
         except BaseException:
-            self.output.discard()
+            self.output.__exit__(None, None, None)
             raise
 
     def write(self, table: pa.Table) -> None:
@@ -56,13 +56,13 @@ class File:
             check_rows(self.temp, self.rows)
             self.output.put(self.temp)
         finally:
-            self.output.discard()
+            self.output.__exit__(None, None, None)
 
     def discard(self) -> None:
         with contextlib.suppress(Exception):
             if self.writer is not None:
                 self.writer.close()
-        self.output.discard()
+        self.output.__exit__(None, None, None)
 
 
 def check_rows(path: pathlib.Path, rows: int) -> None:
