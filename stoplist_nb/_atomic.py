@@ -28,7 +28,7 @@ _TEMPORARY = re.compile(
     r"[0-9a-f]{8})\.[a-z0-9]+",
     re.DOTALL,
 )
-#: The writes of this process that are not over: any other's temporaries are debris.
+#: The writers (``<host>-<pid>-<nonce>``) of this process not over; its others are over.
 _WRITING: set[str] = set()
 # Hashed: a host name may hold characters that do not belong in a file name.
 _HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
@@ -36,11 +36,6 @@ _HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 _NO_LINKS = frozenset(
     {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
 )
-
-
-def _new_writer() -> str:
-    """``<host>-<pid>-<nonce>``: the names of one write's temporaries."""
-    return f"{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
 def _label(label: str) -> str:
@@ -120,7 +115,7 @@ class Output:
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.path = pathlib.Path(path)
         self.overwrite = overwrite
-        self._writer = _new_writer()
+        self._writer = f"{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
         self._stem = f".{self.path.name}.{_TAG}-{self._writer}"
         self._made: list[pathlib.Path] = []
 
@@ -245,7 +240,7 @@ def scratch_directory(
     False
     """
     parent = pathlib.Path(where if where is not None else tempfile.gettempdir())
-    writer = _new_writer()
+    writer = f"{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
     path = parent / f".{_TAG}-{writer}.{_label(label)}"
     remove_debris(parent)
     _WRITING.add(writer)
