@@ -264,7 +264,11 @@ def _open(
         gone = [n for n in names if n in files or n in (CHECKPOINT, COMMON_METADATA)]
     else:
         if not resume:
-            raise _exists(directory, "holds a dataset already")
+            exc = errors.DatasetMismatch(f"{directory} holds a dataset already")
+            exc.hint = (
+                "pass resume=True to carry on from its checkpoint, or overwrite=True to start again"
+            )
+            raise exc
         if CHECKPOINT not in names:
             raise refused(f"{directory} holds part files without a checkpoint")
         state = Checkpoint.read(directory)
@@ -281,12 +285,6 @@ def _open(
     for name in gone:
         (directory / name).unlink(missing_ok=True)
     return Checkpoint(pull).save(directory) if state is None else state
-
-
-def _exists(directory: pathlib.Path, what: str) -> errors.DatasetMismatch:
-    exc = errors.DatasetMismatch(f"{directory} {what}")
-    exc.hint = "pass resume=True to carry on from its checkpoint, or overwrite=True to start again"
-    return exc
 
 
 def _check_same_pull(
