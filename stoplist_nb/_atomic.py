@@ -1,11 +1,7 @@
-"""A file put in place whole: written under hidden names beside it, given its name when complete.
+"""Every file the package writes is put in place whole, by :class:`Output`.
 
-Every writer of one file goes through :class:`Output`: temporaries named
-``.<target>.stoplist_nb-<host hash>-<pid>-<nonce>.<label>`` are removed on
-every way out but success, and a later write clears those of writers that
-are over; no file is replaced unasked (a hard link claims the name); modes
-are ``0o666``/``0o777`` less the umask; a failed write raises an ``OSError``
-of its kind naming the target. The rules in full: docs/profiles.md.
+It writes under hidden temporaries beside the target, makes one durable and gives it
+the name; the rules (names, debris, modes, errors) in full: docs/profiles.md.
 """
 
 from __future__ import annotations
@@ -21,7 +17,6 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Iterator
-from types import TracebackType
 
 from stoplist_nb import errors
 
@@ -33,39 +28,40 @@ _TEMPORARY = re.compile(
     r"[0-9a-f]{8})\.[a-z0-9]+",
     re.DOTALL,
 )
-#: The writes of this process that are not over: any other's temporaries are debris.
+#: The writers (``<host>-<pid>-<nonce>``) of this process not over; its others are over.
 _WRITING: set[str] = set()
+# Hashed: a host name may hold characters that do not belong in a file name.
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 # link() errors that say the file system has no hard links (FAT, some network disks).
 _NO_LINKS = frozenset(
     {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
 )
 
 
-def _host() -> str:
-    # Hashed: a host name may hold characters that do not belong in a file name.
-    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+def _label(label: str) -> str:
+    if not _LABEL.fullmatch(label):
+        raise ValueError(f"a temporary's label is lower-case letters and digits, not {label!r}")
+    return label
 
 
-def _new_writer() -> str:
-    """``<host>-<pid>-<nonce>``: the names of one write's temporaries."""
-    return f"{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
-
-
-def writer_alive(host: str, pid: int) -> bool:
-    """Whether the writer ``pid`` of ``host`` may run: only a gone process of this host is dead."""
-    if host != _host() or pid <= 0 or pid == os.getpid() or os.name != "posix":
+def _alive(pid: int) -> bool:
+    if os.name != "posix":
         return True  # on Windows, os.kill would end the process
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except (OSError, OverflowError):  # another user's process (EPERM) is alive too
-        return True
+        pass
     return True
 
 
-def remove_debris(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
-    """Remove the temporaries in ``directory`` whose writer is dead; return what went."""
+def remove_debris(directory: str | os.PathLike[str], *, every: bool = False) -> list[pathlib.Path]:
+    """Remove the temporaries in ``directory`` whose writer is over; return what went.
+
+    ``every``: the caller is the directory's only writer (it holds its lock), so
+    every temporary of another write is debris, whatever host or process made it.
+    """
     gone: list[pathlib.Path] = []
     try:
         entries = list(os.scandir(directory))
@@ -73,10 +69,11 @@ def remove_debris(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
         return gone
     for entry in entries:
         found = _TEMPORARY.fullmatch(entry.name)
-        if found is None or found["writer"] in _WRITING or found["host"] != _host():
+        if found is None or found["writer"] in _WRITING:
             continue
         pid = int(found["pid"])
-        if pid != os.getpid() and writer_alive(found["host"], pid):
+        # Of this process, only writes that are over are not in _WRITING.
+        if not every and (found["host"] != _HOST or (pid != os.getpid() and _alive(pid))):
             continue
         path = pathlib.Path(entry.path)
         with contextlib.suppress(OSError):
@@ -111,13 +108,14 @@ def refuse_existing(path: pathlib.Path, overwrite: bool) -> None:
 class Output:
     """One file, written under hidden temporaries and given its name by :meth:`put`.
 
-    Entering refuses a file at ``path`` unless ``overwrite``; leaving removes the temporaries.
+    Entering refuses a file at ``path`` unless ``overwrite`` and clears the
+    directory's debris; leaving removes the temporaries (:meth:`discard`).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.path = pathlib.Path(path)
         self.overwrite = overwrite
-        self._writer = _new_writer()
+        self._writer = f"{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
         self._stem = f".{self.path.name}.{_TAG}-{self._writer}"
         self._made: list[pathlib.Path] = []
 
@@ -127,68 +125,55 @@ class Output:
         _WRITING.add(self._writer)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
         # First: if Ctrl-C stops the cleanup, the next write clears what is left.
         _WRITING.discard(self._writer)
         self.discard()
         # Only the system's error of this write: one naming another file is that
         # file's to tell, and ours (ConnectError is an OSError too) are already clean.
-        if (
-            isinstance(exc, OSError)
-            and not isinstance(exc, errors.StoplistError)
-            and exc.errno is not None
-        ):
+        if isinstance(exc, OSError) and not isinstance(exc, errors.StoplistError) and exc.errno:
             named = exc.filename
             if named is None or str(named) == str(self.path) or self._stem in str(named):
                 # OSError(errno, ...) is of the errno's kind: PermissionError, ...
-                plain = OSError(exc.errno, os.strerror(exc.errno), str(self.path))
-                raise plain from exc
+                raise OSError(exc.errno, os.strerror(exc.errno), str(self.path)) from exc
 
-    def _name(self, label: str) -> pathlib.Path:
-        if not _LABEL.fullmatch(label):
-            raise ValueError(f"a temporary's label is lower-case letters and digits, not {label!r}")
-        path = self.path.with_name(f"{self._stem}.{label}")
+    def temporary(self, label: str, *, directory: bool = False) -> pathlib.Path:
+        """A new empty hidden file (or ``directory``) beside the target, removed unless put."""
+        path = self.path.with_name(f"{self._stem}.{_label(label)}")
         if path in self._made:
             raise ValueError(f"this output already has a temporary {label!r}")
-        return path
-
-    def temporary(self, label: str) -> pathlib.Path:
-        """A new empty hidden file beside the target, removed unless :meth:`put` in place."""
-        path = self._name(label)
         # Listed first: Ctrl-C (or a signal the command line turns into it) may come
         # between any two steps, and what is made must be on the list to go.
         self._made.append(path)
         try:
-            # Created here, new, with the umask's mode (not mkstemp's 0600).
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            if directory:
+                path.mkdir(0o777)
+            else:  # created here, new, with the umask's mode (not mkstemp's 0600)
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         except OSError:
             self._made.remove(path)  # not made: what may be there is not ours
             raise
         return path
 
-    def temporary_directory(self, label: str) -> pathlib.Path:
-        """A new hidden directory beside the target, removed with what it holds."""
-        path = self._name(label)
-        self._made.append(path)
-        try:
-            path.mkdir(0o777)
-        except OSError:
-            self._made.remove(path)
-            raise
-        return path
-
     def put(self, temporary: pathlib.Path) -> pathlib.Path:
-        """Give the file ``temporary`` the target's name (``OutputExists`` if one appeared)."""
+        """Make the file ``temporary`` durable and give it the target's name.
+
+        Raises ``OutputExists`` if a file appeared at the target, unless ``overwrite``.
+        """
+        with open(temporary, "rb+") as file:
+            os.fsync(file.fileno())
         if self.overwrite:
             os.replace(temporary, self.path)
         else:
             _link(temporary, self.path)
         self._made.remove(temporary)
+        # Windows cannot open a directory, and need not.
+        with contextlib.suppress(OSError):
+            fd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         return self.path
 
     def discard(self) -> None:
@@ -255,11 +240,9 @@ def scratch_directory(
     False
     """
     parent = pathlib.Path(where if where is not None else tempfile.gettempdir())
-    if not _LABEL.fullmatch(label):
-        raise ValueError(f"a temporary's label is lower-case letters and digits, not {label!r}")
+    writer = f"{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
+    path = parent / f".{_TAG}-{writer}.{_label(label)}"
     remove_debris(parent)
-    writer = _new_writer()
-    path = parent / f".{_TAG}-{writer}.{label}"
     _WRITING.add(writer)
     try:
         path.mkdir(0o777)

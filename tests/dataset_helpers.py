@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -109,6 +110,15 @@ def checkpoint(path: pathlib.Path) -> dict[str, Any]:
 
 def listing(path: pathlib.Path) -> list[str]:
     return sorted(p.name for p in path.iterdir())
+
+
+#: A file being written: ``.<name>.stoplist_nb-<host>-<pid>-<nonce>.<label>``.
+TEMPORARY = re.compile(r"\.(.+)\.stoplist_nb-[0-9a-f]{8}-[0-9]+-[0-9a-f]{8}\.[a-z0-9]+")
+
+
+def temporaries(path: pathlib.Path) -> list[str]:
+    """The files being written in ``path``, by the names they are to take."""
+    return sorted(found[1] for name in listing(path) if (found := TEMPORARY.fullmatch(name)))
 
 
 def contents(path: pathlib.Path) -> dict[str, bytes]:

@@ -122,7 +122,7 @@ def test_a_signal_during_a_dataset_pull_keeps_its_parts_and_says_how_to_carry_on
     # The checkpoint and the files it lists agree (checked, not believed): what is said is kept.
     saved = stoplist_nb.dataset_summary(ds)
     assert 30 <= saved.profiles < 120
-    assert not [p.name for p in ds.iterdir() if p.name.endswith(".tmp")]  # no file half-written
+    assert not [p.name for p in ds.iterdir() if ".stoplist_nb-" in p.name]  # none half-written
     # --overwrite would start again: the command given carries on with --resume.
     assert stderr == (
         "stoplist-nb: interrupted by SIGTERM\n"

@@ -27,8 +27,8 @@ import pytest
 from dataset_helpers import (
     assert_same_dataset,
     dataset_fixtures,
-    listing,
     pull,
+    temporaries,
 )
 
 import stoplist_nb as sn
@@ -165,7 +165,7 @@ def test_a_dataset_keeps_what_it_says_wherever_ctrl_c_lands(
             except KeyboardInterrupt as exc:
                 said = " ".join(getattr(exc, "__notes__", []))
             # No file is left half written.
-            assert not out.exists() or not [p for p in listing(out) if p.endswith(".tmp")], line
+            assert not out.exists() or not temporaries(out), line
             if (out / "_checkpoint.json").exists():
                 summary = sn.dataset_summary(out)
                 if said:  # what the message says is saved is what the checkpoint holds

@@ -155,7 +155,7 @@ def download_target(
     if dest is not None:
         yield pathlib.Path(dest)
     elif beside is not None:
-        yield beside.temporary_directory("zips")
+        yield beside.temporary("zips", directory=True)
     else:
         with scratch_directory("zips") as scratch:
             yield scratch

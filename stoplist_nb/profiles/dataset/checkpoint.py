@@ -10,7 +10,6 @@ believed.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stoplist_nb import errors
-from stoplist_nb.profiles.dataset.parts import fsync_directory
+from stoplist_nb._atomic import Output
 from stoplist_nb.profiles.schema import StreamSchema
 
 #: The checkpoint's file name; a leading ``_`` keeps it out of the readers' sight.
@@ -120,37 +119,12 @@ class Checkpoint:
             directory, len(self.parts), self.profiles, self.rows, self.complete, self.next_from_id
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """The checkpoint as JSON values, as :meth:`from_dict` reads it."""
-        before: dict[str, Any] | None = None
-        files: dict[str, list[dict[str, Any]]] = {"parts": [], "open": []}
-        for key, entries in (("parts", self.parts), ("open", self.open)):
-            for entry in entries:
-                data: dict[str, Any] = {k: getattr(entry, k) for k in _ENTRY}
-                if entry.schema != before:  # most parts share the schema of the one before
-                    data["schema"] = entry.schema
-                files[key].append(data)
-                before = entry.schema
-        return {
-            "format": FORMAT,
-            **self.pull,
-            "profiles": self.profiles,
-            "rows": self.rows,
-            "next_from_id": self.next_from_id,
-            **files,
-            "cursors": list(self.cursors),
-            "ended": self.ended,
-            "complete": self.complete,
-            "sealing": self.sealing,
-        }
-
     @classmethod
     def from_dict(cls, data: Any) -> Checkpoint:
-        """The checkpoint :meth:`to_dict` wrote, its values checked (``NotWritten`` if not)."""
+        """The checkpoint :meth:`save` wrote, its values checked (``NotWritten`` if not)."""
         _keys(data, "the checkpoint", _KEYS)
-        if _need(data["format"], "'format'", "int") != FORMAT:
-            raise NotWritten(f"'format' is {_shown(data['format'])}, not {FORMAT}")
-        for key, kind in (*_TOP.items(), ("db_id", "int")):
+        # A format of another number was refused by read().
+        for key, kind in (*_TOP.items(), ("db_id", "int"), ("format", "int")):
             _need(data[key], repr(key), kind)
         if data["query"] is not None:
             _need(data["query"], "'query'", "object")
@@ -215,25 +189,40 @@ class Checkpoint:
 
     def save(self, directory: pathlib.Path) -> Checkpoint:
         """Replace the checkpoint in ``directory``, durably; return it."""
-        temp = directory / ".checkpoint.json.tmp"
+        before: dict[str, Any] | None = None
+        files: dict[str, list[str]] = {"parts": [], "open": []}
+        for key, entries in (("parts", self.parts), ("open", self.open)):
+            for entry in entries:
+                data: dict[str, Any] = {k: getattr(entry, k) for k in _ENTRY}
+                if entry.schema != before:  # most parts share the schema of the one before
+                    data["schema"] = entry.schema
+                files[key].append(json.dumps(data, ensure_ascii=False))
+                before = entry.schema
+        saved = {
+            "format": FORMAT,
+            **self.pull,
+            "profiles": self.profiles,
+            "rows": self.rows,
+            "next_from_id": self.next_from_id,
+            "parts": [],
+            "open": [],
+            "cursors": list(self.cursors),
+            "ended": self.ended,
+            "complete": self.complete,
+            "sealing": self.sealing,
+        }
         # One line per key and per file: readable, and the schema's many short lists stay short.
         lines = []
-        for key, value in self.to_dict().items():
-            if key in ("parts", "open") and value:
-                files = ",\n  ".join(json.dumps(v, ensure_ascii=False) for v in value)
-                lines.append(f"{json.dumps(key)}: [\n  {files}\n ]")
-            else:
-                lines.append(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+        for key, value in saved.items():
+            text = json.dumps(value, ensure_ascii=False)
+            if files.get(key):
+                text = "[\n  " + ",\n  ".join(files[key]) + "\n ]"
+            lines.append(f"{json.dumps(key)}: {text}")
         text = "{\n " + ",\n ".join(lines) + "\n}\n"
-        try:
-            with open(temp, "w", encoding="utf-8") as file:
-                file.write(text)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temp, directory / CHECKPOINT)
-        finally:
-            temp.unlink(missing_ok=True)  # gone once renamed; else the checkpoint before stands
-        fsync_directory(directory)
+        with Output(directory / CHECKPOINT, overwrite=True) as out:
+            temp = out.temporary("json")
+            temp.write_text(text, encoding="utf-8")
+            out.put(temp)
         return self
 
 
@@ -291,20 +280,14 @@ def _keys(data: Any, where: str, required: Collection[str], optional: Sequence[s
 
 def _checked_schema(value: Any, where: str) -> dict[str, Any]:
     _keys(value, where, ("columns", "sources", "declared"))
-    for key in ("columns", "sources"):
-        for i, triple in enumerate(_need(value[key], f"{where}.{key}", "list")):
-            if type(triple) is not list or len(triple) != 3:
-                raise NotWritten(
-                    f"{where}.{key}[{i}] is {_shown(triple)}, not a list of three strings"
-                )
-            for j, text in enumerate(triple):
-                _need(text, f"{where}.{key}[{i}][{j}]", "text")
-    for i, name in enumerate(_need(value["declared"], f"{where}.declared", "list")):
-        _need(name, f"{where}.declared[{i}]", "text")
-    try:
-        StreamSchema.from_dict(value)
+    for key in ("columns", "sources", "declared"):
+        _need(value[key], f"{where}.{key}", "list")
+    try:  # what from_dict makes of anything else (a number for a name, ...) is not it
+        same = StreamSchema.from_dict(value).to_dict() == value
     except errors.InvalidInput as exc:
         raise NotWritten(f"{where}: {exc}") from None
+    if not same:
+        raise NotWritten(f"{where} is not the schema of a stream")
     schema: dict[str, Any] = value
     return schema
 

@@ -1,20 +1,181 @@
-"""A dataset's directory: written, or carried on, or summed up."""
+"""A dataset's directory: written by one writer at a time, or carried on, or summed up.
+
+The writer holds an OS lock on ``.lock`` in it, which dies with a killed writer.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import errno
 import json
 import os
 import pathlib
-from collections.abc import Mapping
+import socket
+import sys
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from stoplist_nb import errors
+from stoplist_nb._atomic import remove_debris
 from stoplist_nb._checks import check_flag
 from stoplist_nb.profiles.dataset.checkpoint import CHECKPOINT, Checkpoint, DatasetSummary, refused
-from stoplist_nb.profiles.dataset.lock import check_no_writer, writer_lock
-from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT, TEMP
+from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT
 from stoplist_nb.profiles.dataset.seal import checked_files, damaged_file, repaired, seal
 from stoplist_nb.profiles.dataset.writer import PagesFrom, Window, pull_parts, say_what_is_saved
+
+if sys.platform == "win32":
+    import msvcrt
+else:
+    import fcntl
+
+#: The lock file of the writer; a leading ``.`` keeps it out of the readers' sight.
+LOCK = ".lock"
+
+#: The directories this process writes, and who it is: a lock the OS would grant a
+#: second time to the same process (POSIX locks where flock is emulated, as on NFS).
+#: Its setdefault is atomic: two threads cannot both take a directory.
+_WRITING: dict[tuple[int, int], str] = {}
+#: Windows locks bytes, and a locked byte cannot be read: the lock is far past the text.
+_WINDOWS_LOCK_AT = 1 << 30
+
+
+@contextlib.contextmanager
+def writer_lock(directory: pathlib.Path) -> Iterator[None]:
+    """Hold the directory's lock, or raise :class:`~stoplist_nb.errors.DatasetLocked`."""
+    key = _identity(directory)
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    holder = f"host {socket.gethostname()}, process {os.getpid()}, started {started}"
+    found = _WRITING.setdefault(key, holder)
+    if found is not holder:
+        raise _locked(directory, found)
+    try:
+        try:
+            fd = _lock(directory, exclusive=True)
+        except _NoLocks as exc:
+            raise errors.DatasetLocked(
+                f"{directory / LOCK} cannot be locked: the filesystem refused ({exc}); "
+                "one writer at a time cannot be ensured there, so nothing is written "
+                "(a local disk locks)"
+            ) from None
+        assert fd is not None
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, f"{holder}\n".encode())
+            yield
+        finally:
+            _unlock(directory / LOCK, fd)
+    finally:
+        del _WRITING[key]
+
+
+def check_no_writer(directory: pathlib.Path) -> None:
+    """Raise :class:`~stoplist_nb.errors.DatasetLocked` if a writer holds the directory now."""
+    # This process writes it: opening the lock file here would end a POSIX lock.
+    mine = _WRITING.get(_identity(directory))
+    if mine is not None:
+        raise _locked(directory, mine, summary=True)
+    try:
+        fd = _lock(directory, exclusive=False)
+    except _NoLocks:
+        return  # a filesystem that locks nothing: nothing to learn
+    if fd is not None:
+        os.close(fd)  # a reader holds nothing while it reads: a writer may start
+
+
+class _NoLocks(Exception):
+    """The filesystem refuses locks (an NFS mount without its lock service)."""
+
+
+def _identity(directory: pathlib.Path) -> tuple[int, int]:
+    stat = os.stat(directory)
+    return (stat.st_dev, stat.st_ino)
+
+
+def _lock(directory: pathlib.Path, *, exclusive: bool) -> int | None:
+    """The descriptor of the locked lock file (``None``: no lock file, no writer)."""
+    path = directory / LOCK
+    if sys.platform == "win32" and not exclusive:
+        return None  # Windows has no shared lock to try without blocking a writer
+    for _ in range(100):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT if exclusive else os.O_RDONLY, 0o644)
+        except FileNotFoundError:
+            return None
+        try:
+            got = _try_lock(fd, exclusive=exclusive)
+        except OSError as exc:
+            os.close(fd)
+            raise _NoLocks(exc.strerror or str(exc)) from None
+        if not got:
+            holder = _holder(fd)
+            os.close(fd)
+            raise _locked(directory, holder, summary=not exclusive)
+        # A writer that just ended removed the file it locked: lock the one at the path.
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                return fd
+        os.close(fd)
+    raise errors.DatasetLocked(f"{path} kept being replaced while it was being locked")
+
+
+def _locked(directory: pathlib.Path, holder: str, *, summary: bool = False) -> errors.DatasetLocked:
+    who = holder or "which has not written who it is yet"
+    said = f"{directory} is being written by another writer ({who})"
+    if summary:
+        exc = errors.DatasetLocked(f"{said}: what it holds changes as it goes", holder=holder)
+        exc.hint = "ask again once that writer ends"
+    else:
+        exc = errors.DatasetLocked(f"{said}; nothing was sent or changed", holder=holder)
+        exc.hint = (
+            "one writer at a time: wait for that pull to end (or stop it), then call again; "
+            "a writer that was killed holds no lock"
+        )
+    return exc
+
+
+def _holder(fd: int) -> str:
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        return os.read(fd, 1000).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def _try_lock(fd: int, *, exclusive: bool) -> bool:
+    if sys.platform == "win32":
+        os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+    else:
+        # flock, not lockf: a POSIX lock ends when the process closes any descriptor
+        # of the file, and two threads of one process would both get it.
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            return False
+    return True
+
+
+def _unlock(path: pathlib.Path, fd: int) -> None:
+    if sys.platform == "win32":
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        os.close(fd)
+    # Removed while still held on POSIX: a writer that opened it meanwhile finds it
+    # gone once it gets the lock, and locks the file at the path instead. On
+    # Windows another writer that has it open keeps it.
+    with contextlib.suppress(OSError):
+        path.unlink()
+    if sys.platform != "win32":
+        os.close(fd)
 
 
 def write_dataset(
@@ -90,23 +251,25 @@ def _open(
 ) -> Checkpoint:
     """The state to go on from: the checkpoint's, checked, or a new one (the directory ready)."""
     names = sorted(p.name for p in directory.iterdir())
-    foreign = [n for n in names if not _ours(n) and not n.startswith((".", "_"))]
+    files = {n for n in names if PART.fullmatch(n) or SEGMENT.fullmatch(n)}
+    foreign = [n for n in names if n not in files and not n.startswith((".", "_"))]
     if foreign:
         shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         raise errors.DatasetMismatch(
             f"{directory} holds files that are not part of a dataset ({shown}): "
             "a dataset needs a directory of its own; nothing was removed"
         )
-    parts = [n for n in names if PART.fullmatch(n)]
-    has_checkpoint = CHECKPOINT in names
-    if overwrite:
-        for name in names:
-            if _ours(name):
-                (directory / name).unlink()
-    elif has_checkpoint or parts:
+    state: Checkpoint | None = None
+    if overwrite or (CHECKPOINT not in names and not any(PART.fullmatch(n) for n in files)):
+        gone = [n for n in names if n in files or n in (CHECKPOINT, COMMON_METADATA)]
+    else:
         if not resume:
-            raise _exists(directory, "holds a dataset already")
-        if not has_checkpoint:
+            exc = errors.DatasetMismatch(f"{directory} holds a dataset already")
+            exc.hint = (
+                "pass resume=True to carry on from its checkpoint, or overwrite=True to start again"
+            )
+            raise exc
+        if CHECKPOINT not in names:
             raise refused(f"{directory} holds part files without a checkpoint")
         state = Checkpoint.read(directory)
         _check_same_pull(directory, state.pull, pull)
@@ -115,31 +278,13 @@ def _open(
             if not repair:
                 raise damaged_file(directory, state, damage)
             state = repaired(directory, state, damage)
-        if not state.complete:
-            # A file renamed but not checkpointed, or one being written: its pages come again.
-            listed = {e.name for e in state.entries}
-            for name in names:
-                if TEMP.fullmatch(name) or (
-                    (PART.fullmatch(name) or SEGMENT.fullmatch(name)) and name not in listed
-                ):
-                    (directory / name).unlink(missing_ok=True)
-        return state
-    for name in names:
-        if TEMP.fullmatch(name) or SEGMENT.fullmatch(name):
-            (directory / name).unlink(missing_ok=True)
-    return Checkpoint(pull).save(directory)
-
-
-def _ours(name: str) -> bool:
-    return name in (CHECKPOINT, COMMON_METADATA) or bool(
-        PART.fullmatch(name) or SEGMENT.fullmatch(name) or TEMP.fullmatch(name)
-    )
-
-
-def _exists(directory: pathlib.Path, what: str) -> errors.DatasetMismatch:
-    exc = errors.DatasetMismatch(f"{directory} {what}")
-    exc.hint = "pass resume=True to carry on from its checkpoint, or overwrite=True to start again"
-    return exc
+        # A file renamed but not checkpointed: its pages come again.
+        gone = [] if state.complete else sorted(files - {e.name for e in state.entries})
+    # Under the lock, every temporary is an earlier pull's, and goes.
+    remove_debris(directory, every=True)
+    for name in gone:
+        (directory / name).unlink(missing_ok=True)
+    return Checkpoint(pull).save(directory) if state is None else state
 
 
 def _check_same_pull(

@@ -1,10 +1,9 @@
-"""The files of a dataset: their names, their Parquet form, and how each is made durable."""
+"""The files of a dataset: their names and their Parquet form."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import pathlib
 import re
 from collections.abc import Mapping
@@ -13,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from stoplist_nb._atomic import Output
 from stoplist_nb._parquet import pandas_metadata
 from stoplist_nb.profiles.schema import StreamSchema
 from stoplist_nb.profiles.stream import cast_columns, cast_frame, frame_from_table
@@ -23,19 +23,22 @@ COMPRESSION = "zstd"
 
 PART = re.compile(r"part-(\d{5,})\.parquet")
 SEGMENT = re.compile(r"\.part-(\d{5,})\.parquet\.seg-(\d{5,})")
-TEMP = re.compile(r"\.(part-\d{5,}\.parquet(\.seg-\d{5,})?|checkpoint\.json|common_metadata)\.tmp")
 
 
 class File:
-    """A Parquet file being written under a hidden name, a row group a page."""
+    """A Parquet file written at ``path`` through :class:`Output`, a row group a page."""
 
-    def __init__(self, temp: pathlib.Path, schema: pa.Schema, compression: str) -> None:
-        self.temp = temp
-        self.writer: pq.ParquetWriter | None = pq.ParquetWriter(
-            temp, schema, compression=compression
-        )
+    def __init__(self, path: pathlib.Path, schema: pa.Schema, compression: str) -> None:
+        self.output = Output(path, overwrite=True).__enter__()
         self.rows = 0
         self.torn = False  # a write that did not finish: the file may hold part of a page
+        self.writer: pq.ParquetWriter | None = None
+        try:
+            self.temp = self.output.temporary("part")
+            self.writer = pq.ParquetWriter(self.temp, schema, compression=compression)
+        except BaseException:
+            self.output.__exit__(None, None, None)
+            raise
 
     def write(self, table: pa.Table) -> None:
         assert self.writer is not None
@@ -45,18 +48,21 @@ class File:
         self.rows += table.num_rows
 
     def close(self) -> None:
-        """Close the file and make it durable; raise if it does not read back with every row."""
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-        check_rows(self.temp, self.rows)
-        fsync(self.temp)
+        """Give the file its name; raise, removing it, if it does not read back with every row."""
+        writer, self.writer = self.writer, None
+        try:
+            assert writer is not None
+            writer.close()
+            check_rows(self.temp, self.rows)
+            self.output.put(self.temp)
+        finally:
+            self.output.__exit__(None, None, None)
 
     def discard(self) -> None:
         with contextlib.suppress(Exception):
             if self.writer is not None:
                 self.writer.close()
-        self.temp.unlink(missing_ok=True)
+        self.output.__exit__(None, None, None)
 
 
 def check_rows(path: pathlib.Path, rows: int) -> None:
@@ -97,24 +103,3 @@ def sha256(path: pathlib.Path) -> str:
         while chunk := file.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def fsync(path: pathlib.Path) -> None:
-    """Make the file at ``path`` durable."""
-    with open(path, "rb+") as file:
-        os.fsync(file.fileno())
-
-
-def fsync_directory(directory: pathlib.Path) -> None:
-    """Make the renames in ``directory`` durable."""
-    # Windows cannot open a directory, and need not.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -6,7 +6,6 @@ has the final schema, and writes it to ``_common_metadata``.
 
 from __future__ import annotations
 
-import os
 import pathlib
 from dataclasses import dataclass, replace
 
@@ -14,13 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stoplist_nb import errors
+from stoplist_nb._atomic import Output
 from stoplist_nb.profiles.dataset.checkpoint import START_OVER, Checkpoint, Entry
 from stoplist_nb.profiles.dataset.parts import (
     COMMON_METADATA,
     COMPRESSION,
     check_rows,
     conform_to,
-    fsync,
     sha256,
 )
 
@@ -132,8 +131,8 @@ def seal(directory: pathlib.Path, state: Checkpoint) -> Checkpoint:
         path = directory / entry.name
         if pq.read_schema(path).equals(final, check_metadata=True):
             continue
-        temp = directory / f".{entry.name}.tmp"
-        try:
+        with Output(path, overwrite=True) as out:
+            temp = out.temporary("part")
             with (
                 pq.ParquetFile(path) as source,
                 pq.ParquetWriter(temp, final, compression=COMPRESSION) as writer,
@@ -142,21 +141,15 @@ def seal(directory: pathlib.Path, state: Checkpoint) -> Checkpoint:
                     table = conform_to(source.read_row_group(g), final)
                     writer.write_table(table, row_group_size=max(1, table.num_rows))
             check_rows(temp, entry.rows)
-            fsync(temp)
             sealed = replace(entry, bytes=temp.stat().st_size, sha256=sha256(temp))
             # Said before the rename: whichever of the two files a crash leaves is known.
             pending = {"name": entry.name, "bytes": sealed.bytes, "sha256": sealed.sha256}
             state = replace(state, sealing=pending).save(directory)
-            os.replace(temp, path)
-            parts = (*state.parts[:i], sealed, *state.parts[i + 1 :])
-            state = replace(state, parts=parts, sealing=None).save(directory)
-        finally:
-            temp.unlink(missing_ok=True)  # gone once renamed; else half a part
-    temp = directory / ".common_metadata.tmp"
-    try:
+            out.put(temp)
+        parts = (*state.parts[:i], sealed, *state.parts[i + 1 :])
+        state = replace(state, parts=parts, sealing=None).save(directory)
+    with Output(directory / COMMON_METADATA, overwrite=True) as out:
+        temp = out.temporary("schema")
         pq.write_metadata(final, temp)
-        fsync(temp)
-        os.replace(temp, directory / COMMON_METADATA)
-    finally:
-        temp.unlink(missing_ok=True)
+        out.put(temp)
     return replace(state, ended=True, complete=True).save(directory)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import os
 import pathlib
 import time
 from collections import deque
@@ -67,10 +66,9 @@ def pull_parts(
     window: Window,
 ) -> Checkpoint:
     """Read the pages after the checkpoint into parts, their progress committed as it goes."""
-    if state.schema is None:
-        schema = StreamSchema.from_dtypes(declared)
-    else:
-        schema = StreamSchema.from_dict(state.schema)
+    schema = (
+        StreamSchema.from_dict(state.schema) if state.schema else StreamSchema.from_dtypes(declared)
+    )
     # The cursors of the pull before an interruption count as reached: a cursor
     # that goes back to one of them is a stall, not pages read twice.
     pages = pages_from(state.next_from_id or None, list(state.cursors))
@@ -178,7 +176,9 @@ class _Writer:
             if self.part is None:
                 self.part = self._open_part()
             if self.segment is None:
-                self.segment = self._open_segment()
+                # Read back only by a pull carried on after an interruption: not compressed.
+                seg = f".part-{len(self.state.parts):05d}.parquet.seg-{len(self.state.open):05d}"
+                self.segment = File(self.directory / seg, self.file_schema, "none")
                 self.opened = time.monotonic()
             # The part first: a part cut by a failed write goes, the segment stays whole.
             self.part.write(table)
@@ -195,8 +195,8 @@ class _Writer:
             )
             self.read = count
             self.pages.append(page)
-            window = self.window
-            if sum(e.profiles for e in self.state.open) + _profiles(self.pages) >= window.per_part:
+            window, held = self.window, sum(e.profiles for e in self.state.open)
+            if held + sum(p.profiles for p in self.pages) >= window.per_part:
                 self.close_part(ended=page.ending)
             elif not page.ending and (
                 sum(p.nbytes for p in self.pages) >= window.bytes
@@ -227,13 +227,8 @@ class _Writer:
         state, segment, pages = self.state, self.segment, self.pages
         assert segment is not None
         self.segment, self.pages = None, []
-        name = segment.temp.name.removesuffix(".tmp")
-        try:
-            segment.close()
-            entry = _entry(name, segment, pages, ())
-            os.replace(segment.temp, self.directory / name)
-        finally:
-            segment.temp.unlink(missing_ok=True)  # gone once renamed; else its pages come again
+        segment.close()  # else its pages come again
+        entry = _entry(segment, pages, ())
         self.state = replace(
             state, open=(*state.open, entry), cursors=(*state.cursors, *_cursors(pages))
         ).save(self.directory)
@@ -247,13 +242,8 @@ class _Writer:
         segment, self.segment, self.pages = self.segment, None, []
         if segment is not None:
             segment.discard()  # its pages are in the part
-        name = f"part-{len(state.parts):05d}.parquet"
-        try:
-            part.close()
-            entry = _entry(name, part, pages, state.open)
-            os.replace(part.temp, self.directory / name)
-        finally:
-            part.temp.unlink(missing_ok=True)  # gone once renamed; else the part comes again
+        part.close()  # else the part comes again
+        entry = _entry(part, pages, state.open)
         self.file_schema = None
         self.state = replace(
             state,
@@ -285,8 +275,8 @@ class _Writer:
     def _open_part(self) -> File:
         # The segments a resumed pull goes on from are copied in.
         assert self.file_schema is not None
-        temp = self.directory / f".part-{len(self.state.parts):05d}.parquet.tmp"
-        part = File(temp, self.file_schema, COMPRESSION)
+        name = f"part-{len(self.state.parts):05d}.parquet"
+        part = File(self.directory / name, self.file_schema, COMPRESSION)
         try:
             for segment in self.state.open:
                 with pq.ParquetFile(self.directory / segment.name) as source:
@@ -298,30 +288,20 @@ class _Writer:
             raise
         return part
 
-    def _open_segment(self) -> File:
-        assert self.file_schema is not None
-        state = self.state
-        name = f".part-{len(state.parts):05d}.parquet.seg-{len(state.open):05d}.tmp"
-        # Read back only by a pull carried on after an interruption: not compressed.
-        return File(self.directory / name, self.file_schema, "none")
-
-
-def _profiles(pages: Sequence[_Page]) -> int:
-    return sum(p.profiles for p in pages)
-
 
 def _cursors(pages: Sequence[_Page]) -> list[str]:
     return [p.cursor for p in pages if p.cursor]
 
 
-def _entry(name: str, file: File, pages: Sequence[_Page], before: Sequence[Entry]) -> Entry:
+def _entry(file: File, pages: Sequence[_Page], before: Sequence[Entry]) -> Entry:
     last = pages[-1] if pages else before[-1]
+    path = file.output.path
     return Entry(
-        name,
-        profiles=sum(e.profiles for e in before) + _profiles(pages),
+        path.name,
+        profiles=sum(e.profiles for e in before) + sum(p.profiles for p in pages),
         rows=file.rows,
-        bytes=file.temp.stat().st_size,
-        sha256=sha256(file.temp),
+        bytes=path.stat().st_size,
+        sha256=sha256(path),
         next_from_id=last.next_from_id,
         cursors=sum(e.cursors for e in before) + len(_cursors(pages)),
         schema=last.schema,
