@@ -282,6 +282,12 @@ def test_fields_to_return_that_are_not_a_list_are_refused_not_all_fields(fields:
     assert any(line.startswith("Return fields: ") for line in report["summary"])
 
 
+def test_two_items_with_one_id_are_refused() -> None:
+    inner = group(rule("_city", "equal", "a"))
+    inner["id"] = "g1"  # the root's id too
+    assert "Query: two items have the id 'g1'" in _refused(doc(inner))
+
+
 def test_a_document_nested_thousands_deep_is_refused_without_recursing() -> None:
     node = group(rule("_city", "equal", "a"))
     for _ in range(5000):

@@ -114,10 +114,14 @@ class _Checker:
     def __init__(self, catalog: FieldCatalog) -> None:
         self.catalog = catalog
         self.items: dict[str, dict[str, Any]] = {}
+        self.ids: set[str] = set()
         self.summary: list[str] = []
         self.rules = 0
 
     def entry(self, id_: str, number: int | None = None) -> dict[str, Any]:
+        if id_ in self.ids:  # the report is per id: two items cannot share one
+            self.summary.append(f"Query: two items have the id {_said(id_)}")
+        self.ids.add(id_)
         item: dict[str, Any] = {"errors": [], "warnings": [], "number": number}
         item.update(field=None, kind=None)
         self.items[id_] = item
@@ -170,7 +174,8 @@ class _Checker:
             body = {EACH: {"$elemMatch": body}}
             if negate:
                 body = {"$nor": [body]}
-        if item is not None and not item["errors"] and not item["warnings"]:
+        # Only its own entry: another item may have had the same id.
+        if item is not None and not item["errors"] + item["warnings"] and self.items[id_] is item:
             del self.items[id_]
         return body
 
