@@ -145,7 +145,8 @@ def plot_registrations(
         return _note(ax, "no registrations")
     # Naive UTC values: matplotlib's date axis reads them as UTC, its default zone.
     starts = pd.DatetimeIndex(counts.index).tz_localize(None)
-    edges = mdates.date2num(starts.append(starts[-1:] + offset).to_pydatetime())
+    bounds = pd.DatetimeIndex(starts.append(starts[-1:] + offset))
+    edges = mdates.date2num(bounds.to_pydatetime())  # type: ignore[no-untyped-call]
     # One filled step band per channel, stacked: one patch each however many periods.
     bottom = np.zeros(len(counts), dtype="int64")
     for label in counts.columns:

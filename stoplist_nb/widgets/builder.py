@@ -329,8 +329,9 @@ class QueryBuilder(anywidget.AnyWidget):
 def _kept_fields(document: Mapping[str, Any]) -> list[str]:
     """The document's fields to return, when they are a list of names (else none)."""
     fields = document.get("fields")
-    ok = isinstance(fields, list) and all(isinstance(f, str) for f in fields)
-    return list(fields) if ok else []
+    if isinstance(fields, list) and all(isinstance(f, str) for f in fields):
+        return list(fields)
+    return []
 
 
 def _shown(state: str, html: str, message: str, params: Any) -> dict[str, Any]:

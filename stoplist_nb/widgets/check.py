@@ -175,7 +175,7 @@ class _Checker:
             if negate:
                 body = {"$nor": [body]}
         # Only its own entry: another item may have had the same id.
-        if item is not None and not item["errors"] + item["warnings"] and self.items[id_] is item:
+        if item and self.items.get(id_) is item and not item["errors"] + item["warnings"]:
             del self.items[id_]
         return body
 
