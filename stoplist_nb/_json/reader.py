@@ -45,7 +45,14 @@ def read_reply(content: bytes) -> Reply:
     """
     if not isinstance(content, bytes | bytearray | memoryview):
         raise ValueError(_NOT_AN_OBJECT)
-    _require_utf8(content)
+    # pyarrow.json does not check that keys and strings are UTF-8: Arrow's own
+    # validator does, over the bytes as they are (no copy).
+    offsets = pa.py_buffer(struct.pack("<qq", 0, len(content)))
+    text = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(content)])
+    try:
+        text.validate(full=True)
+    except pa.ArrowInvalid:
+        raise ValueError("the reply is not valid UTF-8, as JSON must be") from None
     if depth_bound(content) > MAX_DEPTH and (depth := text_depth(content)) > MAX_DEPTH:
         raise ValueError(
             f"the reply nests values more than {MAX_DEPTH} levels deep ({depth} or more); "
@@ -71,17 +78,6 @@ def read_reply(content: bytes) -> Reply:
     return Reply(envelope, records_to_arrow(data, depth_checked=True))
 
 
-def _require_utf8(content: bytes | bytearray | memoryview) -> None:
-    # pyarrow.json does not check that keys and strings are UTF-8: Arrow's own
-    # validator does, over the bytes as they are (no copy).
-    offsets = pa.py_buffer(struct.pack("<qq", 0, len(content)))
-    text = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(content)])
-    try:
-        text.validate(full=True)
-    except pa.ArrowInvalid:
-        raise ValueError("the reply is not valid UTF-8, as JSON must be") from None
-
-
 def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
     """The reply as a one-row Arrow table, or None when pyarrow cannot take it exactly."""
     if not _OBJECT_START.match(content):
@@ -93,9 +89,8 @@ def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
         # pyarrow.json drops a null that opens a list of objects or lists and
         # leaves the offsets pointing past the values: that fails validation.
         table.validate()
-        if _has_timestamp(table.schema):
-            table = _timestamps_as_text(content, table)
-            table.validate()
+        table = _timestamps_as_text(content, table)
+        table.validate()
     except pa.ArrowException:
         return None
     if not all(exact_floats(column.chunk(0)) for column in table.columns):
@@ -103,9 +98,7 @@ def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
     return table
 
 
-def _read_json(
-    content: bytes | bytearray | memoryview, schema: pa.Schema | None = None
-) -> pa.Table:
+def _read_json(content: bytes | bytearray | memoryview, schema: pa.Schema | None) -> pa.Table:
     # One block for the whole body: a single object must never straddle blocks.
     options = pa_json.ReadOptions(block_size=len(content) + 64, use_threads=False)
     parse = None
@@ -117,20 +110,12 @@ def _read_json(
 _TIMESTAMP = pa.timestamp("s").id
 
 
-def _has_timestamp(schema: pa.Schema) -> bool:
-    stack = list(schema.types)
-    while stack:
-        type_ = stack.pop()
-        if type_.id == _TIMESTAMP:
-            return True
-        stack.extend(type_.field(i).type for i in range(type_.num_fields))
-    return False
-
-
 def _timestamps_as_text(content: bytes | bytearray | memoryview, table: pa.Table) -> pa.Table:
     """``table`` with the text pyarrow made into timestamps read again as strings."""
-    wanted = {f.name: _text_type(f.type) for f in table.schema}
-    schema = pa.schema([pa.field(name, t) for name, t in wanted.items() if t is not None])
+    wanted = [pa.field(f.name, t) for f in table.schema if (t := _text_type(f.type)) is not None]
+    if not wanted:
+        return table
+    schema = pa.schema(wanted)
     text = _read_json(content, schema)
     for name in schema.names:
         i = table.schema.get_field_index(name)

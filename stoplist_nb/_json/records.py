@@ -41,9 +41,12 @@ def records_to_arrow(
     # pa.array takes some mixes without a word (2.5 beside false reads false as 0.0):
     # the kinds of every leaf are looked at first, whatever Arrow would accept.
     kinds: dict[tuple[object, ...], set[str]] = {}
+    orders: dict[tuple[object, ...], dict[str, None]] | None = {} if _SORTS_KEYS else None
     for value in values:
-        _collect_kinds(value, (), kinds)
-    textual = _outermost({path for path, seen in kinds.items() if _needs_text(seen)})
+        _collect(value, (), kinds, orders)
+    needs = {path for path, seen in kinds.items() if _needs_text(seen)}
+    # The outermost of them: one JSON value holds the rest.
+    textual = {p for p in needs if not any(p[:i] in needs for i in range(len(p)))}
     if textual:
         prefixes = {path[:i] for path in textual for i in range(len(path) + 1)}
         values = [_as_text_at(value, (), textual, prefixes) for value in values]
@@ -51,11 +54,6 @@ def records_to_arrow(
         array = pa.array(values)
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
         raise InvalidInput(f"records cannot be converted to Arrow: {exc}") from None
-    orders: dict[tuple[object, ...], dict[str, None]] | None = None
-    if _SORTS_KEYS:
-        orders = {}
-        for value in values:
-            _collect_key_order(value, (), orders)
     if textual or orders is not None:
         array = _rebuilt(array, (), orders, textual)
     return array
@@ -64,19 +62,6 @@ def records_to_arrow(
 # Older pyarrow sorts the keys of inferred structs; pyarrow.json keeps them in
 # first-seen order, and so must the dict route, for the same columns in both.
 _SORTS_KEYS = pa.array([{"b": 0, "a": 0}]).type.field(0).name != "b"
-
-
-def _collect_key_order(
-    value: object, path: tuple[object, ...], orders: dict[Any, dict[str, None]]
-) -> None:
-    if isinstance(value, Mapping):
-        keys = orders.setdefault(path, {})
-        for key, item in value.items():
-            keys.setdefault(key)
-            _collect_key_order(item, (*path, key), orders)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            _collect_key_order(item, (*path, _ITEM), orders)
 
 
 def _rebuilt(
@@ -110,34 +95,15 @@ def _rebuilt(
 
 def exact_floats(array: pa.Array) -> bool:
     """Whether every float in ``array`` is below 2**53 (above, it may be a rounded int)."""
-    todo = [(array, step) for step in _float_steps(array.type)]
-    while todo:
-        current, steps = todo.pop()
-        if not steps:
-            if len(current) > current.null_count:
-                largest = pc.max(pc.abs(current)).as_py()
-                if largest is not None and not largest < _EXACT:  # NaN is not exact
-                    return False
-            continue
-        step, rest = steps[0], steps[1:]
-        child = current.values if step is None else current.field(step)
-        todo.append((child, rest))
+    type_ = array.type  # nested at most MAX_DEPTH levels: the reply's depth was checked
+    if pa.types.is_floating(type_):
+        largest = pc.max(pc.abs(array)).as_py() if len(array) > array.null_count else None
+        return largest is None or largest < _EXACT  # NaN is not exact
+    if pa.types.is_struct(type_):
+        return all(exact_floats(array.field(i)) for i in range(type_.num_fields))
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return exact_floats(array.values)
     return True
-
-
-def _float_steps(type_: pa.DataType) -> list[tuple[int | None, ...]]:
-    # The paths (a field index, or None for a list's values) from type_ to its floats.
-    found: list[tuple[int | None, ...]] = []
-    todo: list[tuple[pa.DataType, tuple[int | None, ...]]] = [(type_, ())]
-    while todo:
-        current, path = todo.pop()
-        if pa.types.is_floating(current):
-            found.append(path)
-        elif pa.types.is_struct(current):
-            todo.extend((current.field(i).type, (*path, i)) for i in range(current.num_fields))
-        elif pa.types.is_list(current) or pa.types.is_large_list(current):
-            todo.append((current.value_type, (*path, None)))
-    return found
 
 
 # "wide": an int a float64 would round; "big": one no int64 holds (both int when mixed).
@@ -165,24 +131,27 @@ def _kind(value: object) -> str:
 _ITEM = object()  # path step into a list's elements; never equal to a key
 
 
-def _collect_kinds(value: object, path: tuple[object, ...], kinds: dict[Any, set[str]]) -> None:
+def _collect(
+    value: object,
+    path: tuple[object, ...],
+    kinds: dict[Any, set[str]],
+    orders: dict[Any, dict[str, None]] | None,
+) -> None:
+    # the kinds at each path under value and, with orders, the first-seen order of its keys
     if value is None:
         return
     kind = _kind(value)
     kinds.setdefault(path, set()).add(kind)
     if kind == OBJECT:
         assert isinstance(value, Mapping)
+        keys = orders.setdefault(path, {}) if orders is not None else {}
         for key, item in value.items():
-            _collect_kinds(item, (*path, key), kinds)
+            keys.setdefault(key)
+            _collect(item, (*path, key), kinds, orders)
     elif kind == ARRAY:
         assert isinstance(value, list | tuple)
         for item in value:
-            _collect_kinds(item, (*path, _ITEM), kinds)
-
-
-def _outermost(paths: set[tuple[object, ...]]) -> set[tuple[object, ...]]:
-    # the paths with no other one above them: one JSON value holds the rest
-    return {p for p in paths if not any(p[:i] in paths for i in range(len(p)))}
+            _collect(item, (*path, _ITEM), kinds, orders)
 
 
 def _as_text_at(
