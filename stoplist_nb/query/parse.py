@@ -7,32 +7,17 @@ from typing import Any
 
 from stoplist_nb._json.frozen import thaw
 from stoplist_nb.errors import InvalidQuery
+from stoplist_nb.query import values as rules
 from stoplist_nb.query.model import And, Condition, Nor, Or, Query
-from stoplist_nb.query.values import (
-    FIELD_OPERATORS,
-    LOGICAL_OPERATORS,
-    OPTIONS_WITHOUT_REGEX,
-    check_argument,
-    check_field_operator,
-    check_path,
-    json_depth,
-)
 
 
 def validate_query(query: Any) -> dict[str, Any]:
-    """Check a MongoDB query and return it as it will be sent.
-
-    Args:
-        query: The filter, e.g. ``{"$or": [{"_city": "Moscow"}, {"_city": "Kazan"}]}``.
-
-    Returns:
-        An equal copy of plain dicts and lists, ready for ``json.dumps``.
+    """Check a MongoDB query and return it as sent: an equal copy of plain dicts and lists.
 
     Raises:
-        InvalidQuery: Not a dict, deeper than :data:`MAX_DEPTH` (each dict and
-            list a level) or self-containing, holding what JSON cannot (NaN, a
-            ``numpy.int64``...) or too many values, or not valid MongoDB; the
-            message names the part.
+        InvalidQuery: Not a dict, deeper than :data:`MAX_DEPTH` or self-containing,
+            holding what JSON cannot (NaN, a ``numpy.int64``...) or too many
+            values, or not valid MongoDB; the message names the part.
 
     >>> validate_query({"_city": {"$in": ["Moscow", "Kazan"]}})
     {'_city': {'$in': ['Moscow', 'Kazan']}}
@@ -43,10 +28,9 @@ def validate_query(query: Any) -> dict[str, Any]:
     """
     if not isinstance(query, Mapping):
         raise InvalidQuery(f"query must be a dict, not {type(query).__name__}")
-    json_depth(query, "query")  # the walks below recurse: safe only within the depth checked
+    rules.json_depth(query, "query")  # the walks below recurse: safe only within the depth checked
     _check_filter(query, "query")
-    result: dict[str, Any] = thaw(query)
-    return result
+    return thaw(query)  # type: ignore[no-any-return]
 
 
 def _fail(where: str, message: str) -> InvalidQuery:
@@ -59,7 +43,7 @@ def _check_filter(query: Mapping[str, Any], where: str) -> None:
         if isinstance(key, str) and key.startswith("$"):
             _check_logical(key, value, here)
         else:
-            check_path(key, here)
+            rules.check_path(key, here)
             _check_condition(value, here)
 
 
@@ -68,9 +52,9 @@ def _check_logical(op: str, value: Any, where: str) -> None:
         return
     if op == "$not":
         raise _fail(where, "$not applies to a field's condition; negate a whole query with $nor")
-    if op in FIELD_OPERATORS:
+    if op in rules.FIELD_OPERATORS:
         raise _fail(where, f"{op} needs a field: write {{'field': {{{op!r}: ...}}}}")
-    if op not in LOGICAL_OPERATORS:
+    if op not in rules.LOGICAL_OPERATORS:
         raise _fail(where, f"unknown operator {op!r}")
     if not isinstance(value, list) or not value:
         raise _fail(where, f"{op} takes a non-empty list of queries")
@@ -93,14 +77,14 @@ def _check_condition(value: Any, where: str) -> None:
     if not _is_operator_dict(value, where):
         return  # a literal: equality with a value or an embedded document
     if "$options" in value and "$regex" not in value:
-        raise _fail(where, OPTIONS_WITHOUT_REGEX)
+        raise _fail(where, rules.OPTIONS_WITHOUT_REGEX)
     for op, arg in value.items():
-        check_field_operator(op, where)
+        rules.check_field_operator(op, where)
         _check_operator(op, arg, f"{where}[{op!r}]")
 
 
 def _check_operator(op: str, arg: Any, where: str) -> None:
-    check_argument(op, arg, where)
+    rules.check_argument(op, arg, where)
     if op == "$not":
         if isinstance(arg, str):
             return  # a regex pattern
@@ -119,19 +103,16 @@ def _check_operator(op: str, arg: Any, where: str) -> None:
 def _is_element_filter(arg: Mapping[str, Any], where: str) -> bool:
     # MongoDB reads $and/$or/$nor in $elemMatch as a filter on the elements'
     # fields, not as operators on the elements themselves.
-    return any(k in LOGICAL_OPERATORS for k in arg) or not _is_operator_dict(arg, where)
+    return any(k in rules.LOGICAL_OPERATORS for k in arg) or not _is_operator_dict(arg, where)
 
 
 def parse_query(query: Any) -> Query:
     """Turn a MongoDB query into :class:`Query` objects, after :func:`validate_query`.
 
     Several operators on one field become an :class:`And`, ``{"$or": [x]}``
-    becomes ``x``; ``parse_query(q.to_mongo()) == q`` for every ``q``. The
-    model may nest deeper than the dict, so near :data:`MAX_DEPTH` only this refuses.
-
-    Raises:
-        InvalidQuery: As :func:`validate_query`, or what the model does not hold
-            (``$comment``, an operator-only ``$elemMatch``, ``{"$and": [{}]}``).
+    becomes ``x``; ``parse_query(q.to_mongo()) == q`` for every ``q``. What the
+    model does not hold (``$comment``, an operator-only ``$elemMatch``, a model
+    deeper than :data:`MAX_DEPTH`) is ``InvalidQuery`` too.
 
     >>> parse_query({"_city": "Moscow", "score": {"$gte": 1, "$lt": 5}})
     (F('_city') == 'Moscow') & (F('score') >= 1) & (F('score') < 5)
