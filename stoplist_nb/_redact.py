@@ -1,7 +1,5 @@
-"""Keeping the API token out of text: messages, chained exceptions, log records.
+"""Keeping the API token out of messages, chained exceptions and log records, in every form.
 
-Notebooks are shared, so all a user may see passes through here, in every
-form a service could echo a token (URL-quoted, JSON-escaped, a ``repr``).
 Tokens of ``MIN_SECRET`` characters or more are scrubbed process-wide by
 :func:`redact` (every ``StoplistError`` does); shorter ones, which would match
 ordinary words, only by their own client.
