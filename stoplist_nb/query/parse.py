@@ -38,30 +38,24 @@ def _fail(where: str, message: str) -> InvalidQuery:
 
 
 def _check_filter(query: Mapping[str, Any], where: str) -> None:
-    for key, value in query.items():
-        here = f"{where}[{key!r}]"
-        if isinstance(key, str) and key.startswith("$"):
-            _check_logical(key, value, here)
-        else:
-            rules.check_path(key, here)
+    for op, value in query.items():
+        here = f"{where}[{op!r}]"
+        if not (isinstance(op, str) and op.startswith("$")):
+            rules.check_path(op, here)
             _check_condition(value, here)
-
-
-def _check_logical(op: str, value: Any, where: str) -> None:
-    if op == "$comment":
-        return
-    if op == "$not":
-        raise _fail(where, "$not applies to a field's condition; negate a whole query with $nor")
-    if op in rules.FIELD_OPERATORS:
-        raise _fail(where, f"{op} needs a field: write {{'field': {{{op!r}: ...}}}}")
-    if op not in rules.LOGICAL_OPERATORS:
-        raise _fail(where, f"unknown operator {op!r}")
-    if not isinstance(value, list) or not value:
-        raise _fail(where, f"{op} takes a non-empty list of queries")
-    for i, part in enumerate(value):
-        if not isinstance(part, Mapping):
-            raise _fail(f"{where}[{i}]", f"{op} items must be dicts")
-        _check_filter(part, f"{where}[{i}]")
+        elif op == "$not":
+            raise _fail(here, "$not applies to a field's condition; negate a whole query with $nor")
+        elif op in rules.FIELD_OPERATORS:
+            raise _fail(here, f"{op} needs a field: write {{'field': {{{op!r}: ...}}}}")
+        elif op not in rules.LOGICAL_OPERATORS:
+            raise _fail(here, f"unknown operator {op!r}")
+        elif op != "$comment":
+            if not isinstance(value, list) or not value:
+                raise _fail(here, f"{op} takes a non-empty list of queries")
+            for i, part in enumerate(value):
+                if not isinstance(part, Mapping):
+                    raise _fail(f"{here}[{i}]", f"{op} items must be dicts")
+                _check_filter(part, f"{here}[{i}]")
 
 
 def _is_operator_dict(value: Any, where: str) -> bool:
@@ -80,24 +74,19 @@ def _check_condition(value: Any, where: str) -> None:
         raise _fail(where, rules.OPTIONS_WITHOUT_REGEX)
     for op, arg in value.items():
         rules.check_field_operator(op, where)
-        _check_operator(op, arg, f"{where}[{op!r}]")
-
-
-def _check_operator(op: str, arg: Any, where: str) -> None:
-    rules.check_argument(op, arg, where)
-    if op == "$not":
-        if isinstance(arg, str):
-            return  # a regex pattern
-        if not _is_operator_dict(arg, where):
-            raise _fail(where, "$not takes an operator condition such as {'$in': [...]}")
-        _check_condition(arg, where)
-    elif op == "$elemMatch":
-        if not isinstance(arg, Mapping) or not arg:
-            raise _fail(where, "$elemMatch takes a non-empty dict")
-        if _is_element_filter(arg, where):
-            _check_filter(arg, where)
-        else:
-            _check_condition(arg, where)
+        here = f"{where}[{op!r}]"
+        rules.check_argument(op, arg, here)
+        if op == "$not" and not isinstance(arg, str):  # a string is a regex pattern
+            if not _is_operator_dict(arg, here):
+                raise _fail(here, "$not takes an operator condition such as {'$in': [...]}")
+            _check_condition(arg, here)
+        elif op == "$elemMatch":
+            if not isinstance(arg, Mapping) or not arg:
+                raise _fail(here, "$elemMatch takes a non-empty dict")
+            if _is_element_filter(arg, here):
+                _check_filter(arg, here)
+            else:
+                _check_condition(arg, here)
 
 
 def _is_element_filter(arg: Mapping[str, Any], where: str) -> bool:
