@@ -111,10 +111,7 @@ class _Group(Query):
 
 @dataclass(frozen=True, eq=False, repr=False, init=False)
 class And(_Group):
-    """All of ``items``; nested ``And`` are flattened, ``And([])`` matches everything.
-
-    Conditions on different fields merge into one dict (MongoDB's implicit AND),
-    anything else goes under ``$and``.
+    """All of ``items`` (``And([])``: everything); conditions on other fields merge in one dict.
 
     >>> from stoplist_nb.query.model import F
     >>> ((F("a") >= 1) & (F("a") < 5)).to_mongo()
@@ -272,10 +269,14 @@ class Condition(Query):
             op, negated = _OPPOSITE[op], False
         elif negated and op == "$exists":
             value, negated = not value, False
-        object.__setattr__(self, "op", op)
-        object.__setattr__(self, "value", value)
-        object.__setattr__(self, "negated", negated)
-        object.__setattr__(self, "options", "".join(sorted(set(self.options))))
+        options = "".join(sorted(set(self.options)))
+        for name, held in (
+            ("op", op),
+            ("value", value),
+            ("negated", negated),
+            ("options", options),
+        ):
+            object.__setattr__(self, name, held)
         # {path: value} for a plain $eq, {path: {op: value}}, {path: {"$not": {op: value}}}.
         bare = op == "$eq" and not isinstance(value, FrozenDict)
         _set_depth(self, 1 + depth + (0 if bare else 1) + (1 if negated else 0), where)
@@ -330,9 +331,7 @@ def _operator(op: str) -> Callable[[F, Any], Condition]:
 
 
 class F:
-    """A field (dotted for nested ones), for building conditions: ``F("_city") == "Moscow"``.
-
-    Its ``==`` builds a condition, so ``F`` itself is not hashable.
+    """A field (dotted for nested ones) whose operators build conditions (so it is not hashable).
 
     >>> F("_city") == "Moscow"
     F('_city') == 'Moscow'
