@@ -28,14 +28,9 @@ _FILTERED_LOGGERS = (
 def _forms(secret: str) -> set[str]:
     """The ways ``secret`` may be written in text a service sends back."""
     forms = {
-        secret,
-        quote(secret, safe=""),
-        quote(secret),
-        quote_plus(secret, safe=""),
-        json.dumps(secret)[1:-1],
-        json.dumps(secret, ensure_ascii=False)[1:-1],
-        repr(secret)[1:-1],
-    }
+        secret, quote(secret, safe=""), quote(secret), quote_plus(secret, safe=""),
+        json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], repr(secret)[1:-1],
+    }  # fmt: skip
     forms |= {form.replace("/", "\\/") for form in list(forms)}  # PHP's json_encode
     # Quoted once more: a path the service built from the token, quoted again for a URL.
     forms |= {quote(form, safe="") for form in list(forms)}
