@@ -189,10 +189,7 @@ class Exchanges:
 
     @contextlib.contextmanager
     def tracking(self, sent: Callable[[], None] | None = None) -> Iterator[None]:
-        """Report this thread's exchanges here; ``sent`` runs once the first is on the wire.
-
-        (Or when the block ends, if none got that far or a SOCKS proxy carried it.)
-        """
+        """Track this thread's exchanges; ``sent()`` once one is on the wire, or at the end."""
         token = _EXCHANGES.set(self)
         self._sent = sent
         try:
