@@ -39,8 +39,7 @@ class EnvSettings:
 def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings | None:
     """Read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` (blank is unset); ``None`` if neither.
 
-    ``ask(url)`` supplies the token when only the URL is set. Only one set, or
-    a URL ``Client`` would refuse, is ``InvalidInput`` naming the variables.
+    ``ask(url)`` supplies the token when only the URL is set; else one alone is ``InvalidInput``.
     """
     url = os.environ.get(ENV_URL, "").strip()
     token = os.environ.get(ENV_TOKEN, "").strip()
