@@ -58,14 +58,10 @@ class Query:
         return hash((type(self).__name__, self._key()))
 
     def __and__(self, other: Query) -> Query:
-        if not isinstance(other, Query):
-            return NotImplemented
-        return And((self, other))
+        return And((self, other)) if isinstance(other, Query) else NotImplemented
 
     def __or__(self, other: Query) -> Query:
-        if not isinstance(other, Query):
-            return NotImplemented
-        return Or((self, other))
+        return Or((self, other)) if isinstance(other, Query) else NotImplemented
 
     def __invert__(self) -> Query:
         raise NotImplementedError
