@@ -19,6 +19,7 @@ from stoplist_nb._json.nesting import MAX_DEPTH, value_depth
 from stoplist_nb.errors import InvalidInput
 
 _INT64 = (-(2**63), 2**63 - 1)
+_Path = tuple[object, ...]  # keys, and _ITEM for a list's elements
 _EXACT = 2**53  # the largest magnitude below which a float64 holds every integer
 
 
@@ -40,8 +41,8 @@ def records_to_arrow(
         )
     # pa.array takes some mixes without a word (2.5 beside false reads false as 0.0):
     # the kinds of every leaf are looked at first, whatever Arrow would accept.
-    kinds: dict[tuple[object, ...], set[str]] = {}
-    orders: dict[tuple[object, ...], dict[str, None]] | None = {} if _SORTS_KEYS else None
+    kinds: dict[_Path, set[str]] = {}
+    orders: dict[_Path, dict[str, None]] | None = {} if _SORTS_KEYS else None
     for value in values:
         _collect(value, (), kinds, orders)
     needs = {path for path, seen in kinds.items() if _needs_text(seen)}
@@ -65,10 +66,7 @@ _SORTS_KEYS = pa.array([{"b": 0, "a": 0}]).type.field(0).name != "b"
 
 
 def _rebuilt(
-    array: pa.Array,
-    path: tuple[object, ...],
-    orders: dict[Any, Any] | None,
-    textual: set[tuple[object, ...]],
+    array: pa.Array, path: _Path, orders: dict[Any, Any] | None, textual: set[_Path]
 ) -> pa.Array:
     # array with its struct keys in first-seen order and its textual leaves as JSON
     type_ = array.type
@@ -83,12 +81,9 @@ def _rebuilt(
         return pa.StructArray.from_arrays(children, names=names, mask=mask)
     if pa.types.is_list(type_):
         values = _rebuilt(array.values, (*path, _ITEM), orders, textual)
+        buffers = array.buffers()[:2]
         return pa.Array.from_buffers(
-            pa.list_(values.type),
-            len(array),
-            array.buffers()[:2],
-            offset=array.offset,
-            children=[values],
+            pa.list_(values.type), len(array), buffers, offset=array.offset, children=[values]
         )
     return array
 
@@ -132,10 +127,7 @@ _ITEM = object()  # path step into a list's elements; never equal to a key
 
 
 def _collect(
-    value: object,
-    path: tuple[object, ...],
-    kinds: dict[Any, set[str]],
-    orders: dict[Any, dict[str, None]] | None,
+    value: object, path: _Path, kinds: dict[Any, set[str]], orders: dict[Any, Any] | None
 ) -> None:
     # the kinds at each path under value and, with orders, the first-seen order of its keys
     if value is None:
@@ -154,9 +146,7 @@ def _collect(
             _collect(item, (*path, _ITEM), kinds, orders)
 
 
-def _as_text_at(
-    value: object, path: tuple[object, ...], textual: set[Any], prefixes: set[Any]
-) -> object:
+def _as_text_at(value: object, path: _Path, textual: set[Any], prefixes: set[Any]) -> object:
     if value is None or path not in prefixes:
         return value
     if path in textual:
