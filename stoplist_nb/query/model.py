@@ -265,14 +265,10 @@ class Condition(Query):
             op, negated = _OPPOSITE[op], False
         elif negated and op == "$exists":
             value, negated = not value, False
-        options = "".join(sorted(set(self.options)))
-        for name, held in (
-            ("op", op),
-            ("value", value),
-            ("negated", negated),
-            ("options", options),
-        ):
-            object.__setattr__(self, name, held)
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "negated", negated)
+        object.__setattr__(self, "options", "".join(sorted(set(self.options))))
         # {path: value} for a plain $eq, {path: {op: value}}, {path: {"$not": {op: value}}}.
         bare = op == "$eq" and not isinstance(value, FrozenDict)
         _set_depth(self, 1 + depth + (0 if bare else 1) + (1 if negated else 0), where)
