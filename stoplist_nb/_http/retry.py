@@ -36,7 +36,9 @@ def default_retry() -> Retry:
     (``Retry-After`` honoured up to 60 s) and broken connections; the last
     reply is kept, so the service's own error is raised. Whatever the policy,
     ``suppresses/export`` is never sent twice and retrying stops at the deadline.
-    A fresh ``Retry`` each call: change it with ``.new(...)`` for ``Client(retry=...)``.
+
+    Returns:
+        A fresh urllib3 ``Retry`` each call: change it with ``.new(...)`` for ``Client(retry=...)``.
 
     >>> import stoplist_nb as sn
     >>> sn.default_retry().total

@@ -12,7 +12,10 @@ from stoplist_nb.query.model import And, Condition, Nor, Or, Query
 
 
 def validate_query(query: Any) -> dict[str, Any]:
-    """Check a MongoDB query and return it as sent: an equal copy of plain dicts and lists.
+    """Check a MongoDB query and return it as it will be sent.
+
+    Returns:
+        An equal copy of plain dicts and lists, ready for ``json.dumps``.
 
     Raises:
         InvalidQuery: Not a dict, deeper than :data:`MAX_DEPTH` or self-containing,
