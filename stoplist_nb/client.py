@@ -129,18 +129,14 @@ class Client:
         The stream joins its threads however it ends and sends nothing after;
         its errors carry ``resume_from``; rows that come while the cursor stays
         are ``CursorStalled`` (the cursor rules: :mod:`stoplist_nb._paging`).
+        ``from_id``, ``lookahead`` and ``workers``: as in :class:`~stoplist_nb.ProfilesRequest`.
 
         Args:
             method: The method, e.g. ``"profiles/list"``.
             params: The body of every request; its ``limit`` is the page size.
-            from_id: The cursor to start from (``None``: the beginning).
             max_rows: Stop after this many rows (a longer page is cut where its cursor allows).
-            lookahead: Requests sent ahead on the cursor read from raw bytes
-                (``0``: wait for each parse); at most ``lookahead + workers`` replies are held.
             seen: Cursors an earlier walk of the list was at (a return is a stall).
-            workers: Threads that parse replies (``None``: one per core, at most 8).
-            prepare: ``prepare(rows, content)``, run in a worker on each page
-                (:meth:`Page.prepared`).
+            prepare: ``prepare(rows, content)`` in a worker on each page (:meth:`Page.prepared`).
 
         >>> pages = client.pages("profiles/list", {"db_id": 1, "limit": 500})  # doctest: +SKIP
         >>> sum(len(page) for page in pages)  # doctest: +SKIP
