@@ -60,7 +60,20 @@ def read_reply(content: bytes) -> Reply:
         )
     table = _arrow_table(content)
     if table is not None:
-        return _reply_from_table(table)
+        envelope: dict[str, Any] = {}
+        data: pa.Array | None = None
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            if name != "data":
+                envelope[name] = column[0].as_py()
+                continue
+            cell = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+            if pa.types.is_null(cell.type) or cell.null_count:
+                continue
+            if pa.types.is_list(cell.type) or pa.types.is_large_list(cell.type):
+                data = cell.flatten()
+            else:
+                envelope["data"] = cell[0].as_py()
+        return Reply(envelope, data)
     try:
         document = json.loads(content)
     except (ValueError, TypeError, RecursionError):
@@ -68,14 +81,12 @@ def read_reply(content: bytes) -> Reply:
         raise ValueError(_NOT_AN_OBJECT) from None
     if not isinstance(document, dict):
         raise ValueError(_NOT_AN_OBJECT)
-    envelope = {key: value for key, value in document.items() if key != "data"}
     data = document.get("data")
-    if data is None:
-        return Reply(envelope, None)
-    if not isinstance(data, list):
-        envelope["data"] = data
-        return Reply(envelope, None)
-    return Reply(envelope, records_to_arrow(data, depth_checked=True))
+    rows = data if isinstance(data, list) else None
+    envelope = {
+        k: v for k, v in document.items() if k != "data" or (rows is None and v is not None)
+    }
+    return Reply(envelope, None if rows is None else records_to_arrow(rows, depth_checked=True))
 
 
 def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
@@ -159,20 +170,3 @@ def _with_text(array: pa.Array, text: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(
         list_type, len(array), array.buffers()[:2], offset=array.offset, children=[values]
     )
-
-
-def _reply_from_table(table: pa.Table) -> Reply:
-    envelope: dict[str, Any] = {}
-    data: pa.Array | None = None
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        if name != "data":
-            envelope[name] = column[0].as_py()
-            continue
-        cell = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        if pa.types.is_null(cell.type) or cell.null_count:
-            continue
-        if pa.types.is_list(cell.type) or pa.types.is_large_list(cell.type):
-            data = cell.flatten()
-        else:
-            envelope["data"] = cell[0].as_py()
-    return Reply(envelope, data)
