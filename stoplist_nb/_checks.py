@@ -1,7 +1,6 @@
-"""The rules for a caller's plain arguments, each written once: a whole number, a flag, a number.
+"""A caller's plain arguments: each check returns the value or raises ``InvalidInput`` naming it.
 
-Each returns the value or raises :class:`~stoplist_nb.errors.InvalidInput`
-naming the argument; a ``bool`` is never taken for a number.
+A ``bool`` is never taken for a number.
 """
 
 from __future__ import annotations
@@ -50,11 +49,8 @@ def check_number(
     """
     if value is None and none:
         return value
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not (value >= 0 if zero else value > 0)  # NaN fails both
-    ):
+    not_number = isinstance(value, bool) or not isinstance(value, int | float)
+    if not_number or not (value >= 0 if zero else value > 0):  # NaN fails both
         of = f" of {unit}" if unit else ""
         what = f"a number{of} of at least 0" if zero else f"a positive number{of}"
         raise InvalidInput(f"{name} must be {what}{' or None' if none else ''}, not {value!r}")

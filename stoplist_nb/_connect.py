@@ -39,13 +39,20 @@ class EnvSettings:
 def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings | None:
     """Read ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN`` (blank is unset); ``None`` if neither.
 
-    ``ask(url)`` supplies the token when only the URL is set. Only one set, or
-    a URL ``Client`` would refuse, is ``InvalidInput`` naming the variables.
+    ``ask(url)`` supplies the token when only the URL is set; else one alone is ``InvalidInput``.
     """
     url = os.environ.get(ENV_URL, "").strip()
     token = os.environ.get(ENV_TOKEN, "").strip()
-    if url:
-        _check_env_url(url)
+    if url and (fault := address_fault(url)) is not None:
+        if fault == "secret":
+            raise secret_in_address(ENV_URL, f"the token goes in {ENV_TOKEN}")
+        shown = url.split("?", 1)[0].rsplit("@", 1)[-1]  # never a query or a user's password
+        bare = shown.split("://", 1)[-1].lstrip("/")
+        scheme = "http" if bare.startswith(("localhost", "127.", "::1", "[::1]")) else "https"
+        raise errors.InvalidInput(
+            f"{ENV_URL} must be an http:// or https:// address, not {shown!r}",
+            hint=f"e.g. export {ENV_URL}={scheme}://{bare}",
+        )
     if url and not token and ask is not None:
         token = ask(url).strip()
     if url and token:
@@ -67,28 +74,8 @@ def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings
     raise errors.InvalidInput(f"{other} is set but {missing} is not", hint=hint)
 
 
-_LOOPBACK = ("localhost", "127.", "::1", "[::1]")
-
-
-def _check_env_url(url: str) -> None:
-    fault = address_fault(url)
-    if fault is None:
-        return
-    if fault == "secret":
-        raise secret_in_address(ENV_URL, f"the token goes in {ENV_TOKEN}")
-    shown = url.split("?", 1)[0].rsplit("@", 1)[-1]  # never a query or a user's password
-    bare = shown.split("://", 1)[-1].lstrip("/")
-    scheme = "http" if bare.startswith(_LOOPBACK) else "https"
-    raise errors.InvalidInput(
-        f"{ENV_URL} must be an http:// or https:// address, not {shown!r}",
-        hint=f"e.g. export {ENV_URL}={scheme}://{bare}",
-    )
-
-
 #: ``1`` (or ``true``, ``yes``, ``on``): with no account set, ``connect()`` reads the demo.
 ENV_DEMO = "STOPLIST_NB_DEMO"
-_YES = ("1", "true", "yes", "on")
-_NO = ("", "0", "false", "no", "off")
 
 # One demo service per data set for the life of the kernel: re-running the
 # connect() cell must not start a new server (and a new token) every time.
@@ -138,11 +125,20 @@ def connect(
             "token: pass one of them"
         )
     if not demo:
-        settings = settings_from_env(ask=_ask_token if ask_token else None)
+        ask = (lambda url: getpass.getpass(f"API token for {url}: ")) if ask_token else None
+        settings = settings_from_env(ask=ask)
         if settings is not None:
             return Client(settings.url, settings.token, **client_options)
         if demo is False or ask_token or not _demo_from_env():
-            raise _no_account(demo_allowed=demo is None)
+            hint = (
+                f"export {ENV_URL}=https://your-platform.example and {ENV_TOKEN} before "
+                f"starting Python, or only {ENV_URL} with sn.connect(ask_token=True)"
+            )
+            if demo is None:
+                hint += "; to read the embedded demo service instead, sn.connect(demo=True)"
+                hint += f" or {ENV_DEMO}=1"
+            message = f"no account to read: {ENV_URL} and {ENV_TOKEN} are not set"
+            raise errors.InvalidInput(message, hint=hint)
     svc = _demo_service(profiles, seed)
     if not quiet:
         account = (
@@ -159,31 +155,13 @@ def connect(
 
 def _demo_from_env() -> bool:
     value = os.environ.get(ENV_DEMO, "").strip()
-    if value.lower() in _YES:
-        return True
-    if value.lower() in _NO:
-        return False
-    raise errors.InvalidInput(
-        f"{ENV_DEMO} must be 1 or 0, not {value!r}",
-        hint=f"{ENV_DEMO}=1 lets connect() read the embedded demo service when no account is set",
-    )
-
-
-def _no_account(*, demo_allowed: bool) -> errors.InvalidInput:
-    hint = (
-        f"export {ENV_URL}=https://your-platform.example and {ENV_TOKEN} before starting "
-        f"Python, or only {ENV_URL} with sn.connect(ask_token=True)"
-    )
-    if demo_allowed:
-        hint += (
-            f"; to read the embedded demo service instead, sn.connect(demo=True) or {ENV_DEMO}=1"
+    if value.lower() not in ("", "0", "false", "no", "off", "1", "true", "yes", "on"):
+        raise errors.InvalidInput(
+            f"{ENV_DEMO} must be 1 or 0, not {value!r}",
+            hint=f"{ENV_DEMO}=1 lets connect() read the embedded demo service when no account "
+            "is set",
         )
-    message = f"no account to read: {ENV_URL} and {ENV_TOKEN} are not set"
-    return errors.InvalidInput(message, hint=hint)
-
-
-def _ask_token(url: str) -> str:
-    return getpass.getpass(f"API token for {url}: ")
+    return value.lower() in ("1", "true", "yes", "on")
 
 
 def _demo_service(profiles: int, seed: int) -> DemoService:

@@ -1,7 +1,5 @@
-"""Keeping the API token out of text: messages, chained exceptions, log records.
+"""Keeping the API token out of messages, chained exceptions and log records, in every form.
 
-Notebooks are shared, so all a user may see passes through here, in every
-form a service could echo a token (URL-quoted, JSON-escaped, a ``repr``).
 Tokens of ``MIN_SECRET`` characters or more are scrubbed process-wide by
 :func:`redact` (every ``StoplistError`` does); shorter ones, which would match
 ordinary words, only by their own client.
@@ -30,14 +28,9 @@ _FILTERED_LOGGERS = (
 def _forms(secret: str) -> set[str]:
     """The ways ``secret`` may be written in text a service sends back."""
     forms = {
-        secret,
-        quote(secret, safe=""),
-        quote(secret),
-        quote_plus(secret, safe=""),
-        json.dumps(secret)[1:-1],
-        json.dumps(secret, ensure_ascii=False)[1:-1],
-        repr(secret)[1:-1],
-    }
+        secret, quote(secret, safe=""), quote(secret), quote_plus(secret, safe=""),
+        json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], repr(secret)[1:-1],
+    }  # fmt: skip
     forms |= {form.replace("/", "\\/") for form in list(forms)}  # PHP's json_encode
     # Quoted once more: a path the service built from the token, quoted again for a URL.
     forms |= {quote(form, safe="") for form in list(forms)}

@@ -106,10 +106,6 @@ class Client:
     def call(self, method: str, **params: Any) -> dict[str, Any]:
         """Call ``method`` (after ``/api/v1.1/``) with ``params`` (no token) and return the reply.
 
-        Raises:
-            APIError: The service answered with a non-zero ``error``.
-            TransportError: No usable reply arrived.
-
         >>> client.call("tasks/status", task_id="42")  # doctest: +SKIP
         {'data': {'status': 'completed', 'progress': 100, ...}, 'error': 0, ...}
         """
@@ -128,29 +124,19 @@ class Client:
         workers: int | None = None,
         prepare: Callable[[Any, bytes], Any] | None = None,
     ) -> Stream[Page]:
-        """Walk a cursor endpoint (``from_id`` / ``next_from_id``) page by page.
+        """Walk a cursor endpoint (``from_id``, ``next_from_id``) page by page, to an empty page.
 
-        The :class:`~stoplist_nb._stream.Stream` joins its threads when
-        exhausted, left by an exception or closed, and sends nothing after.
-        The walk stops at the first empty page; its errors carry
-        ``resume_from`` (the cursor rules: :mod:`stoplist_nb._paging`).
+        The stream joins its threads however it ends and sends nothing after;
+        its errors carry ``resume_from``; rows that come while the cursor stays
+        are ``CursorStalled`` (the cursor rules: :mod:`stoplist_nb._paging`).
+        ``from_id``, ``lookahead`` and ``workers``: as in :class:`~stoplist_nb.ProfilesRequest`.
 
         Args:
             method: The method, e.g. ``"profiles/list"``.
             params: The body of every request; its ``limit`` is the page size.
-            from_id: The cursor to start from (``None``: the beginning).
-            max_rows: Stop after this many rows (the last request asks for
-                only those; a longer page is cut where its cursor allows).
-            lookahead: Requests sent ahead on the cursor read from raw bytes
-                (``0``: wait for each parse); at most ``lookahead + workers``
-                replies are held.
+            max_rows: Stop after this many rows (a longer page is cut where its cursor allows).
             seen: Cursors an earlier walk of the list was at (a return is a stall).
-            workers: Threads that parse replies (``None``: one per core, at most 8).
-            prepare: ``prepare(rows, content)``, run in a worker on each page
-                (:meth:`Page.prepared`).
-
-        Raises:
-            CursorStalled: Rows keep coming but the cursor does not move.
+            prepare: ``prepare(rows, content)`` in a worker on each page (:meth:`Page.prepared`).
 
         >>> pages = client.pages("profiles/list", {"db_id": 1, "limit": 500})  # doctest: +SKIP
         >>> sum(len(page) for page in pages)  # doctest: +SKIP
@@ -191,10 +177,7 @@ class Client:
         max_bytes: int | None = None,
         overwrite: bool = False,
     ) -> pathlib.Path:
-        """Download ``/api/download/<path>`` to a file, named only once complete.
-
-        A failed download leaves nothing behind; redirects are followed only
-        within the client's origin.
+        """Download ``/api/download/<path>`` to a file, named only once complete (or not at all).
 
         Args:
             path: Relative to ``/api/download/`` as a task result gives it,
@@ -210,9 +193,6 @@ class Client:
             OutputExists: A file is at the target and ``overwrite`` is false.
             IncompleteDownload: The body ended before its announced length.
             ArchiveTooLarge: The file exceeds ``max_bytes``.
-            RequestTimeout: The download outran its deadline.
-            InvalidReply: The service redirected to another origin.
-            OSError: The file cannot be written, naming the target.
 
         >>> client.download("suppress/1f0c/My list.md5.zip", "exports/")  # doctest: +SKIP
         PosixPath('exports/My list.md5.zip')
@@ -261,15 +241,12 @@ def _parse_page(method: str, content: bytes) -> Reply:
     check_envelope(method, reply.envelope)
     if "data" in reply.envelope:
         # Only a list is a page; null or no data at all is an empty one (the end).
-        data = reply.envelope["data"]
-        kind = _JSON_KINDS.get(type(data), "a number" if isinstance(data, float) else "a value")
+        data = reply.envelope["data"]  # an object, a string, a boolean or a number
+        kind = {dict: "an object", str: "a string", bool: "a boolean"}.get(type(data), "a number")
         raise errors.InvalidReply(
             f"{method}: 'data' is {kind}, not a list of rows ({len(content)} bytes)"
         )
     return reply
-
-
-_JSON_KINDS = {dict: "an object", str: "a string", bool: "a boolean", int: "a number"}
 
 
 def _check_method(method: str, params: Mapping[str, Any]) -> None:

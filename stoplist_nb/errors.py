@@ -25,9 +25,7 @@
     └── BadArchive                not a readable ZIP of CSV files (ValueError)
         └── ArchiveTooLarge       over max_bytes, or unpacks beyond max_size / max_ratio
 
-Leaves also inherit the builtin they resemble (``except ValueError`` and
-``except TimeoutError`` work). A paging error carries ``partial`` and
-``resume_from``, an export's error its ``task_id``, each also in the message;
+Leaves also inherit the builtin they resemble (``except ValueError`` works);
 no message ever holds the token of one of this process's clients.
 """
 
@@ -60,7 +58,7 @@ class StoplistError(Exception):
 
     def __init__(self, *args: Any, **attributes: Any) -> None:
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
-        for name, value in attributes.items():  # those the class declares (hint, path, ...)
+        for name, value in attributes.items():
             if not hasattr(type(self), name):
                 raise TypeError(f"{type(self).__name__} has no attribute {name!r}")
             setattr(self, name, value)
@@ -171,21 +169,13 @@ class OutputExists(InvalidInput, FileExistsError):
 
 
 class DatasetDamaged(DatasetMismatch):
-    """Raised when a dataset's checkpoint or files differ from what was written.
-
-    ``part``: the first file failing its check (``repair=True`` pulls on from
-    there), or ``None`` for the checkpoint (only ``overwrite=True`` restarts).
-    """
+    """Raised when a dataset's ``part`` (``None``: its checkpoint) differs from what was written."""
 
     part: str | None = None
 
 
 class DatasetLocked(StoplistError, RuntimeError):
-    """Raised when another writer holds the dataset's ``.lock``; nothing was changed or sent.
-
-    ``holder``: what the lock file says of it (host, pid, start time); empty
-    where the filesystem cannot lock. The OS lock dies with its process.
-    """
+    """Raised when another writer (``holder``: host, pid, start) holds the dataset's ``.lock``."""
 
     holder: str = ""
 
@@ -214,13 +204,7 @@ class ArchiveTooLarge(BadArchive):
     """Raised past ``max_bytes``, or for a ZIP past ``max_size`` or ``max_ratio``."""
 
 
-_BY_CODE: dict[int, type[APIError]] = {
-    400: BadRequest,
-    401: AuthError,
-    402: TariffLimit,
-    403: AuthError,
-    429: RateLimited,
-}
+_BY_CODE = {400: BadRequest, 401: AuthError, 402: TariffLimit, 403: AuthError, 429: RateLimited}
 
 
 def api_error_class(code: int) -> type[APIError]:

@@ -7,7 +7,7 @@ target each time, since the token travels with it.
 from __future__ import annotations
 
 import unicodedata
-from typing import Literal
+from typing import Literal, NoReturn
 from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 from stoplist_nb import errors
@@ -98,6 +98,10 @@ def shown(url: str) -> str:
     return redact(f"{parts.scheme}://{host}{path}")
 
 
+def _refuse(why: str) -> NoReturn:
+    raise errors.UnsafePath(f"download path refused: {why}")
+
+
 def _under_downloads(path: str, base_url: str) -> str:
     """The decoded path under ``/api/download/`` a URL or rooted path on ``base_url`` names."""
     base = urlsplit(base_url)
@@ -106,15 +110,11 @@ def _under_downloads(path: str, base_url: str) -> str:
     parts = urlsplit(path)
     if parts.scheme or parts.netloc:
         if parts.scheme != base.scheme:
-            why = "it is a URL of another scheme"
-        elif "@" in parts.netloc:  # user@host: the user name may well be a host
-            why = "it is a URL with a user name"
-        elif not same_origin(path, base_url):
-            why = "it is a URL on another host or port"
-        else:
-            why = None
-        if why:
-            raise errors.UnsafePath(f"download path refused: {why}")
+            _refuse("it is a URL of another scheme")
+        if "@" in parts.netloc:  # user@host: the user name may well be a host
+            _refuse("it is a URL with a user name")
+        if not same_origin(path, base_url):
+            _refuse("it is a URL on another host or port")
     try:
         plain = unquote(parts.path, errors="strict")
     except UnicodeDecodeError:
@@ -124,7 +124,7 @@ def _under_downloads(path: str, base_url: str) -> str:
     for prefix in ([rooted + _DOWNLOADS] if rooted else []) + [_DOWNLOADS]:
         if plain.startswith(prefix):
             return plain[len(prefix) :]
-    raise errors.UnsafePath(f"download path refused: it is outside {_DOWNLOADS}")
+    _refuse(f"it is outside {_DOWNLOADS}")
 
 
 def _dot_segment(segment: str) -> bool:
@@ -163,27 +163,24 @@ def safe_download_path(path: str, *, base_url: str | None = None) -> str:
     stoplist_nb.errors.UnsafePath: download path refused: it is an absolute URL
     """
     if not isinstance(path, str) or not path.strip():
-        raise errors.UnsafePath("download path refused: it is empty or not a string")
-    why = _bad_characters(path)
-    if why is None and base_url is not None:
+        _refuse("it is empty or not a string")
+    if why := _bad_characters(path):
+        _refuse(why)
+    if base_url is not None:
         try:
             if path.startswith("/") or urlsplit(path).scheme:
                 path = _under_downloads(path, base_url)
         except ValueError as exc:  # urlsplit's, e.g. an unclosed "[" of an IPv6 host
             if isinstance(exc, errors.UnsafePath):
                 raise
-            why = "it is not a valid URL"
-    if why:
-        raise errors.UnsafePath(f"download path refused: {why}")
+            raise errors.UnsafePath("download path refused: it is not a valid URL") from None
     segments = path.split("/")
     if "://" in path or (":" in segments[0] and not path.startswith("/")):
-        why = "it is an absolute URL"
-    elif path.startswith("/"):
-        why = "it starts with '/'"
-    else:
-        why = _bad_characters(path)
-    if why is None and any(_dot_segment(seg) for seg in segments):
-        why = "it has empty, '.' or '..' segments"
-    if why:
-        raise errors.UnsafePath(f"download path refused: {why}")
+        _refuse("it is an absolute URL")
+    if path.startswith("/"):
+        _refuse("it starts with '/'")
+    if why := _bad_characters(path):
+        _refuse(why)
+    if any(_dot_segment(seg) for seg in segments):
+        _refuse("it has empty, '.' or '..' segments")
     return quote(path, safe="/")

@@ -10,8 +10,6 @@ timeout, capped at the deadline, bounds it.
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 import math
 import os
 import socket
@@ -67,29 +65,15 @@ class Deadline:
         if fired:
             _shut_down(connection)
 
-    def fire(self) -> bool:
-        """Shut down the sockets of its connections; ``False`` if it was extended meanwhile."""
+    def cut(self, *, due: bool = False) -> None:
+        """End the exchange now (``due``: only if its time has passed): shut down its sockets."""
         with self._lock:
-            if self.fired or self.closed:
-                return True
-            if time.monotonic() < self.expires_at:
-                return False
-            self.fired = True
-            connections = list(self._connections)
-        self._shut(connections)
-        return True
-
-    def cut(self) -> None:
-        """End the exchange now, whatever the time: shut down its connections' sockets."""
-        with self._lock:
-            if self.closed:
+            now = time.monotonic()
+            if self.closed or (due and (self.fired or now < self.expires_at)):
                 return
             self.fired = True
-            self.expires_at = min(self.expires_at, time.monotonic())  # no retry, no pause
+            self.expires_at = min(self.expires_at, now)  # no retry, no pause
             connections = list(self._connections)
-        self._shut(connections)
-
-    def _shut(self, connections: list[Any]) -> None:
         for connection in connections:
             # A connection back in the pool may already serve another exchange.
             if getattr(connection, "stoplist_deadline", None) is self:
@@ -115,15 +99,13 @@ def _shut_down(connection: Any) -> None:
 
 
 class _Watchdog:
-    """One daemon thread that fires deadlines; it ends once idle (or at :meth:`settle`)."""
+    """One daemon thread that cuts deadlines as they pass; it ends once idle (or :meth:`settle`)."""
 
     def __init__(self) -> None:
         self._reset()
 
     def _reset(self) -> None:
         self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, Deadline]] = []
-        self._order = itertools.count()
         self._armed: set[Deadline] = set()  # the exchanges running now
         self._thread: threading.Thread | None = None
         self._settling = False
@@ -132,15 +114,16 @@ class _Watchdog:
         with self._cond:
             self._armed.add(deadline)
             self._settling = False
-            self._push(deadline)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="stoplist_nb-deadline", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
 
     def disarm(self, deadline: Deadline) -> None:
         with self._cond:
             self._armed.discard(deadline)
-            if len(self._heap) > 4 * len(self._armed) + 64:
-                # Ended exchanges stay in the heap until their time; drop them in bulk.
-                self._heap = [entry for entry in self._heap if entry[2] in self._armed]
-                heapq.heapify(self._heap)
             if not self._armed:
                 self._cond.notify()
 
@@ -153,17 +136,6 @@ class _Watchdog:
             self._cond.notify()
         join(thread)
 
-    def _push(self, deadline: Deadline) -> None:  # the lock held
-        entry = (deadline.expires_at, next(self._order), deadline)
-        heapq.heappush(self._heap, entry)
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name="stoplist_nb-deadline", daemon=True
-            )
-            self._thread.start()
-        elif self._heap[0] is entry:
-            self._cond.notify()
-
     def _run(self) -> None:
         leave_signals_to_main()
         while True:
@@ -172,32 +144,23 @@ class _Watchdog:
                 if due is None:
                     self._thread, self._settling = None, False
                     return
-            if not due.fire():
-                with self._cond:
-                    if due in self._armed:
-                        self._push(due)  # extended meanwhile
+            due.cut(due=True)  # not if it was extended meanwhile
 
-    def _next_due(self) -> Deadline | None:
+    def _next_due(self) -> Deadline | None:  # the lock held
         while True:
             if not self._armed:
-                self._heap.clear()
                 self._cond.wait_for(lambda: self._armed or self._settling, _IDLE_SECONDS)
                 if not self._armed:
                     return None
                 continue
-            if not self._heap:
+            waiting = [d for d in self._armed if not (d.fired or d.closed)]
+            if not waiting:
                 self._cond.wait()
                 continue
-            at, _, deadline = self._heap[0]
-            if deadline.closed or deadline.fired or deadline not in self._armed:
-                heapq.heappop(self._heap)
-            elif deadline.expires_at > at:  # extended since it was armed
-                heapq.heapreplace(self._heap, (deadline.expires_at, next(self._order), deadline))
-            elif (wait := at - time.monotonic()) > 0:
-                self._cond.wait(wait)
-            else:
-                heapq.heappop(self._heap)
-                return deadline
+            due = min(waiting, key=lambda d: d.expires_at)
+            if (wait := due.expires_at - time.monotonic()) <= 0:
+                return due
+            self._cond.wait(wait)
 
 
 #: How long the watchdog's thread outlives the last exchange (the next one may follow soon).
@@ -226,10 +189,7 @@ class Exchanges:
 
     @contextlib.contextmanager
     def tracking(self, sent: Callable[[], None] | None = None) -> Iterator[None]:
-        """Report this thread's exchanges here; ``sent`` runs once the first is on the wire.
-
-        (Or when the block ends, if none got that far or a SOCKS proxy carried it.)
-        """
+        """Track this thread's exchanges; ``sent()`` once one is on the wire, or at the end."""
         token = _EXCHANGES.set(self)
         self._sent = sent
         try:
@@ -262,14 +222,9 @@ class Exchanges:
 _EXCHANGES: ContextVar[Exchanges | None] = ContextVar("stoplist_nb_exchanges", default=None)
 
 
-def settle() -> None:
-    """End the watchdog's thread now if no exchange runs."""
-    _WATCHDOG.settle()
-
-
-def current() -> Deadline | None:
-    """The deadline of the exchange running in this thread, if any."""
-    return _CURRENT.get()
+settle = _WATCHDOG.settle
+#: The deadline of the exchange running in this thread, if any.
+current = _CURRENT.get
 
 
 @contextlib.contextmanager

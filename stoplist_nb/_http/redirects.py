@@ -1,8 +1,7 @@
 """Which redirects the client follows: only within the base URL's origin.
 
-requests would follow a redirect anywhere, replaying a 307/308 POST body
-(token and all) to the new host. So every request is sent with
-``allow_redirects=False`` and :func:`next_url` says what to do with a 3xx.
+requests would follow one anywhere, replaying a 307/308 POST body (token and all)
+to the new host: every request is sent with ``allow_redirects=False`` instead.
 """
 
 from __future__ import annotations

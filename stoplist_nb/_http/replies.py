@@ -1,7 +1,4 @@
-"""What a reply, or its lack, means: the envelope check and the typed errors.
-
-Every text of the service is scrubbed of the token first.
-"""
+"""What a reply, or its lack, means: the envelope check and the typed errors, token scrubbed."""
 
 from __future__ import annotations
 
@@ -46,8 +43,6 @@ def _kind(*kinds: type[BaseException], but: tuple[type[BaseException], ...] = ()
 _Test = Callable[[list[BaseException]], bool]
 _NEW = urllib3.exceptions.NewConnectionError
 _RESOLVE = (urllib3.exceptions.NameResolutionError, socket.gaierror)
-
-
 _Row = tuple[_Test, type[errors.TransportError], str, str | None]
 _CONNECT, _TIMEOUT = errors.ConnectError, errors.RequestTimeout
 _CHECK = "check {var} ({address}), and that this machine may reach it"
@@ -99,11 +94,7 @@ def translate(method: str, exc: requests.exceptions.RequestException, base_url: 
 
 
 def what_to_check(exc: BaseException, base_url: str, var: str = "base_url") -> str | None:
-    """What to check when ``exc`` (ours, from a foreign error) says no connection opened.
-
-    The words name ``var``, where the address comes from; ``None`` once the
-    service was reached.
-    """
+    """What to check (naming ``var``) when ``exc`` says no connection opened; else ``None``."""
     cause = exc.__cause__
     if cause is None or not isinstance(exc, errors.TransportError):
         return None

@@ -1,8 +1,4 @@
-"""The retry policy: urllib3 ``Retry`` objects, named and overridable.
-
-POST is retried (the calls are reads), but ``NON_REPLAYABLE`` methods get
-:func:`connect_only`; every policy mounted goes through :func:`deadline_aware`.
-"""
+"""The retry policy, as urllib3 ``Retry``; ``NON_REPLAYABLE`` methods get :func:`connect_only`."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ def default_retry() -> Retry:
     ``suppresses/export`` is never sent twice and retrying stops at the deadline.
 
     Returns:
-        A fresh urllib3 ``Retry`` each call: change it with ``.new(...)``
-        and pass it as ``Client(retry=...)``.
+        A fresh urllib3 ``Retry`` each call: change it with ``.new(...)`` for ``Client(retry=...)``.
 
     >>> import stoplist_nb as sn
     >>> sn.default_retry().total
@@ -72,10 +67,7 @@ def connect_only(retry: Retry) -> Retry:
 
 
 class DeadlineRetry(Retry):
-    """A ``Retry`` that gives up (as out of budget) when the next pause would end past the deadline.
-
-    A host name that does not resolve is never tried again: the resolver has retried already.
-    """
+    """A ``Retry`` that stops once the next pause would pass the deadline, or on an unknown host."""
 
     def increment(
         self,

@@ -68,10 +68,14 @@ class Transport:
         session: requests.Session | None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
         self.deadline = deadline
         self.min_download_rate = min_download_rate
         self.redact = Redactor(token)
+        # A connection being opened has no socket the deadline could shut down.
+        self._timeout: Any = timeout
+        if deadline is not None:
+            connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+            self._timeout = (deadline if connect is None else min(connect, deadline), read)
         self._token = token
         if retry is True:
             retry = default_retry()
@@ -206,7 +210,7 @@ class Transport:
         hop = 0
         while True:
             response = self.session.request(
-                verb, url, allow_redirects=False, timeout=self._socket_timeout(), **kwargs
+                verb, url, allow_redirects=False, timeout=self._timeout, **kwargs
             )
             status = response.status_code
             if not 300 <= status < 400:
@@ -219,21 +223,24 @@ class Transport:
             message = "%s %s -> HTTP %d, redirect to %s followed"
             log.debug(message, verb, what, status, shown(url), extra=extra)
 
-    def _socket_timeout(self) -> float | tuple[float, float | None] | None:
-        # A connection being opened has no socket the deadline could shut down.
-        timeout, deadline = self.timeout, self.deadline
-        if deadline is None:
-            return timeout
-        if timeout is None:
-            return (deadline, None)
-        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-        return (deadline if connect is None else min(connect, deadline), read)
-
     def _fail(
         self, verb: str, what: str, deadline: Deadline, exc: Exception, *, received: int = 0
     ) -> NoReturn:
         if deadline.passed and not isinstance(exc, errors.ArchiveTooLarge):
-            message = self._deadline_message(what, deadline, received)
+            if what != "download":
+                message = (
+                    f"{what}: no complete reply within the deadline of {deadline.seconds:g} s, "
+                    "retries included (Client(deadline=...) sets it)"
+                )
+            else:
+                rate = self.min_download_rate
+                earned = f", plus 1 s per {rate:g} bytes received" if rate else ""
+                message = (
+                    "download: not complete within the deadline of "
+                    f"{deadline.expires_at - deadline.start:.1f} s ({deadline.seconds:g} s"
+                    f"{earned}; {received} bytes arrived). "
+                    "Client(deadline=..., min_download_rate=...) sets it"
+                )
             self._raise(verb, what, deadline, errors.RequestTimeout(message), exc)
         if isinstance(exc, errors.StoplistError):
             self._raise(verb, what, deadline, exc)
@@ -258,21 +265,6 @@ class Transport:
             raise error
         raise error from self.redact.scrub(cause)
 
-    def _deadline_message(self, what: str, deadline: Deadline, received: int) -> str:
-        if what != "download":
-            return (
-                f"{what}: no complete reply within the deadline of {deadline.seconds:g} s, "
-                "retries included (Client(deadline=...) sets it)"
-            )
-        rate = self.min_download_rate
-        earned = f", plus 1 s per {rate:g} bytes received" if rate else ""
-        allowed = deadline.expires_at - deadline.start
-        return (
-            f"download: not complete within the deadline of {allowed:.1f} s "
-            f"({deadline.seconds:g} s{earned}; {received} bytes arrived). "
-            "Client(deadline=..., min_download_rate=...) sets it"
-        )
-
     def _log(
         self, verb: str, what: str, response: requests.Response, size: int, deadline: Deadline
     ) -> None:
@@ -281,6 +273,6 @@ class Transport:
         attempts = 1 + len(getattr(retries, "history", ()) or ())
         status, elapsed = response.status_code, deadline.elapsed()
         extra = {"api_method": what, "http_status": status, "nbytes": size, "elapsed": elapsed}
-        extra["attempts"] = attempts
+        extra |= {"attempts": attempts}
         message = "%s %s -> HTTP %d, %d bytes in %.3f s, attempt %d"
         log.debug(message, verb, what, status, size, elapsed, attempts, extra=extra)

@@ -1,8 +1,4 @@
-"""Leaves whose values change JSON kind (``2`` here, ``"2"`` there), kept as sent.
-
-Such a leaf is :data:`JSON`: each value's JSON text, under a type that says
-so; ``to_pylist()`` decodes them.
-"""
+"""Leaves whose values change JSON kind (``2`` here, ``"2"`` there), kept as :data:`JSON` text."""
 
 from __future__ import annotations
 

@@ -45,33 +45,6 @@ def read_reply(content: bytes) -> Reply:
     """
     if not isinstance(content, bytes | bytearray | memoryview):
         raise ValueError(_NOT_AN_OBJECT)
-    _require_utf8(content)
-    if depth_bound(content) > MAX_DEPTH and (depth := text_depth(content)) > MAX_DEPTH:
-        raise ValueError(
-            f"the reply nests values more than {MAX_DEPTH} levels deep ({depth} or more); "
-            "nothing of it was read (MongoDB itself stores at most 100 levels)"
-        )
-    table = _arrow_table(content)
-    if table is not None:
-        return _reply_from_table(table)
-    try:
-        document = json.loads(content)
-    except (ValueError, TypeError, RecursionError):
-        # The decoder's exception holds the whole body: never chain it.
-        raise ValueError(_NOT_AN_OBJECT) from None
-    if not isinstance(document, dict):
-        raise ValueError(_NOT_AN_OBJECT)
-    envelope = {key: value for key, value in document.items() if key != "data"}
-    data = document.get("data")
-    if data is None:
-        return Reply(envelope, None)
-    if not isinstance(data, list):
-        envelope["data"] = data
-        return Reply(envelope, None)
-    return Reply(envelope, records_to_arrow(data, depth_checked=True))
-
-
-def _require_utf8(content: bytes | bytearray | memoryview) -> None:
     # pyarrow.json does not check that keys and strings are UTF-8: Arrow's own
     # validator does, over the bytes as they are (no copy).
     offsets = pa.py_buffer(struct.pack("<qq", 0, len(content)))
@@ -80,6 +53,40 @@ def _require_utf8(content: bytes | bytearray | memoryview) -> None:
         text.validate(full=True)
     except pa.ArrowInvalid:
         raise ValueError("the reply is not valid UTF-8, as JSON must be") from None
+    if depth_bound(content) > MAX_DEPTH and (depth := text_depth(content)) > MAX_DEPTH:
+        raise ValueError(
+            f"the reply nests values more than {MAX_DEPTH} levels deep ({depth} or more); "
+            "nothing of it was read (MongoDB itself stores at most 100 levels)"
+        )
+    table = _arrow_table(content)
+    if table is not None:
+        envelope: dict[str, Any] = {}
+        data: pa.Array | None = None
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            if name != "data":
+                envelope[name] = column[0].as_py()
+                continue
+            cell = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+            if pa.types.is_null(cell.type) or cell.null_count:
+                continue
+            if pa.types.is_list(cell.type) or pa.types.is_large_list(cell.type):
+                data = cell.flatten()
+            else:
+                envelope["data"] = cell[0].as_py()
+        return Reply(envelope, data)
+    try:
+        document = json.loads(content)
+    except (ValueError, TypeError, RecursionError):
+        # The decoder's exception holds the whole body: never chain it.
+        raise ValueError(_NOT_AN_OBJECT) from None
+    if not isinstance(document, dict):
+        raise ValueError(_NOT_AN_OBJECT)
+    data = document.get("data")
+    rows = data if isinstance(data, list) else None
+    envelope = {
+        k: v for k, v in document.items() if k != "data" or (rows is None and v is not None)
+    }
+    return Reply(envelope, None if rows is None else records_to_arrow(rows, depth_checked=True))
 
 
 def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
@@ -93,9 +100,8 @@ def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
         # pyarrow.json drops a null that opens a list of objects or lists and
         # leaves the offsets pointing past the values: that fails validation.
         table.validate()
-        if _has_timestamp(table.schema):
-            table = _timestamps_as_text(content, table)
-            table.validate()
+        table = _timestamps_as_text(content, table)
+        table.validate()
     except pa.ArrowException:
         return None
     if not all(exact_floats(column.chunk(0)) for column in table.columns):
@@ -103,9 +109,7 @@ def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
     return table
 
 
-def _read_json(
-    content: bytes | bytearray | memoryview, schema: pa.Schema | None = None
-) -> pa.Table:
+def _read_json(content: bytes | bytearray | memoryview, schema: pa.Schema | None) -> pa.Table:
     # One block for the whole body: a single object must never straddle blocks.
     options = pa_json.ReadOptions(block_size=len(content) + 64, use_threads=False)
     parse = None
@@ -117,20 +121,12 @@ def _read_json(
 _TIMESTAMP = pa.timestamp("s").id
 
 
-def _has_timestamp(schema: pa.Schema) -> bool:
-    stack = list(schema.types)
-    while stack:
-        type_ = stack.pop()
-        if type_.id == _TIMESTAMP:
-            return True
-        stack.extend(type_.field(i).type for i in range(type_.num_fields))
-    return False
-
-
 def _timestamps_as_text(content: bytes | bytearray | memoryview, table: pa.Table) -> pa.Table:
     """``table`` with the text pyarrow made into timestamps read again as strings."""
-    wanted = {f.name: _text_type(f.type) for f in table.schema}
-    schema = pa.schema([pa.field(name, t) for name, t in wanted.items() if t is not None])
+    wanted = [pa.field(f.name, t) for f in table.schema if (t := _text_type(f.type)) is not None]
+    if not wanted:
+        return table
+    schema = pa.schema(wanted)
     text = _read_json(content, schema)
     for name in schema.names:
         i = table.schema.get_field_index(name)
@@ -174,20 +170,3 @@ def _with_text(array: pa.Array, text: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(
         list_type, len(array), array.buffers()[:2], offset=array.offset, children=[values]
     )
-
-
-def _reply_from_table(table: pa.Table) -> Reply:
-    envelope: dict[str, Any] = {}
-    data: pa.Array | None = None
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        if name != "data":
-            envelope[name] = column[0].as_py()
-            continue
-        cell = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        if pa.types.is_null(cell.type) or cell.null_count:
-            continue
-        if pa.types.is_list(cell.type) or pa.types.is_large_list(cell.type):
-            data = cell.flatten()
-        else:
-            envelope["data"] = cell[0].as_py()
-    return Reply(envelope, data)

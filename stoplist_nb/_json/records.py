@@ -19,6 +19,7 @@ from stoplist_nb._json.nesting import MAX_DEPTH, value_depth
 from stoplist_nb.errors import InvalidInput
 
 _INT64 = (-(2**63), 2**63 - 1)
+_Path = tuple[object, ...]  # keys, and _ITEM for a list's elements
 _EXACT = 2**53  # the largest magnitude below which a float64 holds every integer
 
 
@@ -40,10 +41,13 @@ def records_to_arrow(
         )
     # pa.array takes some mixes without a word (2.5 beside false reads false as 0.0):
     # the kinds of every leaf are looked at first, whatever Arrow would accept.
-    kinds: dict[tuple[object, ...], set[str]] = {}
+    kinds: dict[_Path, set[str]] = {}
+    orders: dict[_Path, dict[str, None]] | None = {} if _SORTS_KEYS else None
     for value in values:
-        _collect_kinds(value, (), kinds)
-    textual = _outermost({path for path, seen in kinds.items() if _needs_text(seen)})
+        _collect(value, (), kinds, orders)
+    needs = {path for path, seen in kinds.items() if _needs_text(seen)}
+    # The outermost of them: one JSON value holds the rest.
+    textual = {p for p in needs if not any(p[:i] in needs for i in range(len(p)))}
     if textual:
         prefixes = {path[:i] for path in textual for i in range(len(path) + 1)}
         values = [_as_text_at(value, (), textual, prefixes) for value in values]
@@ -51,11 +55,6 @@ def records_to_arrow(
         array = pa.array(values)
     except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
         raise InvalidInput(f"records cannot be converted to Arrow: {exc}") from None
-    orders: dict[tuple[object, ...], dict[str, None]] | None = None
-    if _SORTS_KEYS:
-        orders = {}
-        for value in values:
-            _collect_key_order(value, (), orders)
     if textual or orders is not None:
         array = _rebuilt(array, (), orders, textual)
     return array
@@ -66,24 +65,8 @@ def records_to_arrow(
 _SORTS_KEYS = pa.array([{"b": 0, "a": 0}]).type.field(0).name != "b"
 
 
-def _collect_key_order(
-    value: object, path: tuple[object, ...], orders: dict[Any, dict[str, None]]
-) -> None:
-    if isinstance(value, Mapping):
-        keys = orders.setdefault(path, {})
-        for key, item in value.items():
-            keys.setdefault(key)
-            _collect_key_order(item, (*path, key), orders)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            _collect_key_order(item, (*path, _ITEM), orders)
-
-
 def _rebuilt(
-    array: pa.Array,
-    path: tuple[object, ...],
-    orders: dict[Any, Any] | None,
-    textual: set[tuple[object, ...]],
+    array: pa.Array, path: _Path, orders: dict[Any, Any] | None, textual: set[_Path]
 ) -> pa.Array:
     # array with its struct keys in first-seen order and its textual leaves as JSON
     type_ = array.type
@@ -98,46 +81,24 @@ def _rebuilt(
         return pa.StructArray.from_arrays(children, names=names, mask=mask)
     if pa.types.is_list(type_):
         values = _rebuilt(array.values, (*path, _ITEM), orders, textual)
+        buffers = array.buffers()[:2]
         return pa.Array.from_buffers(
-            pa.list_(values.type),
-            len(array),
-            array.buffers()[:2],
-            offset=array.offset,
-            children=[values],
+            pa.list_(values.type), len(array), buffers, offset=array.offset, children=[values]
         )
     return array
 
 
 def exact_floats(array: pa.Array) -> bool:
     """Whether every float in ``array`` is below 2**53 (above, it may be a rounded int)."""
-    todo = [(array, step) for step in _float_steps(array.type)]
-    while todo:
-        current, steps = todo.pop()
-        if not steps:
-            if len(current) > current.null_count:
-                largest = pc.max(pc.abs(current)).as_py()
-                if largest is not None and not largest < _EXACT:  # NaN is not exact
-                    return False
-            continue
-        step, rest = steps[0], steps[1:]
-        child = current.values if step is None else current.field(step)
-        todo.append((child, rest))
+    type_ = array.type  # nested at most MAX_DEPTH levels: the reply's depth was checked
+    if pa.types.is_floating(type_):
+        largest = pc.max(pc.abs(array)).as_py() if len(array) > array.null_count else None
+        return largest is None or largest < _EXACT  # NaN is not exact
+    if pa.types.is_struct(type_):
+        return all(exact_floats(array.field(i)) for i in range(type_.num_fields))
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        return exact_floats(array.values)
     return True
-
-
-def _float_steps(type_: pa.DataType) -> list[tuple[int | None, ...]]:
-    # The paths (a field index, or None for a list's values) from type_ to its floats.
-    found: list[tuple[int | None, ...]] = []
-    todo: list[tuple[pa.DataType, tuple[int | None, ...]]] = [(type_, ())]
-    while todo:
-        current, path = todo.pop()
-        if pa.types.is_floating(current):
-            found.append(path)
-        elif pa.types.is_struct(current):
-            todo.extend((current.field(i).type, (*path, i)) for i in range(current.num_fields))
-        elif pa.types.is_list(current) or pa.types.is_large_list(current):
-            todo.append((current.value_type, (*path, None)))
-    return found
 
 
 # "wide": an int a float64 would round; "big": one no int64 holds (both int when mixed).
@@ -165,29 +126,27 @@ def _kind(value: object) -> str:
 _ITEM = object()  # path step into a list's elements; never equal to a key
 
 
-def _collect_kinds(value: object, path: tuple[object, ...], kinds: dict[Any, set[str]]) -> None:
+def _collect(
+    value: object, path: _Path, kinds: dict[Any, set[str]], orders: dict[Any, Any] | None
+) -> None:
+    # the kinds at each path under value and, with orders, the first-seen order of its keys
     if value is None:
         return
     kind = _kind(value)
     kinds.setdefault(path, set()).add(kind)
     if kind == OBJECT:
         assert isinstance(value, Mapping)
+        keys = orders.setdefault(path, {}) if orders is not None else {}
         for key, item in value.items():
-            _collect_kinds(item, (*path, key), kinds)
+            keys.setdefault(key)
+            _collect(item, (*path, key), kinds, orders)
     elif kind == ARRAY:
         assert isinstance(value, list | tuple)
         for item in value:
-            _collect_kinds(item, (*path, _ITEM), kinds)
+            _collect(item, (*path, _ITEM), kinds, orders)
 
 
-def _outermost(paths: set[tuple[object, ...]]) -> set[tuple[object, ...]]:
-    # the paths with no other one above them: one JSON value holds the rest
-    return {p for p in paths if not any(p[:i] in paths for i in range(len(p)))}
-
-
-def _as_text_at(
-    value: object, path: tuple[object, ...], textual: set[Any], prefixes: set[Any]
-) -> object:
+def _as_text_at(value: object, path: _Path, textual: set[Any], prefixes: set[Any]) -> object:
     if value is None or path not in prefixes:
         return value
     if path in textual:

@@ -18,21 +18,10 @@ from typing import Any, ClassVar
 
 from stoplist_nb._json.frozen import FrozenDict, freeze, thaw
 from stoplist_nb.errors import InvalidQuery
-from stoplist_nb.query.values import (
-    FIELD_OPERATORS,
-    MAX_DEPTH,
-    OPTIONS_WITHOUT_REGEX,
-    check_argument,
-    check_field_operator,
-    check_path,
-    json_depth,
-    key_problem,
-    too_deep,
-    value_key,
-)
+from stoplist_nb.query import values as rules
 
 #: Field operators a :class:`Condition` holds (``$options`` and ``$not`` are its attributes).
-CONDITION_OPERATORS = FIELD_OPERATORS - {"$options", "$not"}
+CONDITION_OPERATORS = rules.FIELD_OPERATORS - {"$options", "$not"}
 
 _OPPOSITE = {"$eq": "$ne", "$ne": "$eq", "$in": "$nin", "$nin": "$in"}
 _SYMBOL = {"$eq": "==", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
@@ -69,14 +58,10 @@ class Query:
         return hash((type(self).__name__, self._key()))
 
     def __and__(self, other: Query) -> Query:
-        if not isinstance(other, Query):
-            return NotImplemented
-        return And((self, other))
+        return And((self, other)) if isinstance(other, Query) else NotImplemented
 
     def __or__(self, other: Query) -> Query:
-        if not isinstance(other, Query):
-            return NotImplemented
-        return Or((self, other))
+        return Or((self, other)) if isinstance(other, Query) else NotImplemented
 
     def __invert__(self) -> Query:
         raise NotImplementedError
@@ -87,8 +72,8 @@ class Query:
 
 
 def _set_depth(node: Query, depth: int, name: str) -> None:
-    if depth > MAX_DEPTH:
-        raise too_deep(name)
+    if depth > rules.MAX_DEPTH:
+        raise rules.too_deep(name)
     object.__setattr__(node, "_depth", depth)
 
 
@@ -122,10 +107,7 @@ class _Group(Query):
 
 @dataclass(frozen=True, eq=False, repr=False, init=False)
 class And(_Group):
-    """All of ``items``; nested ``And`` are flattened, ``And([])`` matches everything.
-
-    Conditions on different fields merge into one dict (MongoDB's implicit AND),
-    anything else goes under ``$and``.
+    """All of ``items`` (``And([])``: everything); conditions on other fields merge in one dict.
 
     >>> from stoplist_nb.query.model import F
     >>> ((F("a") >= 1) & (F("a") < 5)).to_mongo()
@@ -223,9 +205,9 @@ def _check_path(path: Any) -> None:
         raise InvalidQuery(f"a field path must be a string, not {type(path).__name__}")
     if path.startswith("$"):
         raise InvalidQuery(f"a field path must be a non-empty string without '$', not {path!r}")
-    if problem := key_problem(path):
+    if problem := rules.key_problem(path):
         raise InvalidQuery(f"a field path {path!r}: {problem}")
-    check_path(path, f"query[{path!r}]")
+    rules.check_path(path, f"query[{path!r}]")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -255,7 +237,7 @@ class Condition(Query):
         field = f"query[{self.path!r}]"
         if not isinstance(op, str):
             raise InvalidQuery(f"{field}: unsupported operator of type {type(op).__name__}")
-        check_field_operator(op, field)
+        rules.check_field_operator(op, field)
         if op not in CONDITION_OPERATORS:
             raise InvalidQuery(f"{field}: unsupported operator {op!r}")
         where = f"{field}[{op!r}]"
@@ -267,9 +249,9 @@ class Condition(Query):
             depth = self.value._depth  # checked when it was built
         else:
             # Before freeze, value_key, repr and to_mongo recurse into the value.
-            depth = json_depth(self.value, where)
+            depth = rules.json_depth(self.value, where)
         if op not in _ARGUMENT_UNCHECKED:
-            check_argument(op, self.value, where)
+            rules.check_argument(op, self.value, where)
         value = freeze(self.value)
         if op == "$elemMatch" and not isinstance(value, Query):
             raise InvalidQuery(f"{where}: $elemMatch takes a Query, not {value!r}")
@@ -277,8 +259,8 @@ class Condition(Query):
             # It would be written {"$elemMatch": {}}, which validate_query refuses.
             raise InvalidQuery(f"{where}: $elemMatch takes a non-empty query")
         if self.options and op != "$regex":
-            raise InvalidQuery(f"{field}: {OPTIONS_WITHOUT_REGEX}")
-        check_argument("$options", self.options, f"{field}['$options']")
+            raise InvalidQuery(f"{field}: {rules.OPTIONS_WITHOUT_REGEX}")
+        rules.check_argument("$options", self.options, f"{field}['$options']")
         if negated and op in _OPPOSITE:
             op, negated = _OPPOSITE[op], False
         elif negated and op == "$exists":
@@ -314,7 +296,7 @@ class Condition(Query):
         return {self.path: self.field_value()}
 
     def _key(self) -> Any:
-        return (self.path, self.op, value_key(self.value), self.options, self.negated)
+        return (self.path, self.op, rules.value_key(self.value), self.options, self.negated)
 
     def __invert__(self) -> Condition:
         return Condition(self.path, self.op, self.value, self.options, not self.negated)
@@ -341,9 +323,7 @@ def _operator(op: str) -> Callable[[F, Any], Condition]:
 
 
 class F:
-    """A field (dotted for nested ones), for building conditions: ``F("_city") == "Moscow"``.
-
-    Its ``==`` builds a condition, so ``F`` itself is not hashable.
+    """A field (dotted for nested ones) whose operators build conditions (so it is not hashable).
 
     >>> F("_city") == "Moscow"
     F('_city') == 'Moscow'

@@ -8,33 +8,20 @@ from typing import Any
 
 from stoplist_nb._json.frozen import thaw
 from stoplist_nb.errors import InvalidQuery
+from stoplist_nb.query import values as rules
 from stoplist_nb.query.model import And, Condition, Nor, Or, Query
-from stoplist_nb.query.values import (
-    FIELD_OPERATORS,
-    LOGICAL_OPERATORS,
-    OPTIONS_WITHOUT_REGEX,
-    check_argument,
-    check_field_operator,
-    check_path,
-    json_depth,
-    too_deep,
-)
 
 
 def validate_query(query: Any) -> dict[str, Any]:
     """Check a MongoDB query and return it as it will be sent.
 
-    Args:
-        query: The filter, e.g. ``{"$or": [{"_city": "Moscow"}, {"_city": "Kazan"}]}``.
-
     Returns:
         An equal copy of plain dicts and lists, ready for ``json.dumps``.
 
     Raises:
-        InvalidQuery: Not a dict, deeper than :data:`MAX_DEPTH` (each dict and
-            list a level) or self-containing, holding what JSON cannot (NaN, a
-            ``numpy.int64``...) or too many values, or not valid MongoDB; the
-            message names the part.
+        InvalidQuery: Not a dict, deeper than :data:`MAX_DEPTH` or self-containing,
+            holding what JSON cannot (NaN, a ``numpy.int64``...) or too many
+            values, or not valid MongoDB; the message names the part.
 
     >>> validate_query({"_city": {"$in": ["Moscow", "Kazan"]}})
     {'_city': {'$in': ['Moscow', 'Kazan']}}
@@ -45,10 +32,9 @@ def validate_query(query: Any) -> dict[str, Any]:
     """
     if not isinstance(query, Mapping):
         raise InvalidQuery(f"query must be a dict, not {type(query).__name__}")
-    json_depth(query, "query")  # the walks below recurse: safe only within the depth checked
+    rules.json_depth(query, "query")  # the walks below recurse: safe only within the depth checked
     _check_filter(query, "query")
-    result: dict[str, Any] = thaw(query)
-    return result
+    return thaw(query)  # type: ignore[no-any-return]
 
 
 def _fail(where: str, message: str) -> InvalidQuery:
@@ -56,30 +42,24 @@ def _fail(where: str, message: str) -> InvalidQuery:
 
 
 def _check_filter(query: Mapping[str, Any], where: str) -> None:
-    for key, value in query.items():
-        here = f"{where}[{key!r}]"
-        if isinstance(key, str) and key.startswith("$"):
-            _check_logical(key, value, here)
-        else:
-            check_path(key, here)
+    for op, value in query.items():
+        here = f"{where}[{op!r}]"
+        if not (isinstance(op, str) and op.startswith("$")):
+            rules.check_path(op, here)
             _check_condition(value, here)
-
-
-def _check_logical(op: str, value: Any, where: str) -> None:
-    if op == "$comment":
-        return
-    if op == "$not":
-        raise _fail(where, "$not applies to a field's condition; negate a whole query with $nor")
-    if op in FIELD_OPERATORS:
-        raise _fail(where, f"{op} needs a field: write {{'field': {{{op!r}: ...}}}}")
-    if op not in LOGICAL_OPERATORS:
-        raise _fail(where, f"unknown operator {op!r}")
-    if not isinstance(value, list) or not value:
-        raise _fail(where, f"{op} takes a non-empty list of queries")
-    for i, part in enumerate(value):
-        if not isinstance(part, Mapping):
-            raise _fail(f"{where}[{i}]", f"{op} items must be dicts")
-        _check_filter(part, f"{where}[{i}]")
+        elif op == "$not":
+            raise _fail(here, "$not applies to a field's condition; negate a whole query with $nor")
+        elif op in rules.FIELD_OPERATORS:
+            raise _fail(here, f"{op} needs a field: write {{'field': {{{op!r}: ...}}}}")
+        elif op not in rules.LOGICAL_OPERATORS:
+            raise _fail(here, f"unknown operator {op!r}")
+        elif op != "$comment":
+            if not isinstance(value, list) or not value:
+                raise _fail(here, f"{op} takes a non-empty list of queries")
+            for i, part in enumerate(value):
+                if not isinstance(part, Mapping):
+                    raise _fail(f"{here}[{i}]", f"{op} items must be dicts")
+                _check_filter(part, f"{here}[{i}]")
 
 
 def _is_operator_dict(value: Any, where: str) -> bool:
@@ -95,45 +75,37 @@ def _check_condition(value: Any, where: str) -> None:
     if not _is_operator_dict(value, where):
         return  # a literal: equality with a value or an embedded document
     if "$options" in value and "$regex" not in value:
-        raise _fail(where, OPTIONS_WITHOUT_REGEX)
+        raise _fail(where, rules.OPTIONS_WITHOUT_REGEX)
     for op, arg in value.items():
-        check_field_operator(op, where)
-        _check_operator(op, arg, f"{where}[{op!r}]")
-
-
-def _check_operator(op: str, arg: Any, where: str) -> None:
-    check_argument(op, arg, where)
-    if op == "$not":
-        if isinstance(arg, str):
-            return  # a regex pattern
-        if not _is_operator_dict(arg, where):
-            raise _fail(where, "$not takes an operator condition such as {'$in': [...]}")
-        _check_condition(arg, where)
-    elif op == "$elemMatch":
-        if not isinstance(arg, Mapping) or not arg:
-            raise _fail(where, "$elemMatch takes a non-empty dict")
-        if _is_element_filter(arg, where):
-            _check_filter(arg, where)
-        else:
-            _check_condition(arg, where)
+        rules.check_field_operator(op, where)
+        here = f"{where}[{op!r}]"
+        rules.check_argument(op, arg, here)
+        if op == "$not" and not isinstance(arg, str):  # a string is a regex pattern
+            if not _is_operator_dict(arg, here):
+                raise _fail(here, "$not takes an operator condition such as {'$in': [...]}")
+            _check_condition(arg, here)
+        elif op == "$elemMatch":
+            if not isinstance(arg, Mapping) or not arg:
+                raise _fail(here, "$elemMatch takes a non-empty dict")
+            if _is_element_filter(arg, here):
+                _check_filter(arg, here)
+            else:
+                _check_condition(arg, here)
 
 
 def _is_element_filter(arg: Mapping[str, Any], where: str) -> bool:
     # MongoDB reads $and/$or/$nor in $elemMatch as a filter on the elements'
     # fields, not as operators on the elements themselves.
-    return any(k in LOGICAL_OPERATORS for k in arg) or not _is_operator_dict(arg, where)
+    return any(k in rules.LOGICAL_OPERATORS for k in arg) or not _is_operator_dict(arg, where)
 
 
 def parse_query(query: Any) -> Query:
     """Turn a MongoDB query into :class:`Query` objects, after :func:`validate_query`.
 
     Several operators on one field become an :class:`And`, ``{"$or": [x]}``
-    becomes ``x``; ``parse_query(q.to_mongo()) == q`` for every ``q``. The
-    model may nest deeper than the dict, so near :data:`MAX_DEPTH` only this refuses.
-
-    Raises:
-        InvalidQuery: As :func:`validate_query`, or what the model does not hold
-            (``$comment``, an operator-only ``$elemMatch``, ``{"$and": [{}]}``).
+    becomes ``x``; ``parse_query(q.to_mongo()) == q`` for every ``q``. What the
+    model does not hold (``$comment``, an operator-only ``$elemMatch``, a model
+    deeper than :data:`MAX_DEPTH`) is ``InvalidQuery`` too.
 
     >>> parse_query({"_city": "Moscow", "score": {"$gte": 1, "$lt": 5}})
     (F('_city') == 'Moscow') & (F('score') >= 1) & (F('score') < 5)
@@ -221,7 +193,7 @@ def loads_query(text: str | bytes, where: str = "the query") -> dict[str, Any]:
         too_long = "has an integer too long for MongoDB, which holds 64 bits"
         raise InvalidQuery(f"{where} {too_long}") from None
     except RecursionError:  # json.loads recurses, so it gives up near the recursion limit
-        raise too_deep(where) from None
+        raise rules.too_deep(where) from None
     if not isinstance(value, dict):
         like, kind = '{"_city": "Moscow"}', type(value).__name__
         raise InvalidQuery(f"{where} must be a JSON object like {like}, not a {kind}")

@@ -1,15 +1,14 @@
-"""Query values checked without recursion, and the operator rules, said once for both edges.
+"""Query values and the operator rules, said once for ``validate_query`` and ``Condition``.
 
 :func:`json_depth` is the gate every value passes before anything recurses
-into it (too deep or self-containing is ``InvalidQuery``, not
-``RecursionError``); ``validate_query`` and ``Condition`` share the rules here.
+into it (too deep or self-containing is ``InvalidQuery``, not ``RecursionError``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from stoplist_nb._json.frozen import FrozenDict
 from stoplist_nb.errors import InvalidQuery
@@ -22,7 +21,6 @@ MAX_DEPTH = 100
 MAX_VALUES = 16 * 1024 * 1024 // 2
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_END = object()
 
 
 def value_key(value: Any) -> Any:
@@ -88,7 +86,8 @@ def _children(value: Any) -> Iterator[tuple[Any, Any]] | None:
 def json_depth(value: Any, where: str, *, limit: int = MAX_DEPTH) -> int:
     """Check that ``value`` is JSON the service takes and return its depth (a scalar is 0).
 
-    ``where`` starts each message (``"query['_city']"``).
+    ``where`` starts each message (``"query['_city']"``). The walk recurses at
+    most ``limit`` levels; a part met twice is counted from what it held.
 
     Raises:
         InvalidQuery: Deeper than ``limit``, self-containing, over
@@ -99,67 +98,62 @@ def json_depth(value: Any, where: str, *, limit: int = MAX_DEPTH) -> int:
     ...
     stoplist_nb.errors.InvalidQuery: query['a']: nan is not a JSON number
     """
-    items = _children(value)
-    if items is None:
-        if problem := _scalar_problem(value):
-            raise InvalidQuery(f"{where}: {problem}")
-        return 0
-    if limit < 1:
-        raise too_deep(where, limit)
-    # One frame per open dict or list: [it, its items, its depth, its values].
-    stack: list[list[Any]] = [[value, items, 1, 1]]
-    labels: list[Any] = []  # the key or index of each open one past the first
-    open_ids = {id(value)}
+    open_ids: set[int] = set()
     # Keeping each finished part alive keeps its id from being reused.
     finished: dict[int, tuple[Any, int, int]] = {}
-    total = 1
+    total = 0
 
-    def place(*label: Any) -> str:
-        parts = [f"[{part!r}]" for part in (*labels, *label)]
+    def place(labels: tuple[Any, ...]) -> str:
+        parts = [f"[{part!r}]" for part in labels]
         if len(parts) > 12:  # a path a hundred levels long would bury the message
             parts[6:-3] = ["..."]
         return where + "".join(parts)
 
-    while stack:
-        frame = stack[-1]
-        step: Any = next(frame[1], _END)
-        if step is _END:
-            stack.pop()
-            open_ids.discard(id(frame[0]))
-            finished[id(frame[0])] = (frame[0], frame[2], frame[3])
-            if stack:
-                labels.pop()
-                stack[-1][2] = max(stack[-1][2], frame[2] + 1)
-                stack[-1][3] += frame[3]
-            continue
-        label, item = step
-        if isinstance(frame[0], Mapping) and (problem := key_problem(label)):
-            raise InvalidQuery(f"{place()}: {problem}")
-        items = _children(item)
-        if items is None:
-            if problem := _scalar_problem(item):
-                raise InvalidQuery(f"{place(label)}: {problem}")
-            frame[3] += 1
-            total += 1
-        elif id(item) in open_ids:
-            raise InvalidQuery(f"{place(label)}: contains itself")
-        elif id(item) in finished:
-            _, depth, values = finished[id(item)]
-            if len(stack) + depth > limit:
-                raise too_deep(place(label), limit)
-            frame[2] = max(frame[2], depth + 1)
-            frame[3] += values
-            total += values
-        elif len(stack) >= limit:
-            raise too_deep(place(label), limit)
-        else:
-            stack.append([item, items, 1, 1])
-            labels.append(label)
-            open_ids.add(id(item))
-            total += 1
+    def fail(labels: tuple[Any, ...], problem: str) -> NoReturn:
+        raise InvalidQuery(f"{place(labels)}: {problem}")
+
+    def walk(node: Any, items: Iterator[tuple[Any, Any]], labels: tuple[Any, ...]) -> int:
+        # the depth of node, a dict or list, counting its values into total
+        nonlocal total
+        total += 1
         if total > MAX_VALUES:
-            raise InvalidQuery(f"{place()}: holds more than {MAX_VALUES} values, too many to send")
-    return int(finished[id(value)][1])
+            fail(labels, f"holds more than {MAX_VALUES} values, too many to send")
+        open_ids.add(id(node))
+        depth, start = 1, total
+        for label, item in items:
+            if isinstance(node, Mapping) and (problem := key_problem(label)):
+                fail(labels, problem)
+            here, children = (*labels, label), _children(item)
+            if children is None:
+                if problem := _scalar_problem(item):
+                    fail(here, problem)
+                total += 1
+            elif id(item) in open_ids:
+                fail(here, "contains itself")
+            elif id(item) in finished:
+                _, below, values = finished[id(item)]
+                if len(here) + below > limit:
+                    raise too_deep(place(here), limit)
+                depth = max(depth, below + 1)
+                total += values
+            elif len(here) >= limit:
+                raise too_deep(place(here), limit)
+            else:
+                depth = max(depth, walk(item, children, here) + 1)
+            if total > MAX_VALUES:
+                fail(labels, f"holds more than {MAX_VALUES} values, too many to send")
+        open_ids.discard(id(node))
+        finished[id(node)] = (node, depth, total - start + 1)
+        return depth
+
+    items = _children(value)
+    if items is None:
+        if problem := _scalar_problem(value):
+            fail((), problem)
+        return 0
+    if limit < 1:
+        raise too_deep(where, limit)
+    return walk(value, items, ())
 
 
 #: Operators that combine whole conditions, allowed where a query is.
