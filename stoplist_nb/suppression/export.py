@@ -7,6 +7,7 @@ directory (beside the Parquet file, or in the system's temporary directory).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pathlib
@@ -17,19 +18,13 @@ from typing import Any, NamedTuple, cast
 import pandas as pd
 
 from stoplist_nb import errors
-from stoplist_nb._atomic import check_target
+from stoplist_nb._atomic import check_target, scratch_directory
 from stoplist_nb._checks import check_int
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.archive import check_limits, read_hashed_csv
 from stoplist_nb.suppression.contacts import add_counts
-from stoplist_nb.suppression.download import (
-    FileWait,
-    check_type,
-    download_target,
-    download_zip,
-    start_suppression_export,
-)
+from stoplist_nb.suppression.download import check_type, download_zip, start_suppression_export
 from stoplist_nb.suppression.parquet import HashedParquet
 from stoplist_nb.suppression.tasks import (
     DEFAULT_TASK_TIMEOUT,
@@ -164,7 +159,7 @@ def _read_files(
     client: Client,
     status: TaskStatus,
     dest: str | os.PathLike[str],
-    wait: FileWait | None,
+    wait: tuple[float, float, float, float] | None,
     sink: HashedParquet | None,
     o: _Options,
     what: str,
@@ -302,12 +297,25 @@ def _export(
             client, task_id, task_timeout=o.task_timeout, progress=o.progress, **polls
         )
         # The files are waited for up to the task's own deadline.
-        wait = FileWait(since + o.task_timeout, o.task_timeout, o.poll_interval, o.max_interval)
+        wait = (since, o.task_timeout, o.poll_interval, o.max_interval)
         what = f"export task {redact(task_id)}"
         what = what if list_id is None else f"suppression list {list_id}"
-        beside = None if sink is None else sink.output
-        with download_target(status, o.dest, what, beside) as target:
-            o = o._replace(overwrite=o.overwrite or o.dest is None)
+        files, dest = status.require_files(), o.dest
+        # As Client.download reads it: a directory exists, or is written with a trailing /.
+        directory = dest is None or pathlib.Path(dest).is_dir() or str(dest).endswith(("/", os.sep))
+        if len(files) > 1 and not directory:
+            raise errors.InvalidInput(
+                f"{what}: the export has {len(files)} files and dest={str(dest)!r} names "
+                "one file: give a directory"
+            )
+        with contextlib.ExitStack() as stack:
+            if dest is not None:
+                target = pathlib.Path(dest)
+            elif sink is not None:
+                target = sink.output.temporary_directory("zips")
+            else:
+                target = stack.enter_context(scratch_directory("zips"))
+            o = o._replace(overwrite=o.overwrite or dest is None)
             frame, paths = _read_files(client, status, target, wait, sink, o, what, 4)
             names = [redact(path.name) for path in paths]
             attrs: dict[Any, Any] = {
