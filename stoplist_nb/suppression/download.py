@@ -1,8 +1,4 @@
-"""An export of a suppression list, up to its ZIP on disk: start the task, download.
-
-Each step is public, for when one must be retried on its own; the task is
-waited on in :mod:`~stoplist_nb.suppression.tasks`.
-"""
+"""An export of a suppression list, up to its ZIP on disk: start the task, download."""
 
 from __future__ import annotations
 
@@ -71,11 +67,7 @@ def download_export(
     poll_interval: float = 2.0,
     max_interval: float = 30.0,
 ) -> pathlib.Path:
-    """Download an export's ZIP of hashed contacts; return where it was saved.
-
-    As :meth:`~stoplist_nb.client.Client.download`: complete or not there; a
-    file already where it goes is refused before anything is sent, unless
-    ``overwrite``.
+    """Download an export's ZIP of hashed contacts, as :meth:`~stoplist_nb.client.Client.download`.
 
     Args:
         hashed_file: ``result.hashed_file`` of the task (a path, or a list of one).
@@ -87,12 +79,6 @@ def download_export(
             :func:`~stoplist_nb.suppression.tasks.wait_for_task` polls (with its
             ``task_timeout``, ``poll_interval`` and ``max_interval``; then
             ``TaskTimeout``); without it a 404 is an ``APIError``.
-
-    Returns:
-        The path of the file.
-
-    Raises:
-        OutputExists: A file is where the download goes and ``overwrite`` is false.
 
     >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
     PosixPath('exports/Stop list.md5.zip')

@@ -1,8 +1,7 @@
-"""A suppression list's export read into a DataFrame, or written to a Parquet file.
+"""A suppression list's export (start or pick up, wait, download, read) into a DataFrame or Parquet.
 
-The whole flow of :mod:`~stoplist_nb.suppression.download`: start or pick up
-the export, wait, download, read. The ZIPs a call does not keep go to a hidden
-directory (beside the Parquet file, or in the system's temporary directory).
+The ZIPs a call does not keep go to a hidden directory (beside the Parquet file, or in
+the system's temporary directory).
 """
 
 from __future__ import annotations
@@ -56,7 +55,6 @@ class _Options(NamedTuple):
 def _check_request(
     func: str, list_id: Any, task_id: Any, type: Any, max_size: Any, max_ratio: Any
 ) -> None:
-    """The checks on what to export, made before anything is sent."""
     if list_id is None and task_id is None:
         raise errors.InvalidInput(f"{func}: give list_id (a new export) or task_id (a started one)")
     if list_id is not None:
@@ -92,9 +90,8 @@ def read_suppression_list(
     how to pick it up when the task or its file is still there.
 
     Args:
-        client: The API client.
-        list_id: The suppression list's id; needed unless ``task_id`` is given.
-        type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"`` (a new export only).
+        list_id: Needed unless ``task_id`` is given.
+        type: For a new export only.
         task_id: An export already started (``exc.task_id`` of a ``TaskTimeout``, say).
         dest: Where the ZIP is kept (a file, or a directory for several files);
             default: a hidden temporary directory, removed afterwards.
@@ -165,7 +162,6 @@ def _read_files(
     what: str,
     stacklevel: int,
 ) -> tuple[pd.DataFrame | None, list[pathlib.Path]]:
-    """:func:`read_export_files`, into ``sink`` if given; ``stacklevel`` counts from here."""
     paths: list[pathlib.Path] = []
     frames = []
     for name in status.require_files():
@@ -205,10 +201,7 @@ def _read_files(
 
 @dataclasses.dataclass(frozen=True)
 class SuppressionSummary:
-    """What :func:`write_suppression_parquet` wrote (``pd.read_parquet(path).attrs`` hold more).
-
-    ``kinds`` is rows per kind, as ``attrs["kinds"]``, or ``None`` when the file names none.
-    """
+    """What :func:`write_suppression_parquet` wrote; ``kinds`` as ``attrs["kinds"]`` or ``None``."""
 
     path: pathlib.Path
     rows: int
@@ -234,10 +227,9 @@ def write_suppression_parquet(
 ) -> SuppressionSummary:
     """Export a suppression list into a Parquet file, in bounded memory.
 
-    Same as :func:`read_suppression_list`, but the CSV is streamed into
-    ``path`` 1 MiB at a time, a row group each (about 10 MiB of Arrow memory
-    whatever the list's size), written whole or not at all;
-    ``pd.read_parquet(path)`` gives back the frame, ``attrs`` too.
+    Same as :func:`read_suppression_list`, but the CSV is streamed into ``path`` 1 MiB
+    (a row group) at a time, about 10 MiB of Arrow memory whatever the list's size,
+    written whole or not at all; ``pd.read_parquet(path)`` gives back the frame.
 
     Args:
         list_id: ``None`` with ``task_id``.
@@ -277,10 +269,7 @@ def _export(
     sink: HashedParquet | None,
     o: _Options,
 ) -> pd.DataFrame | SuppressionSummary:
-    """The export, started unless ``task_id``, into a frame or ``sink``; ``type`` is recorded.
-
-    A hint to pick the task up says ``func(client, *args, task_id=...)``.
-    """
+    """The export, started unless ``task_id``, into a frame or ``sink``; hints call ``func``."""
     if task_id is None:
         assert list_id is not None  # checked by the caller
         type = type or "all"

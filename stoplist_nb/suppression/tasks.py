@@ -1,8 +1,7 @@
 """Export tasks: what ``tasks/status`` says of a task, and waiting for one to finish.
 
-Only ``completed`` (and ``success``) are documented as final; other words
-are "still running" unless they say failure. Every word of the service is
-scrubbed of the token before it reaches a message, the bar or stderr.
+Words other than ``completed`` (or ``success``) mean "running" unless they say failure;
+every word of the service is scrubbed of the token before it is shown.
 """
 
 from __future__ import annotations
@@ -48,10 +47,7 @@ _RESUMABLE = (*_PASSING, errors.ArchiveTooLarge)
 
 @contextmanager
 def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterator[None]:
-    """Within the block, every StoplistError gets ``exc.task_id``, and a resumable one a hint.
-
-    The hint is ``say(task_id)`` unless an outer :func:`resume_said_as` says it.
-    """
+    """Within the block, a StoplistError gets ``exc.task_id``, a resumable one ``say``'s hint."""
     token = _RESUME.set(_RESUME.get() or say)
     try:
         yield
@@ -192,9 +188,6 @@ def wait_for_task(
         max_interval: The longest wait between two polls.
         task_timeout: Seconds to wait (not the client's socket ``timeout``).
         progress: Show a bar driven by the reported progress.
-
-    Returns:
-        The status of the finished task.
 
     Raises:
         TaskFailed: The task reported failure.
