@@ -1,11 +1,9 @@
 """Read a suppression-list export (``<list name>.md5.zip``, or a bare CSV) into a DataFrame.
 
-The CSV is undocumented: each member's layout (separator, MD5 column,
-header) is detected from its first 64 KiB, as docs/suppression.md ("The CSV
-in the archive") describes. Members are streamed into pyarrow's CSV reader,
-never written to disk. Against zip bombs, the end record is checked before
-:mod:`zipfile` parses the directory, the members chosen before anything is
-unpacked (:func:`check_bomb`), and each is read through a :class:`Capped` stream.
+Each member's layout is detected from its first 64 KiB (docs/suppression.md), and
+it is streamed into pyarrow's CSV reader, never to disk. Against zip bombs, the end
+record is checked before :mod:`zipfile` parses the directory, the members' sizes
+before any is unpacked, and each is read through a :class:`Capped` stream.
 """
 
 from __future__ import annotations
@@ -28,16 +26,14 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager, nullco
 from dataclasses import dataclass
 from typing import IO, Any, NoReturn, Union
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from stoplist_nb._checks import check_int, check_number
 from stoplist_nb.errors import ArchiveTooLarge, BadArchive, InvalidInput, StoplistError
 from stoplist_nb.suppression.contacts import add_counts, kind_column, kind_counts
-from stoplist_nb.suppression.matching import hex_bytes
+from stoplist_nb.suppression.matching import clean_md5, unquoted
 
 __all__ = ["hashed_csv_members", "read_hashed_csv"]
 
@@ -137,10 +133,8 @@ def open_archive(file: IO[bytes]) -> tuple[zipfile.ZipFile, int]:
 class Capped:
     """A read-only stream refusing to yield more than ``limit`` bytes (its declared size).
 
-    A Capped of no stream (``raw=None``) is an archive's budget: what each
-    stream given it as ``budget`` yields is also counted there under ``key``
-    (default: ``label``), each key once to the furthest point read, and past
-    its ``limit`` (``max_size``) for all keys together it raises.
+    Of no stream (``raw=None``), an archive's budget: each stream given it as ``budget``
+    is counted there under ``key`` (default ``label``) to the furthest point read.
     """
 
     def __init__(
@@ -163,7 +157,6 @@ class Capped:
         return data
 
     def charge(self, key: Hashable, count: int) -> None:
-        """Record that ``key`` has yielded ``count`` bytes from its start."""
         before = self._reached.get(key, 0)
         if count > before:
             self._reached[key] = count
@@ -267,6 +260,7 @@ class Layout:
     names: tuple[str, ...]
     md5_index: int
     skip_rows: int  # pyarrow counts leading blank lines as rows to skip, then the header
+    label: str
 
 
 def _cell(value: str) -> str:
@@ -340,18 +334,7 @@ def detect(sample: bytes, complete: bool, label: str) -> Layout | None:
         while name in names:
             name += "_"
         names.append(name)
-    return Layout(delimiter, header, tuple(names), md5, blank + header)
-
-
-def _lower_hex(chunk: Any) -> Any:
-    buffers = chunk.buffers()
-    data = np.frombuffer(buffers[2], dtype=np.uint8)
-    if not np.any((data & 0x60) == 0x40):
-        return chunk
-    # On hex digits, setting bit 0x20 maps A-F to a-f and keeps 0-9: many times
-    # faster here than pc.ascii_lower, which also allocates a new buffer.
-    lower = pa.py_buffer(data | 0x20)
-    return pa.Array.from_buffers(chunk.type, len(chunk), [None, buffers[1], lower], 0, chunk.offset)
+    return Layout(delimiter, header, tuple(names), md5, blank + header, label)
 
 
 def check_limits(max_size: Any, max_ratio: Any) -> None:
@@ -360,7 +343,7 @@ def check_limits(max_size: Any, max_ratio: Any) -> None:
 
 
 def _member_batches(
-    opener: Opener, layout: Layout, label: str, skipped: list[str], block_size: int
+    opener: Opener, layout: Layout, skipped: list[str], block_size: int
 ) -> Iterator[Any]:
 
     def on_bad_row(row: Any) -> str:
@@ -411,7 +394,7 @@ def _member_batches(
             if handler is None and "columns, got" in str(exc):
                 continue
             what = "it is not UTF-8 text" if "utf8" in str(exc).lower() else "malformed CSV"
-            raise BadArchive(f"{label}: cannot be read as CSV ({what})") from None
+            raise BadArchive(f"{layout.label}: cannot be read as CSV ({what})") from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -431,50 +414,9 @@ def _as_input(source: Any) -> IO[bytes]:
 
 
 def hashed_csv_members(source: Source) -> list[str]:
-    """Return the names of the members :func:`read_hashed_csv` would read, in order.
-
-    An empty list means ``source`` is not a ZIP archive (a bare CSV).
-
-    >>> import io, zipfile
-    >>> buf = io.BytesIO()
-    >>> with zipfile.ZipFile(buf, "w") as zf:
-    ...     for name in ("__MACOSX/._b.csv", "b.csv", "a.csv", "readme.txt"):
-    ...         zf.writestr(name, "")
-    >>> hashed_csv_members(buf.getvalue())
-    ['a.csv', 'b.csv']
-    """
+    """Return the names of the members :func:`read_hashed_csv` would read; ``[]`` for a bare CSV."""
     with HashedBatches(source, max_size=2**63, max_ratio=math.inf) as reader:
         return reader.members
-
-
-def _unquoted(chunk: Any) -> Any:
-    """A chunk's fields quoted whole unquoted (``""`` in them as ``"``), ``""`` as null."""
-    buffers = chunk.buffers()
-    if not len(chunk) or buffers[2] is None:
-        return chunk
-    width = 8 if pa.types.is_large_string(chunk.type) else 4
-    ends = np.frombuffer(
-        buffers[1], f"<i{width}", count=len(chunk) + 1, offset=chunk.offset * width
-    )
-    # A copy of the bytes and one memchr: a few times faster than any compute kernel.
-    if b'"' not in memoryview(buffers[2])[int(ends[0]) : int(ends[-1])].tobytes():
-        return chunk
-    quoted = pc.fill_null(pc.match_substring_regex(chunk, '^".*"$'), False)
-    inner = pc.replace_substring(pc.utf8_slice_codeunits(chunk, 1, -1), '""', '"')
-    inner = pc.if_else(pc.equal(inner, ""), pa.scalar(None, inner.type), inner)
-    return pc.if_else(quoted, inner, chunk)
-
-
-def _clean_md5(chunk: Any, room: int) -> tuple[Any, int, list[str]]:
-    """Lowercase a chunk of the md5 column; count (and show ``room`` of) the values not MD5."""
-    if hex_bytes(chunk) is not None:
-        return _lower_hex(chunk), 0, []
-    chunk = _unquoted(chunk)
-    lowered = pc.utf8_lower(pc.utf8_trim_whitespace(chunk))
-    lowered = pc.if_else(pc.equal(lowered, ""), pa.scalar(None, lowered.type), lowered)
-    wrong = pc.invert(pc.fill_null(pc.match_substring_regex(lowered, "^[0-9a-f]{32}$"), False))
-    examples = pc.filter(lowered, wrong).slice(0, room).to_pylist()
-    return lowered, pc.sum(wrong).as_py() or 0, [repr(e or "")[:50] for e in examples]
 
 
 def _schema(names: list[str]) -> pa.Schema:
@@ -484,13 +426,7 @@ def _schema(names: list[str]) -> pa.Schema:
 class HashedBatches:
     """The rows of :func:`read_hashed_csv`, batch by batch (``block_size`` bytes of CSV each).
 
-    Every column ``large_string``; ``schema``, ``kinds``, ``attrs`` and
-    :meth:`warn` are complete once every batch is read.
-
-    >>> with HashedBatches(b"md5\\n0cc175b9c0f1b6a831c399e269772661\\n") as reader:
-    ...     rows = sum(batch.num_rows for batch in reader)
-    >>> rows, reader.schema.names
-    (1, ['md5'])
+    ``schema``, ``kinds``, ``attrs`` and :meth:`warn` are complete once every batch is read.
     """
 
     def __init__(
@@ -512,7 +448,6 @@ class HashedBatches:
         self.rows = 0
         self.schema = _schema(["md5"])
         self.kinds: dict[str, int] | None = None  # with a kind column only
-        self._first, self._kind, self._md5_at = "", None, 0
         self._bad, self._examples, self._skipped = 0, list[str](), list[str]()
 
     def __enter__(self) -> HashedBatches:
@@ -566,30 +501,24 @@ class HashedBatches:
                 layout = detect(sample[:SAMPLE], len(sample) <= SAMPLE, label)
                 if layout is None:
                     continue
-                if self.layout is None:
-                    self.layout, self._first, self._md5_at = layout, label, layout.md5_index
-                    others = [name for name in layout.names if name != "md5"]
-                    self.schema = _schema(["md5", *others])
-                    self._kind = kind_column(others)
-                    self.kinds = None if self._kind is None else {}
-                elif (len(layout.names), layout.md5_index) != (len(self.schema), self._md5_at):
-                    raise BadArchive(f"{label!r} has other columns than {self._first!r}")
-                batches = _member_batches(opener, layout, label, self._skipped, self._block_size)
-                for batch in batches:
-                    yield self._cleaned(batch)
-
-    def _cleaned(self, batch: Any) -> Any:
-        # By the first member's names, as a later member's are not kept.
-        at = self._md5_at
-        md5, bad, examples = _clean_md5(batch.column(at), 3 - len(self._examples))
-        self._bad += bad
-        self._examples += examples
-        others = [_unquoted(batch.column(i)) for i in range(batch.num_columns) if i != at]
-        out = pa.RecordBatch.from_arrays([md5, *others], schema=self.schema)
-        if self.kinds is not None:
-            self.kinds = add_counts([self.kinds, kind_counts(out.column(self._kind))])
-        self.rows += out.num_rows
-        return out
+                first = self.layout = self.layout or layout
+                if first is layout:
+                    self.schema = _schema(["md5", *(n for n in layout.names if n != "md5")])
+                    self.kinds = None if kind_column(self.schema.names) is None else {}
+                elif (len(layout.names), layout.md5_index) != (len(first.names), first.md5_index):
+                    raise BadArchive(f"{label!r} has other columns than {first.label!r}")
+                at = first.md5_index  # a later member's names are not kept
+                for batch in _member_batches(opener, layout, self._skipped, self._block_size):
+                    md5, bad, examples = clean_md5(batch.column(at), 3 - len(self._examples))
+                    self._bad += bad
+                    self._examples += examples
+                    others = [unquoted(c) for i, c in enumerate(batch.columns) if i != at]
+                    out = pa.RecordBatch.from_arrays([md5, *others], schema=self.schema)
+                    if self.kinds is not None:
+                        kind = out.column(kind_column(self.schema.names))
+                        self.kinds = add_counts([self.kinds, kind_counts(kind)])
+                    self.rows += out.num_rows
+                    yield out
 
     @property
     def attrs(self) -> dict[str, Any]:

@@ -1,28 +1,23 @@
-"""An export of a suppression list, up to its ZIP on disk: start the task, download.
-
-Each step is public, for when one must be retried on its own; the task is
-waited on in :mod:`~stoplist_nb.suppression.tasks`.
-"""
+"""An export of a suppression list, up to its ZIP on disk: start the task, download."""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import os
 import pathlib
 import time
 import zipfile
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from typing import Any
 
 from stoplist_nb import errors
-from stoplist_nb._atomic import Output, refuse_existing, scratch_directory
+from stoplist_nb._atomic import refuse_existing
 from stoplist_nb._checks import check_int, check_number
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.tasks import (
     DEFAULT_TASK_TIMEOUT,
     TaskStatus,
+    backoff,
     check_not_failed,
     check_task_id,
     get_task,
@@ -72,11 +67,7 @@ def download_export(
     poll_interval: float = 2.0,
     max_interval: float = 30.0,
 ) -> pathlib.Path:
-    """Download an export's ZIP of hashed contacts; return where it was saved.
-
-    As :meth:`~stoplist_nb.client.Client.download`: complete or not there; a
-    file already where it goes is refused before anything is sent, unless
-    ``overwrite``.
+    """Download an export's ZIP of hashed contacts, as :meth:`~stoplist_nb.client.Client.download`.
 
     Args:
         hashed_file: ``result.hashed_file`` of the task (a path, or a list of one).
@@ -88,12 +79,6 @@ def download_export(
             :func:`~stoplist_nb.suppression.tasks.wait_for_task` polls (with its
             ``task_timeout``, ``poll_interval`` and ``max_interval``; then
             ``TaskTimeout``); without it a 404 is an ``APIError``.
-
-    Returns:
-        The path of the file.
-
-    Raises:
-        OutputExists: A file is where the download goes and ``overwrite`` is false.
 
     >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
     PosixPath('exports/Stop list.md5.zip')
@@ -108,7 +93,7 @@ def download_export(
     check_number("task_timeout", task_timeout, unit="seconds")
     check_number("poll_interval", poll_interval, unit="seconds")
     check_number("max_interval", max_interval, unit="seconds")
-    wait = FileWait(time.monotonic() + task_timeout, task_timeout, poll_interval, max_interval)
+    wait = (time.monotonic(), task_timeout, poll_interval, max_interval)
     with naming_task(task_id):
         refuse_existing(client.download_target(hashed_file, dest), overwrite)
         status = get_task(client, task_id)
@@ -126,41 +111,6 @@ def download_export(
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class FileWait:
-    """Until when (``time.monotonic()``), and how often, a file not served yet is asked for."""
-
-    deadline: float
-    task_timeout: float
-    poll_interval: float
-    max_interval: float
-
-
-@contextlib.contextmanager
-def download_target(
-    status: TaskStatus,
-    dest: str | os.PathLike[str] | None,
-    what: str,
-    beside: Output | None = None,
-) -> Iterator[pathlib.Path]:
-    """Where the export's files go: ``dest``, else a hidden directory removed afterwards."""
-    files = status.require_files()
-    # As Client.download reads it: a directory exists, or is written with a trailing /.
-    directory = dest is None or pathlib.Path(dest).is_dir() or str(dest).endswith(("/", os.sep))
-    if len(files) > 1 and not directory:
-        raise errors.InvalidInput(
-            f"{what}: the export has {len(files)} files and dest={str(dest)!r} names "
-            "one file: give a directory"
-        )
-    if dest is not None:
-        yield pathlib.Path(dest)
-    elif beside is not None:
-        yield beside.temporary("zips", directory=True)
-    else:
-        with scratch_directory("zips") as scratch:
-            yield scratch
-
-
 def download_zip(
     client: Client,
     name: str,
@@ -172,14 +122,20 @@ def download_zip(
     overwrite: bool,
     status: TaskStatus,
     replaceable: Collection[pathlib.Path] = (),
-    wait: FileWait | None = None,
+    wait: tuple[float, float, float, float] | None = None,
 ) -> pathlib.Path:
-    """Download one file of the export of ``status``, a ZIP archive; with ``wait``, wait out a 404.
+    """Download one file of the export of ``status``, a ZIP archive.
 
-    ``replaceable``: files of the same export, already read, that one of the same name replaces.
+    ``replaceable``: files of the same export, already read, that one of the same name
+    replaces. ``wait``: ``(start, task_timeout, poll_interval, max_interval)`` to ask
+    again after a 404 until ``start + task_timeout``.
     """
-    interval = max(wait.poll_interval, 0.01) if wait is not None else 0.0
-    while True:
+    start, timeout, poll_interval, max_interval = wait or (0, 0, 0, 0)
+    for attempt in backoff(start + timeout, poll_interval, max_interval) if wait else [0]:
+        if attempt:
+            # Asking lets the service say the task failed after all, or finish it.
+            status = get_task(client, status.task_id)
+            check_not_failed(status)
         try:
             # Packed, a CSV is no larger than unpacked (headers aside): past max_size the
             # download could not be read anyway, so it is stopped there, on the wire.
@@ -194,22 +150,17 @@ def download_zip(
         except errors.APIError as exc:
             if wait is None or exc.http_status != 404:
                 raise
-            left = wait.deadline - time.monotonic()
-            if left <= 0:
-                late = errors.TaskTimeout(
-                    f"export task {redact(status.task_id)!r} is done but its file "
-                    f"{redact(name)!r} is not ready: the service still answers 404 after "
-                    f"{wait.task_timeout:g} s",
-                    task_id=status.task_id,
-                    progress=status.progress,
-                )
-                late.hint = how_to_resume(status.task_id)
-                raise late from exc
-            time.sleep(min(interval, left))
-            interval = min(interval * 1.5, max(wait.max_interval, wait.poll_interval))
-            # Asking lets the service say the task failed after all, or finish it.
-            status = get_task(client, status.task_id)
-            check_not_failed(status)
+            missing = exc
+    else:
+        late = errors.TaskTimeout(
+            f"export task {redact(status.task_id)!r} is done but its file "
+            f"{redact(name)!r} is not ready: the service still answers 404 after "
+            f"{timeout:g} s",
+            task_id=status.task_id,
+            progress=status.progress,
+        )
+        late.hint = how_to_resume(status.task_id)
+        raise late from missing
     if not zipfile.is_zipfile(path):
         # An empty body or a proxy's sign-in page would read as a list of no hashes.
         raise errors.BadArchive(

@@ -1,12 +1,12 @@
-"""A suppression list's export read into a DataFrame, or written to a Parquet file.
+"""A suppression list's export (start or pick up, wait, download, read) into a DataFrame or Parquet.
 
-The whole flow of :mod:`~stoplist_nb.suppression.download`: start or pick up
-the export, wait, download, read. The ZIPs a call does not keep go to a hidden
-directory (beside the Parquet file, or in the system's temporary directory).
+The ZIPs a call does not keep go to a hidden directory (beside the Parquet file, or in
+the system's temporary directory).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pathlib
@@ -17,19 +17,13 @@ from typing import Any, NamedTuple, cast
 import pandas as pd
 
 from stoplist_nb import errors
-from stoplist_nb._atomic import check_target
+from stoplist_nb._atomic import check_target, scratch_directory
 from stoplist_nb._checks import check_int
 from stoplist_nb._redact import redact
 from stoplist_nb.client import Client
 from stoplist_nb.suppression.archive import check_limits, read_hashed_csv
 from stoplist_nb.suppression.contacts import add_counts
-from stoplist_nb.suppression.download import (
-    FileWait,
-    check_type,
-    download_target,
-    download_zip,
-    start_suppression_export,
-)
+from stoplist_nb.suppression.download import check_type, download_zip, start_suppression_export
 from stoplist_nb.suppression.parquet import HashedParquet
 from stoplist_nb.suppression.tasks import (
     DEFAULT_TASK_TIMEOUT,
@@ -61,7 +55,6 @@ class _Options(NamedTuple):
 def _check_request(
     func: str, list_id: Any, task_id: Any, type: Any, max_size: Any, max_ratio: Any
 ) -> None:
-    """The checks on what to export, made before anything is sent."""
     if list_id is None and task_id is None:
         raise errors.InvalidInput(f"{func}: give list_id (a new export) or task_id (a started one)")
     if list_id is not None:
@@ -97,9 +90,8 @@ def read_suppression_list(
     how to pick it up when the task or its file is still there.
 
     Args:
-        client: The API client.
-        list_id: The suppression list's id; needed unless ``task_id`` is given.
-        type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"`` (a new export only).
+        list_id: Needed unless ``task_id`` is given.
+        type: For a new export only.
         task_id: An export already started (``exc.task_id`` of a ``TaskTimeout``, say).
         dest: Where the ZIP is kept (a file, or a directory for several files);
             default: a hidden temporary directory, removed afterwards.
@@ -164,13 +156,12 @@ def _read_files(
     client: Client,
     status: TaskStatus,
     dest: str | os.PathLike[str],
-    wait: FileWait | None,
+    wait: tuple[float, float, float, float] | None,
     sink: HashedParquet | None,
     o: _Options,
     what: str,
     stacklevel: int,
 ) -> tuple[pd.DataFrame | None, list[pathlib.Path]]:
-    """:func:`read_export_files`, into ``sink`` if given; ``stacklevel`` counts from here."""
     paths: list[pathlib.Path] = []
     frames = []
     for name in status.require_files():
@@ -210,10 +201,7 @@ def _read_files(
 
 @dataclasses.dataclass(frozen=True)
 class SuppressionSummary:
-    """What :func:`write_suppression_parquet` wrote (``pd.read_parquet(path).attrs`` hold more).
-
-    ``kinds`` is rows per kind, as ``attrs["kinds"]``, or ``None`` when the file names none.
-    """
+    """What :func:`write_suppression_parquet` wrote; ``kinds`` as ``attrs["kinds"]`` or ``None``."""
 
     path: pathlib.Path
     rows: int
@@ -239,10 +227,9 @@ def write_suppression_parquet(
 ) -> SuppressionSummary:
     """Export a suppression list into a Parquet file, in bounded memory.
 
-    Same as :func:`read_suppression_list`, but the CSV is streamed into
-    ``path`` 1 MiB at a time, a row group each (about 10 MiB of Arrow memory
-    whatever the list's size), written whole or not at all;
-    ``pd.read_parquet(path)`` gives back the frame, ``attrs`` too.
+    Same as :func:`read_suppression_list`, but the CSV is streamed into ``path`` 1 MiB
+    (a row group) at a time, about 10 MiB of Arrow memory whatever the list's size,
+    written whole or not at all; ``pd.read_parquet(path)`` gives back the frame.
 
     Args:
         list_id: ``None`` with ``task_id``.
@@ -282,10 +269,7 @@ def _export(
     sink: HashedParquet | None,
     o: _Options,
 ) -> pd.DataFrame | SuppressionSummary:
-    """The export, started unless ``task_id``, into a frame or ``sink``; ``type`` is recorded.
-
-    A hint to pick the task up says ``func(client, *args, task_id=...)``.
-    """
+    """The export, started unless ``task_id``, into a frame or ``sink``; hints call ``func``."""
     if task_id is None:
         assert list_id is not None  # checked by the caller
         type = type or "all"
@@ -302,12 +286,25 @@ def _export(
             client, task_id, task_timeout=o.task_timeout, progress=o.progress, **polls
         )
         # The files are waited for up to the task's own deadline.
-        wait = FileWait(since + o.task_timeout, o.task_timeout, o.poll_interval, o.max_interval)
+        wait = (since, o.task_timeout, o.poll_interval, o.max_interval)
         what = f"export task {redact(task_id)}"
         what = what if list_id is None else f"suppression list {list_id}"
-        beside = None if sink is None else sink.output
-        with download_target(status, o.dest, what, beside) as target:
-            o = o._replace(overwrite=o.overwrite or o.dest is None)
+        files, dest = status.require_files(), o.dest
+        # As Client.download reads it: a directory exists, or is written with a trailing /.
+        directory = dest is None or pathlib.Path(dest).is_dir() or str(dest).endswith(("/", os.sep))
+        if len(files) > 1 and not directory:
+            raise errors.InvalidInput(
+                f"{what}: the export has {len(files)} files and dest={str(dest)!r} names "
+                "one file: give a directory"
+            )
+        with contextlib.ExitStack() as stack:
+            if dest is not None:
+                target = pathlib.Path(dest)
+            elif sink is not None:
+                target = sink.output.temporary("zips", directory=True)
+            else:
+                target = stack.enter_context(scratch_directory("zips"))
+            o = o._replace(overwrite=o.overwrite or dest is None)
             frame, paths = _read_files(client, status, target, wait, sink, o, what, 4)
             names = [redact(path.name) for path in paths]
             attrs: dict[Any, Any] = {

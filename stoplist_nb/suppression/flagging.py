@@ -1,10 +1,7 @@
-"""Contacts flagged against a suppression list: :func:`flag_suppressed`.
+"""Contacts flagged against a suppression list (the rules: docs/suppression.md).
 
-What is matched (canonical forms, domains, kinds, precedence) is described
-in docs/suppression.md ("Contacts and their hashes"). A Dask DataFrame is
-flagged partition by partition by :func:`flag_frame`, the code that flags a
-pandas frame; the list is decoded once and enters the graph as one task every
-partition's task depends on (see docs/suppression.md).
+A Dask DataFrame is flagged partition by partition by the code that flags a pandas
+frame, the list decoded once into one task every partition's task depends on.
 """
 
 from __future__ import annotations

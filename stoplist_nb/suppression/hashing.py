@@ -1,9 +1,7 @@
-"""MD5 hashes of contacts, from their canonical forms (the rules: docs/suppression.md).
+"""MD5 hashes of contacts: the lowercase hex MD5 of their canonical forms (docs/suppression.md).
 
-The hash is the lowercase hex MD5 of the form's UTF-8 bytes; ``None``,
-``NaN``, ``pd.NA`` and an empty form mean no value (no hash, never a match).
-The vectorized functions agree with the scalar ones: ASCII values go through
-pyarrow.compute, the rare others through the scalar rule.
+``None``, ``NaN``, ``pd.NA`` and an empty form have no hash. The vectorized functions
+agree with the scalar ones: ASCII values go through pyarrow.compute, others the scalar rule.
 """
 
 from __future__ import annotations

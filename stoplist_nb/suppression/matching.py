@@ -40,6 +40,47 @@ def hex_bytes(chunk: Any) -> bytes | None:
         return None
 
 
+def _lower_hex(chunk: Any) -> Any:
+    buffers = chunk.buffers()
+    data = np.frombuffer(buffers[2], dtype=np.uint8)
+    if not np.any((data & 0x60) == 0x40):
+        return chunk
+    # On hex digits, setting bit 0x20 maps A-F to a-f and keeps 0-9: many times
+    # faster here than pc.ascii_lower, which also allocates a new buffer.
+    lower = pa.py_buffer(data | 0x20)
+    return pa.Array.from_buffers(chunk.type, len(chunk), [None, buffers[1], lower], 0, chunk.offset)
+
+
+def unquoted(chunk: Any) -> Any:
+    """A chunk's fields quoted whole unquoted (``""`` in them as ``"``), ``""`` as null."""
+    buffers = chunk.buffers()
+    if not len(chunk) or buffers[2] is None:
+        return chunk
+    width = 8 if pa.types.is_large_string(chunk.type) else 4
+    ends = np.frombuffer(
+        buffers[1], f"<i{width}", count=len(chunk) + 1, offset=chunk.offset * width
+    )
+    # A copy of the bytes and one memchr: a few times faster than any compute kernel.
+    if b'"' not in memoryview(buffers[2])[int(ends[0]) : int(ends[-1])].tobytes():
+        return chunk
+    quoted = pc.fill_null(pc.match_substring_regex(chunk, '^".*"$'), False)
+    inner = pc.replace_substring(pc.utf8_slice_codeunits(chunk, 1, -1), '""', '"')
+    inner = pc.if_else(pc.equal(inner, ""), pa.scalar(None, inner.type), inner)
+    return pc.if_else(quoted, inner, chunk)
+
+
+def clean_md5(chunk: Any, room: int) -> tuple[Any, int, list[str]]:
+    """Lowercase a chunk of the md5 column; count (and show ``room`` of) the values not MD5."""
+    if hex_bytes(chunk) is not None:
+        return _lower_hex(chunk), 0, []
+    chunk = unquoted(chunk)
+    lowered = pc.utf8_lower(pc.utf8_trim_whitespace(chunk))
+    lowered = pc.if_else(pc.equal(lowered, ""), pa.scalar(None, lowered.type), lowered)
+    wrong = pc.invert(pc.fill_null(pc.match_substring_regex(lowered, "^[0-9a-f]{32}$"), False))
+    examples = pc.filter(lowered, wrong).slice(0, room).to_pylist()
+    return lowered, pc.sum(wrong).as_py() or 0, [repr(e or "")[:50] for e in examples]
+
+
 def _md5_chunks(text: Any) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
     """Per chunk: its valid hex MD5s (any case) as ``(k, 2)`` uint64, and a mask or ``None``."""
     for chunk in text.chunks:

@@ -1,9 +1,4 @@
-"""Hashed CSV exports streamed into one Parquet file, in bounded memory, whole or not at all.
-
-Each batch of :class:`~stoplist_nb.suppression.archive.HashedBatches` is a row
-group; pandas' metadata makes ``pd.read_parquet`` give back the frame of
-``read_hashed_csv``, ``attrs`` too.
-"""
+"""Hashed CSV exports streamed into one Parquet file, a row group per batch, whole or not at all."""
 
 from __future__ import annotations
 
@@ -46,16 +41,12 @@ class HashedParquet:
     puts the file in place; leaving before, what was written goes. A file at
     ``path`` is refused (``OutputExists``) unless ``overwrite``.
 
-    >>> import io, pathlib, tempfile, zipfile
-    >>> buf = io.BytesIO()
-    >>> with zipfile.ZipFile(buf, "w") as zf:
-    ...     zf.writestr("a.csv", "md5;type\\n0CC175B9C0F1B6A831C399E269772661;email\\n")
+    >>> import pathlib, tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     out = pathlib.Path(tmp) / "stop.parquet"
-    ...     with HashedParquet(out) as sink:
-    ...         sink.add(buf.getvalue())
+    ...     with HashedParquet(pathlib.Path(tmp) / "stop.parquet") as sink:
+    ...         sink.add(b"md5;type\\n0CC175B9C0F1B6A831C399E269772661;email\\n")
     ...         sink.finish({"list_id": 7})
-    ...     pd.read_parquet(out)
+    ...     pd.read_parquet(sink.path)
                                     md5   type
     0  0cc175b9c0f1b6a831c399e269772661  email
     >>> sink.rows, sink.kinds
@@ -64,9 +55,7 @@ class HashedParquet:
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.path = pathlib.Path(path)
-        #: The file's :class:`~stoplist_nb._atomic.Output`: its temporaries go beside it.
-        self.output = Output(self.path, overwrite=overwrite)
-        #: Rows written so far.
+        self.output = Output(self.path, overwrite=overwrite)  # its temporaries go beside it
         self.rows = 0
         #: Rows per kind word over the archives that have a kind column, else ``None``.
         self.kinds: dict[str, int] | None = None
@@ -130,23 +119,16 @@ class HashedParquet:
     ) -> None:
         """Stream the hashes of one archive (as :func:`read_hashed_csv` takes it) into the file.
 
-        ``label`` names the archive in an error; ``stacklevel`` counts from the
-        caller of this method (1) to the frame a warning is shown at.
-
-        Raises:
-            BadArchive: Also an archive whose columns differ from the first one's.
+        ``label`` names the archive in an error; ``stacklevel`` counts from this method's caller.
         """
         with HashedBatches(
             source, max_size=max_size, max_ratio=max_ratio, block_size=BLOCK_SIZE
         ) as reader:
-            checked = False
             for batch in reader:
-                if not checked:  # the layout is known from the first batch on
-                    self._columns(reader, label)
-                    checked = True
+                self._columns(reader, label)
                 self._writer.write_batch(batch)
                 self.rows += batch.num_rows
-        if not checked and reader.layout is not None:  # a header alone names columns too
+        if reader.layout is not None:  # a header alone names columns too
             self._columns(reader, label)
         if reader.kinds is not None:
             self.kinds = add_counts([self.kinds or {}, reader.kinds])

@@ -1,12 +1,12 @@
 """Export tasks: what ``tasks/status`` says of a task, and waiting for one to finish.
 
-Only ``completed`` (and ``success``) are documented as final; other words
-are "still running" unless they say failure. Every word of the service is
-scrubbed of the token before it reaches a message, the bar or stderr.
+Words other than ``completed`` (or ``success``) mean "running" unless they say failure;
+every word of the service is scrubbed of the token before it is shown.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -47,10 +47,7 @@ _RESUMABLE = (*_PASSING, errors.ArchiveTooLarge)
 
 @contextmanager
 def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterator[None]:
-    """Within the block, every StoplistError gets ``exc.task_id``, and a resumable one a hint.
-
-    The hint is ``say(task_id)`` unless an outer :func:`resume_said_as` says it.
-    """
+    """Within the block, a StoplistError gets ``exc.task_id``, a resumable one ``say``'s hint."""
     token = _RESUME.set(_RESUME.get() or say)
     try:
         yield
@@ -146,6 +143,19 @@ def get_task(client: Client, task_id: str) -> TaskStatus:
     )
 
 
+def backoff(deadline: float, poll_interval: float, max_interval: float) -> Iterator[int]:
+    """Yield each try's number: the first at once, each later one after a wait 1.5 times
+    the last (from ``poll_interval`` up to ``max_interval``), none past ``deadline``."""
+    interval = max(poll_interval, 0.01)
+    for attempt in itertools.count():
+        yield attempt
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(interval, left))
+        interval = min(interval * 1.5, max(max_interval, poll_interval))
+
+
 def check_not_failed(status: TaskStatus) -> None:
     if not status.failed:
         return
@@ -179,9 +189,6 @@ def wait_for_task(
         task_timeout: Seconds to wait (not the client's socket ``timeout``).
         progress: Show a bar driven by the reported progress.
 
-    Returns:
-        The status of the finished task.
-
     Raises:
         TaskFailed: The task reported failure.
         TaskTimeout: The deadline passed; ``exc.task_id`` resumes the wait.
@@ -196,12 +203,11 @@ def wait_for_task(
     shown = repr(redact(task_id))  # the id is the service's: it may echo anything
     resume = how_to_resume(task_id)
     deadline = time.monotonic() + task_timeout
-    interval = max(poll_interval, 0.01)
     with Bar(
         total=100, desc=f"export task {redact(task_id)}", unit="%", disable=not progress
     ) as bar:
         try:
-            while True:
+            for _ in backoff(deadline, poll_interval, max_interval):
                 status = get_task(client, task_id)
                 word = redact(status.status)
                 if status.progress is not None:
@@ -210,21 +216,17 @@ def wait_for_task(
                 check_not_failed(status)
                 if status.done:
                     return status
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    # Progress 100 without a file: the work is done, the file is not (yet).
-                    no_file = " with no file yet" if status.progress == 100 else ""
-                    late = errors.TaskTimeout(
-                        f"export task {shown} still {word or 'running'} at "
-                        f"{status.progress if status.progress is not None else '?'}%{no_file} "
-                        f"after {task_timeout:g} s",
-                        task_id=task_id,
-                        progress=status.progress,
-                    )
-                    late.hint = resume
-                    raise late
-                time.sleep(min(interval, left))
-                interval = min(interval * 1.5, max(max_interval, poll_interval))
+            # Progress 100 without a file: the work is done, the file is not (yet).
+            no_file = " with no file yet" if status.progress == 100 else ""
+            late = errors.TaskTimeout(
+                f"export task {shown} still {word or 'running'} at "
+                f"{status.progress if status.progress is not None else '?'}%{no_file} "
+                f"after {task_timeout:g} s",
+                task_id=task_id,
+                progress=status.progress,
+            )
+            late.hint = resume
+            raise late
         except _PASSING as exc:
             exc.hint = resume
             raise
