@@ -275,10 +275,10 @@ class _Handler(BaseHTTPRequestHandler):
         except _api.ApiError as exc:
             reply = _api.error_reply(exc.code, exc.text, http_errors=srv.service.http_errors)
         logged = {k: copy.deepcopy(v) for k, v in params.items() if k != "token"}
-        fault = srv.service.take_fault(name)
+        fault = srv.service._take_fault(name)
         kind = fault.kind if fault is not None else None
         if kind == "reset":
-            srv.service.record(RequestRecord(name, path, logged, 0))
+            srv.service._record(RequestRecord(name, path, logged, 0))
             self._reset()
             return
         if fault is not None and kind in REPLACING_KINDS:
@@ -295,7 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
             if fault is not None and reply.payload is not None:
                 bend(reply.payload, fault, params.get("from_id"))
         # Logged before the reply goes out: a client that has its answer sees the record.
-        srv.service.record(RequestRecord(name, path, logged, reply.status))
+        srv.service._record(RequestRecord(name, path, logged, reply.status))
         delay = None if fault is None else fault.delay
         if kind == "slow":
             srv.stopping.wait(2.0 if delay is None else delay)
@@ -362,7 +362,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.close()
 
 
-class DemoService(_api.Backend):
+class DemoService:
     """A local implementation of the API, served over real HTTP on loopback.
 
     Args:
@@ -381,6 +381,8 @@ class DemoService(_api.Backend):
     Attributes:
         profiles: The data set, as ``profiles/list`` returns it without ``fields``.
         requests: One :class:`RequestRecord` per request handled, token removed.
+        suppress_id: Id of the suppression list.
+        suppress_name: Its name; the export is ``<name>.md5.zip``.
     """
 
     def __init__(
@@ -411,10 +413,15 @@ class DemoService(_api.Backend):
             raise ValueError(f"db_id must be an int, got {db_id!r}")
         if suppressed is None:
             suppressed = _suppress.build_suppressed(data, seed)
-        exports = _suppress.ExportStore(suppress_id, suppress_name, suppressed)
-        super().__init__(data, token or secrets.token_hex(16), db_id, http_errors, exports)
+        self.exports = _suppress.ExportStore(suppress_id, suppress_name, suppressed)
+        self.suppress_id, self.suppress_name = suppress_id, suppress_name
+        self.token = token or secrets.token_hex(16)
+        self.db_id, self.http_errors = db_id, http_errors
         self.profiles: list[dict[str, Any]] = data
         self.requests: list[RequestRecord] = []
+        # mongomock is not thread-safe; the HTTP server runs one thread per connection.
+        self._lock = threading.Lock()
+        self._collection = _api.load(data)
         self._address = (host, port)
         self._log_lock = threading.Lock()  # guards the request log and the faults
         self._faults: dict[str, deque[Fault]] = {}
@@ -435,16 +442,6 @@ class DemoService(_api.Backend):
         host, port = self._server.server_address[:2]
         host = str(host)
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-    @property
-    def suppress_id(self) -> int:
-        """Id of the suppression list."""
-        return self.exports.suppress_id
-
-    @property
-    def suppress_name(self) -> str:
-        """Name of the suppression list; the export is ``<name>.md5.zip``."""
-        return self.exports.suppress_name
 
     @property
     def suppressed(self) -> dict[str, list[str]]:
@@ -542,13 +539,11 @@ class DemoService(_api.Backend):
 
         return Client(self.base_url, self.token, **kwargs)
 
-    def record(self, record: RequestRecord) -> None:
-        """Log one request handled."""
+    def _record(self, record: RequestRecord) -> None:
         with self._log_lock:
             self.requests.append(record)
 
-    def take_fault(self, method: str) -> Fault | None:
-        """The fault the next request of ``method`` gets, counted as fired."""
+    def _take_fault(self, method: str) -> Fault | None:
         with self._log_lock:
             # A fault for the method itself wins over a catch-all one.
             for key in (method, "*"):
