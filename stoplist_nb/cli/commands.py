@@ -320,18 +320,50 @@ def _export(args: argparse.Namespace, ui: Ui) -> int:
             "poll_interval": args.poll_interval,
             "task_timeout": args.task_timeout,
         }
-        with _resumable(args, task_id, say, kept), resume_said_as(say):
-            if out.suffix.lower() == ".zip":
-                return _export_zip(client, args, ui, what, waiting)
-            if out.suffix.lower() == ".parquet":
-                # In bounded memory: the list is never held whole, whatever its size.
-                type_ = args.type if args.task_id is None else None
-                done = write_suppression_parquet(
-                    client, args.list_id, out, type=type_, overwrite=args.overwrite, **waiting
+        try:
+            with resume_said_as(say):
+                if out.suffix.lower() == ".zip":
+                    status = wait_for_task(client, **waiting)
+                    files = status.require_files()
+                    if len(files) > 1:
+                        raise CliError(
+                            f"the export has {len(files)} files, a .zip output holds one",
+                            hint="write .csv or .parquet to read them all into one file",
+                        )
+                    path = download_export(
+                        client, files[0], out, overwrite=args.overwrite, **waiting
+                    )
+                    ui.say(f"wrote {plural(path.stat().st_size, 'byte')} of {what} to {path}")
+                    if status.total is not None:
+                        ui.say(f"the service counts {plural(status.total, 'contact')} in it")
+                    return 0
+                if out.suffix.lower() == ".parquet":
+                    # In bounded memory: the list is never held whole, whatever its size.
+                    type_ = args.type if args.task_id is None else None
+                    done = write_suppression_parquet(
+                        client, args.list_id, out, type=type_, overwrite=args.overwrite, **waiting
+                    )
+                    _say_written(ui, done.rows, what, out, done.kinds)
+                    return 0
+                frame = read_suppression_list(client, args.list_id, type=args.type, **waiting)
+        except errors.TaskFailed:
+            raise
+        except _PASSING as exc:
+            exc.hint = say(task_id)
+            raise
+        except errors.APIError as exc:
+            if args.task_id is not None:
+                exc.hint = (
+                    f"check --task-id {shlex.quote(task_id)}: it must be the id printed by "
+                    "an export started on this service with this token"
                 )
-                _say_written(ui, done.rows, what, out, done.kinds)
-                return 0
-            frame = read_suppression_list(client, args.list_id, type=args.type, **waiting)
+            raise
+        except KeyboardInterrupt as exc:
+            hint = say(task_id)
+            # wait_for_task prints how to pick the task up itself, and notes it (3.11+).
+            told = any(hint in note for note in getattr(exc, "__notes__", ()))
+            output.said_on_interrupt(exc, kept(), *([] if told else [f"hint: {hint}"]))
+            raise
     if args.task_id is None:
         frame.attrs["type"] = args.type
     output.write_frame(frame, out, overwrite=args.overwrite)
@@ -346,47 +378,3 @@ def _say_written(
     if kinds:  # only a file with a kind column says what each row is
         per_kind = add_counts([kinds])  # e-mail, phone and domain first, then any other word
         ui.say("rows per kind: " + ", ".join(f"{kind} {n}" for kind, n in per_kind.items()))
-
-
-def _export_zip(
-    client: Client, args: argparse.Namespace, ui: Ui, what: str, waiting: dict[str, Any]
-) -> int:
-    status = wait_for_task(client, **waiting)
-    files = status.require_files()
-    if len(files) > 1:
-        raise CliError(
-            f"the export has {len(files)} files, a .zip output holds one",
-            hint="write .csv or .parquet to read them all into one file",
-        )
-    path = download_export(client, files[0], args.out, overwrite=args.overwrite, **waiting)
-    ui.say(f"wrote {plural(path.stat().st_size, 'byte')} of {what} to {path}")
-    if status.total is not None:
-        ui.say(f"the service counts {plural(status.total, 'contact')} in it")
-    return 0
-
-
-@contextlib.contextmanager
-def _resumable(
-    args: argparse.Namespace, task_id: str, say: Callable[[str], str], kept: Callable[[], str]
-) -> Iterator[None]:
-    """Say how to go on after a failure as the command line does: with ``--task-id``."""
-    try:
-        yield
-    except errors.TaskFailed:
-        raise
-    except _PASSING as exc:
-        exc.hint = say(task_id)
-        raise
-    except errors.APIError as exc:
-        if args.task_id is not None:
-            exc.hint = (
-                f"check --task-id {shlex.quote(task_id)}: it must be the id printed by "
-                "an export started on this service with this token"
-            )
-        raise
-    except KeyboardInterrupt as exc:
-        hint = say(task_id)
-        # wait_for_task prints how to pick the task up itself, and notes it (3.11+).
-        told = any(hint in note for note in getattr(exc, "__notes__", ()))
-        output.said_on_interrupt(exc, kept(), *([] if told else [f"hint: {hint}"]))
-        raise
