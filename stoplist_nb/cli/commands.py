@@ -35,8 +35,8 @@ def command_line(
 ) -> str:
     """The command that was run, as one line to paste: less the options ``drop``, plus ``add``.
 
-    ``drop`` maps an option to whether it takes a value. An option is found
-    however it was written: whole, as ``--opt=value``, or shortened as argparse allows.
+    ``drop`` maps an option to whether it takes a value; it is found whole, as
+    ``--opt=value``, or shortened as argparse allows.
 
     >>> command_line(["export", "--list-id", "7", "--out", "s.zip"],
     ...              drop={"--list-id": True}, add=["--task-id", "exp-1"])
@@ -58,11 +58,7 @@ def command_line(
 
 
 def client_from_env(args: argparse.Namespace) -> Client:
-    """Build the client from ``STOPLIST_NB_URL`` / ``STOPLIST_NB_TOKEN`` and the options.
-
-    ``InvalidInput`` (exit 2) as :func:`~stoplist_nb._connect.settings_from_env`
-    raises it, with a hint for the command line.
-    """
+    """The client of ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``, or ``InvalidInput`` (exit 2)."""
     options: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
     if args.retries is not None:
         options["retry"] = args.retries if args.retries > 0 else False
@@ -116,6 +112,7 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
             code=output.EXIT_USAGE,
         )
     where, dataset = args.out
+    more: dict[str, Any] = {"query": args.query, "fields": args.fields, "limit": args.limit}
     if dataset:
         if args.from_id is not None or args.max_profiles is not None:
             raise CliError(
@@ -138,7 +135,6 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
                 f"to carry on from there, run: {resume}",
             )
 
-        more: dict[str, Any] = {}
     else:
         given = carry_on + [
             f"--{n.replace('_', '-')}" for n in _DATASET_OPTIONS if getattr(args, n) is not None
@@ -155,13 +151,10 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         def kept() -> tuple[str, str]:
             return left(), "the same command reads the profiles again"
 
-        more = {"from_id": args.from_id, "max_profiles": args.max_profiles}
+        more |= {"from_id": args.from_id, "max_profiles": args.max_profiles}
     options = {n: getattr(args, n) for n in _DATASET_OPTIONS if getattr(args, n) is not None}
     with client_from_env(args) as client, _advising(client):
-        request = ProfilesRequest(
-            client, args.db_id, progress=ui.progress, query=args.query, fields=args.fields,
-            limit=args.limit, **more,
-        )  # fmt: skip
+        request = ProfilesRequest(client, args.db_id, progress=ui.progress, **more)
         try:
             if dataset:
                 summary = request.to_dataset(
@@ -263,17 +256,10 @@ def _more_after(client: Client, args: argparse.Namespace, cursor: str) -> bool:
     Stopped at exactly ``--max-profiles`` the service still hands out a
     cursor, even when nothing follows it.
     """
+    one: dict[str, Any] = {"limit": 1, "max_profiles": 1, "progress": False, "lookahead": 0}
     try:
         probe = read_profiles(
-            client,
-            args.db_id,
-            query=args.query,
-            fields=["_id"],
-            limit=1,
-            from_id=cursor,
-            max_profiles=1,
-            progress=False,
-            lookahead=0,
+            client, args.db_id, query=args.query, fields=["_id"], from_id=cursor, **one
         )
     except errors.StoplistError:
         return True  # unknown: the cursor is still the way on

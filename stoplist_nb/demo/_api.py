@@ -132,14 +132,13 @@ def authorize(svc: DemoService, call: Call) -> None:
 
 
 def _exists_false_as_nor(query: Any) -> Any:
-    """``{path: {"$exists": false}}`` as the ``$nor`` of ``$exists: true``, as MongoDB means it.
-
-    mongomock matches ``{"a.b": {"$exists": false}}`` to ``{"a": [{"b": 1}, {}]}``;
-    MongoDB does not. Anything malformed passes untouched, for mongomock to refuse.
+    """``$exists: false`` as the ``$nor`` of ``$exists: true``, which mongomock gets right.
 
     >>> _exists_false_as_nor({"a.b": {"$exists": False, "$ne": 1}})
     {'$and': [{'$nor': [{'a.b': {'$exists': True}}]}, {'a.b': {'$ne': 1}}]}
     """
+    # mongomock matches {"a.b": {"$exists": false}} to {"a": [{"b": 1}, {}]}; MongoDB does
+    # not. Anything malformed passes as is, for mongomock to refuse.
     if isinstance(query, list):
         return [_exists_false_as_nor(q) for q in query]
     if not isinstance(query, dict):

@@ -1,10 +1,7 @@
 """The demo service: its HTTP/1.1 server on loopback, its request log and its faults.
 
-The server parses a request, lets a queued :class:`Fault` take over (it replaces the
-endpoint's reply, slows or cuts it, or bends its paging), otherwise hands it to the
-endpoint table, logs it (without the token) and writes the reply with a correct
-``Content-Length`` so keep-alive connections work. A fault is queued for one API method
-(or ``"*"`` for any) and fires for the next ``times`` requests, in the order added.
+A queued :class:`Fault` replaces the endpoint's reply, slows or cuts it, or bends its
+paging; the reply has a correct ``Content-Length`` so keep-alive connections work.
 """
 
 from __future__ import annotations
@@ -184,8 +181,7 @@ class RequestRecord:
     """One request the demo service handled.
 
     Attributes:
-        method: API method name (``"profiles/list"``), ``"download"`` for
-            ``/api/download/...``, otherwise the URL path.
+        method: As :attr:`Fault.method`, else the URL path.
         path: URL path, without the query string.
         params: Body (POST) or query (GET) parameters, with ``token`` removed.
         status: HTTP status sent; 0 when the connection was reset.
@@ -198,8 +194,6 @@ class RequestRecord:
 
 
 class DemoHTTPServer(ThreadingHTTPServer):
-    """Threading HTTP server of one :class:`DemoService`."""
-
     daemon_threads = True
     # stop() wakes every handler itself (close_connections, the stopping event);
     # joining them on server_close could still hang on a client that stopped mid-body.
@@ -493,9 +487,7 @@ class DemoService:
         """Queue a fault for the next requests of ``method``.
 
         Args:
-            method: As :attr:`Fault.method`.
-            kind: What goes wrong; see :class:`Fault`.
-            **options: The other attributes of :class:`Fault`.
+            method: As :attr:`Fault.method`, ``kind`` and ``**options`` as the rest of it.
 
         Returns:
             The queued fault; its ``fired`` counts the requests it has hit.
@@ -518,11 +510,8 @@ class DemoService:
     def plan_next_export(self, **options: Any) -> ExportPlan:
         """Script the next export started (a second call replaces it); later ones get defaults.
 
-        Args:
-            **options: The attributes of :class:`ExportPlan`.
-
         Returns:
-            The validated plan.
+            The :class:`ExportPlan` of ``options``, validated.
 
         >>> with serve(profiles=3) as svc:
         ...     plan = svc.plan_next_export(steps=1, final="success")
@@ -534,7 +523,7 @@ class DemoService:
         return plan
 
     def client(self, **kwargs: Any) -> Client:
-        """A ``stoplist_nb`` client for this service; ``kwargs`` go to its constructor."""
+        """A ``stoplist_nb.Client`` of this service, ``kwargs`` passed on."""
         from stoplist_nb.client import Client
 
         return Client(self.base_url, self.token, **kwargs)
@@ -564,10 +553,7 @@ class DemoService:
 def serve(
     profiles: int | Iterable[Mapping[str, Any]] = DEFAULT_PROFILES, seed: int = 0, **options: Any
 ) -> Iterator[DemoService]:
-    """Run a :class:`DemoService` for the duration of a ``with`` block.
-
-    Args:
-        profiles: Same as :class:`DemoService`, as are ``seed`` and ``**options``.
+    """Run a :class:`DemoService` (same arguments) for the duration of a ``with`` block.
 
     Yields:
         The running service; it is stopped when the block exits.
