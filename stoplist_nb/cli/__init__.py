@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import signal
 import sys
 import threading
@@ -46,27 +45,6 @@ def exit_code(exc: BaseException) -> int:
     return output.EXIT_ERROR
 
 
-def _report(exc: Exception) -> None:
-    stream = sys.stderr
-    # Exception.__str__ leaves out StoplistError's hint and resume suffixes, which
-    # name Python attributes; they get lines of their own.
-    print(f"{PROG}: error: {redact(Exception.__str__(exc))}", file=stream)
-    hint = getattr(exc, "hint", None)
-    if not hint and isinstance(exc, errors.AuthError):
-        hint = f"check {ENV_TOKEN}, and that the token may use this database or list"
-    if hint:
-        print(f"{PROG}: hint: {redact(hint)}", file=stream)
-    resume = getattr(exc, "resume_from", None)
-    partial = getattr(exc, "partial", None)
-    read = partial.attrs.get("profiles", 0) if partial is not None else 0
-    if resume and read:  # with nothing read, running the command again is the way on
-        print(
-            f"{PROG}: {read} profiles were read before the failure (nothing was written); "
-            f"to read only the ones after them, add --from-id {shlex.quote(resume)}",
-            file=stream,
-        )
-
-
 def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
     # A warning may quote the service's file (rows that are no MD5): scrubbed as all it says.
     print(f"{PROG}: warning: {redact(str(message))}", file=sys.stderr)
@@ -76,9 +54,8 @@ def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
 def _signals() -> Iterator[dict[str, Any]]:
     """For the length of a run, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` as Ctrl-C does.
 
-    The state says which signal was ``received``; once the run is ``over`` a signal stops
-    nothing. A signal ignored at the start (``nohup``) stays ignored; the handlers found
-    are put back at the end, since ``main`` is also called inside a Python process.
+    A signal ignored at the start (``nohup``) stays ignored; the handlers found are put
+    back at the end, since ``main`` is also called inside a Python process.
     """
     state: dict[str, Any] = {"received": None, "over": False}
 
@@ -137,7 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (errors.StoplistError, CliError) as exc:
             # The library's words for an output that output.appeared name its keyword.
             error = output.appeared(exc.path) if isinstance(exc, errors.OutputExists) else exc
-            _report(error)
+            # Exception.__str__ leaves out StoplistError's hint and resume suffixes, which
+            # name Python attributes; the hint gets a line of its own.
+            print(f"{PROG}: error: {redact(Exception.__str__(error))}", file=sys.stderr)
+            hint = error.hint
+            if not hint and isinstance(error, errors.AuthError):
+                hint = f"check {ENV_TOKEN}, and that the token may use this database or list"
+            if hint:
+                print(f"{PROG}: hint: {redact(hint)}", file=sys.stderr)
             return exit_code(error)
         except OSError as exc:  # the commands name their outputs; this is in case one did not
             reason = os.strerror(exc.errno) if exc.errno else str(exc)

@@ -35,8 +35,8 @@ def command_line(
 ) -> str:
     """The command that was run, as one line to paste: less the options ``drop``, plus ``add``.
 
-    ``drop`` maps an option to whether it takes a value. An option is found
-    however it was written: whole, as ``--opt=value``, or shortened as argparse allows.
+    ``drop`` maps an option to whether it takes a value; it is found whole, as
+    ``--opt=value``, or shortened as argparse allows.
 
     >>> command_line(["export", "--list-id", "7", "--out", "s.zip"],
     ...              drop={"--list-id": True}, add=["--task-id", "exp-1"])
@@ -58,11 +58,7 @@ def command_line(
 
 
 def client_from_env(args: argparse.Namespace) -> Client:
-    """Build the client from ``STOPLIST_NB_URL`` / ``STOPLIST_NB_TOKEN`` and the options.
-
-    ``InvalidInput`` (exit 2) as :func:`~stoplist_nb._connect.settings_from_env`
-    raises it, with a hint for the command line.
-    """
+    """The client of ``STOPLIST_NB_URL`` and ``STOPLIST_NB_TOKEN``, or ``InvalidInput`` (exit 2)."""
     options: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
     if args.retries is not None:
         options["retry"] = args.retries if args.retries > 0 else False
@@ -104,7 +100,10 @@ _DATASET_OPTIONS = ("profiles_per_part", "commit_seconds", "commit_bytes")
 
 
 def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
-    """``stoplist-nb profiles``: read a database's profiles into a file, or a Parquet dataset."""
+    """``stoplist-nb profiles``: read a database's profiles into a file, or a Parquet dataset.
+
+    ``--out DIR/`` writes a dataset, carried on with ``--resume`` or ``--repair``.
+    """
     carry_on = [name for name in ("--resume", "--repair") if getattr(args, name[2:])]
     if carry_on and args.overwrite:
         raise CliError(
@@ -112,80 +111,102 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
             "give one of them",
             code=output.EXIT_USAGE,
         )
-    if args.out.dataset:
+    where, dataset = args.out
+    more: dict[str, Any] = {"query": args.query, "fields": args.fields, "limit": args.limit}
+    if dataset:
         if args.from_id is not None or args.max_profiles is not None:
             raise CliError(
                 "--from-id and --max-profiles go with a file; a dataset directory "
                 "carries on by itself (--resume)",
                 code=output.EXIT_USAGE,
             )
-        return _profiles_dataset(args, ui)
-    given = carry_on + [
-        f"--{n.replace('_', '-')}" for n in _DATASET_OPTIONS if getattr(args, n) is not None
-    ]
-    if given:
-        raise CliError(
-            f"{' and '.join(given)} go{'es' if len(given) == 1 else ''} with a dataset "
-            "directory (--out DIR/)",
-            code=output.EXIT_USAGE,
+        resume = command_line(
+            args.argv, drop={"--overwrite": False, "--resume": False}, add=["--resume"]
         )
-    path = args.out.path
-    output.refuse_existing([path], overwrite=args.overwrite)
-    kept = output.what_is_kept(path)
-    with client_from_env(args) as client, _advising(client):
-        request = _request(client, args, ui, from_id=args.from_id, max_profiles=args.max_profiles)
-        try:
-            done = (
-                request.to_csv(path, overwrite=args.overwrite)
-                if path.suffix.lower() == ".csv"
-                else request.to_parquet(path, overwrite=args.overwrite)
+
+        def kept() -> tuple[str, str]:  # what is there now, and how to go on
+            try:
+                saved = dataset_summary(where, checksums=False)
+            except errors.StoplistError:  # no checkpoint yet, or not one to carry on
+                return f"nothing was saved in {where}/", "the same command starts again"
+            return (
+                f"{plural(saved.profiles, 'profile')} {'is' if saved.profiles == 1 else 'are'} "
+                f"saved in {where}/",
+                f"to carry on from there, run: {resume}",
             )
+
+    else:
+        given = carry_on + [
+            f"--{n.replace('_', '-')}" for n in _DATASET_OPTIONS if getattr(args, n) is not None
+        ]
+        if given:
+            raise CliError(
+                f"{' and '.join(given)} go{'es' if len(given) == 1 else ''} with a dataset "
+                "directory (--out DIR/)",
+                code=output.EXIT_USAGE,
+            )
+        output.refuse_existing([where], overwrite=args.overwrite)
+        left = output.what_is_kept(where)
+
+        def kept() -> tuple[str, str]:
+            return left(), "the same command reads the profiles again"
+
+        more |= {"from_id": args.from_id, "max_profiles": args.max_profiles}
+    options = {n: getattr(args, n) for n in _DATASET_OPTIONS if getattr(args, n) is not None}
+    with client_from_env(args) as client, _advising(client):
+        request = ProfilesRequest(client, args.db_id, progress=ui.progress, **more)
+        try:
+            if dataset:
+                summary = request.to_dataset(
+                    where,
+                    resume=args.resume or args.repair,
+                    overwrite=args.overwrite,
+                    repair=args.repair,
+                    **options,
+                )
+            elif where.suffix.lower() == ".csv":
+                done = request.to_csv(where, overwrite=args.overwrite)
+            else:
+                done = request.to_parquet(where, overwrite=args.overwrite)
         except KeyboardInterrupt as exc:
-            output.said_on_interrupt(exc, kept(), "hint: the same command reads the profiles again")
+            saved, how = kept()
+            output.said_on_interrupt(exc, saved, f"hint: {how}")
             raise
         except errors.StoplistError as exc:
-            read = exc.partial.profiles if isinstance(exc.partial, FileSummary) else 0
-            cursor = exc.resume_from
-            if cursor and read:  # with nothing read, the same command is the way on
-                rest = ["--from-id", cursor]
-                if args.max_profiles is not None:  # only the ones still wanted
-                    rest += ["--max-profiles", str(max(1, args.max_profiles - read))]
-                again = (
-                    f"{plural(read, 'profile')} {'was' if read == 1 else 'were'} read before "
-                    "the failure (nothing was written); to read only the ones after them, "
-                    "run: "
-                    + command_line(
-                        args.argv, drop={"--from-id": True, "--max-profiles": True}, add=rest
-                    )
-                )
-                exc.hint = f"{exc.hint}; {again}" if exc.hint else again
-            exc.partial = None
+            _say_how_on(exc, args, kept)
             raise
-        except OSError as exc:  # after StoplistError: some are OSErrors, none is the file's
-            raise output.cannot_write(path, exc) from None
+        except OSError as exc:  # after StoplistError: a ConnectError is an OSError too
+            if not dataset:
+                raise output.cannot_write(where, exc) from None
+            error = output.cannot_write(f"{where}/", exc)
+            error.hint = "; ".join(kept())
+            raise error from None
+        if dataset:
+            ui.say(
+                f"{where}/ holds {plural(summary.rows, 'row')} "
+                f"({plural(summary.profiles, 'profile')}, {plural(summary.parts, 'part file')}) "
+                f"of database {args.db_id}; it is complete"
+            )
+            return 0
         count, cursor = done.profiles, done.next_from_id
         stopped = args.max_profiles is not None and count >= args.max_profiles and bool(cursor)
-        more = stopped and _more_after(client, args, cursor)
+        follows = stopped and _more_after(client, args, cursor)
     ui.say(
         f"wrote {plural(done.rows, 'row')} ({plural(count, 'profile')}, "
-        f"{plural(len(done.columns), 'column')}) of database {args.db_id} to {path}"
+        f"{plural(len(done.columns), 'column')}) of database {args.db_id} to {where}"
     )
-    if more:
+    if follows:
         # A file name beside the first for the profiles that follow: p.parquet, p-2.parquet.
-        number = int(m.group(1)) + 1 if (m := re.search(r"-(\d+)$", path.stem)) else 2
-        stem = re.sub(r"-(\d+)$", "", path.stem)
+        number = int(m.group(1)) + 1 if (m := re.search(r"-(\d+)$", where.stem)) else 2
+        stem = re.sub(r"-(\d+)$", "", where.stem)
+        after = str(where.with_name(f"{stem}-{number}{where.suffix}"))
         ui.say(
             f"stopped at --max-profiles {args.max_profiles}; --from-id {shlex.quote(cursor)} "
             "reads on: "
             + command_line(
                 args.argv,
                 drop={"--from-id": True, "--max-profiles": True, "--out": True},
-                add=[
-                    "--from-id",
-                    cursor,
-                    "--out",
-                    str(path.with_name(f"{stem}-{number}{path.suffix}")),
-                ],
+                add=["--from-id", cursor, "--out", after],
             )
         )
     elif stopped:
@@ -193,70 +214,40 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
     return 0
 
 
-def _request(client: Client, args: argparse.Namespace, ui: Ui, **more: Any) -> ProfilesRequest:
-    options = {"query": args.query, "fields": args.fields, "limit": args.limit, **more}
-    return ProfilesRequest(client, args.db_id, progress=ui.progress, **options)
-
-
-def _profiles_dataset(args: argparse.Namespace, ui: Ui) -> int:
-    """``profiles --out DIR/``: a Parquet dataset, carried on with ``--resume`` or ``--repair``."""
-    where = args.out.path
-    resume = command_line(
-        args.argv, drop={"--overwrite": False, "--resume": False}, add=["--resume"]
-    )
-
-    def kept() -> tuple[str, str]:  # what the directory holds now, and how to go on
-        try:
-            saved = dataset_summary(where, checksums=False)
-        except errors.StoplistError:  # no checkpoint yet, or not one to carry on
-            return f"nothing was saved in {where}/", "the same command starts again"
-        return (
-            f"{plural(saved.profiles, 'profile')} {'is' if saved.profiles == 1 else 'are'} "
-            f"saved in {where}/",
-            f"to carry on from there, run: {resume}",
-        )
-
-    options = {n: getattr(args, n) for n in _DATASET_OPTIONS if getattr(args, n) is not None}
-    with client_from_env(args) as client, _advising(client):
-        try:
-            summary = _request(client, args, ui).to_dataset(
-                where,
-                resume=args.resume or args.repair,
-                overwrite=args.overwrite,
-                repair=args.repair,
-                **options,
+def _say_how_on(
+    exc: errors.StoplistError, args: argparse.Namespace, kept: Callable[[], tuple[str, str]]
+) -> None:
+    """Put the library's advice in the words of the command line, with the command to run."""
+    if isinstance(exc, errors.DatasetMismatch):
+        if exc.hint:
+            exc.hint = re.sub(r"pass (\w+)=True", lambda m: f"add --{m[1]}", exc.hint)
+            exc.hint = re.sub(r"\b(resume|overwrite|repair)=True", r"--\1", exc.hint)
+        if isinstance(exc, errors.DatasetDamaged) and not args.repair:
+            repair = command_line(
+                args.argv,
+                drop={"--overwrite": False, "--resume": False, "--repair": False},
+                add=["--repair"],
             )
-        except errors.DatasetMismatch as exc:
-            if exc.hint:  # the library's advice, in the words of the command line
-                exc.hint = re.sub(r"pass (\w+)=True", lambda m: f"add --{m[1]}", exc.hint)
-                exc.hint = re.sub(r"\b(resume|overwrite|repair)=True", r"--\1", exc.hint)
-            if isinstance(exc, errors.DatasetDamaged) and not args.repair:
-                repair = command_line(
-                    args.argv,
-                    drop={"--overwrite": False, "--resume": False, "--repair": False},
-                    add=["--repair"],
-                )
-                exc.hint = f"{exc.hint}; to repair it, run: {repair}"
-            raise
-        except errors.StoplistError as exc:
-            if isinstance(exc.partial, DatasetSummary):
-                saved, how = kept()
-                exc.hint = f"{saved}; {how}"
-                exc.partial = None  # what it holds is said; the message keeps to the command
-            raise
-        except KeyboardInterrupt as exc:
-            saved, how = kept()
-            output.said_on_interrupt(exc, saved, f"hint: {how}")
-            raise
-        except OSError as exc:  # after StoplistError: a ConnectError is an OSError too
-            error = output.cannot_write(f"{where}/", exc)
-            error.hint = "; ".join(kept())
-            raise error from None
-    ui.say(
-        f"{where}/ holds {plural(summary.rows, 'row')} ({plural(summary.profiles, 'profile')}, "
-        f"{plural(summary.parts, 'part file')}) of database {args.db_id}; it is complete"
-    )
-    return 0
+            exc.hint = f"{exc.hint}; to repair it, run: {repair}"
+        return
+    if args.out.dataset:
+        if isinstance(exc.partial, DatasetSummary):
+            exc.hint = "; ".join(kept())
+            exc.partial = None  # what it holds is said; the message keeps to the command
+        return
+    read = exc.partial.profiles if isinstance(exc.partial, FileSummary) else 0
+    if exc.resume_from and read:  # with nothing read, the same command is the way on
+        rest = ["--from-id", exc.resume_from]
+        if args.max_profiles is not None:  # only the ones still wanted
+            rest += ["--max-profiles", str(max(1, args.max_profiles - read))]
+        drop = {"--from-id": True, "--max-profiles": True}
+        again = (
+            f"{plural(read, 'profile')} {'was' if read == 1 else 'were'} read before "
+            "the failure (nothing was written); to read only the ones after them, "
+            f"run: {command_line(args.argv, drop=drop, add=rest)}"
+        )
+        exc.hint = f"{exc.hint}; {again}" if exc.hint else again
+    exc.partial = None
 
 
 def _more_after(client: Client, args: argparse.Namespace, cursor: str) -> bool:
@@ -265,17 +256,10 @@ def _more_after(client: Client, args: argparse.Namespace, cursor: str) -> bool:
     Stopped at exactly ``--max-profiles`` the service still hands out a
     cursor, even when nothing follows it.
     """
+    one: dict[str, Any] = {"limit": 1, "max_profiles": 1, "progress": False, "lookahead": 0}
     try:
         probe = read_profiles(
-            client,
-            args.db_id,
-            query=args.query,
-            fields=["_id"],
-            limit=1,
-            from_id=cursor,
-            max_profiles=1,
-            progress=False,
-            lookahead=0,
+            client, args.db_id, query=args.query, fields=["_id"], from_id=cursor, **one
         )
     except errors.StoplistError:
         return True  # unknown: the cursor is still the way on
@@ -322,18 +306,50 @@ def _export(args: argparse.Namespace, ui: Ui) -> int:
             "poll_interval": args.poll_interval,
             "task_timeout": args.task_timeout,
         }
-        with _resumable(args, task_id, say, kept), resume_said_as(say):
-            if out.suffix.lower() == ".zip":
-                return _export_zip(client, args, ui, what, waiting)
-            if out.suffix.lower() == ".parquet":
-                # In bounded memory: the list is never held whole, whatever its size.
-                type_ = args.type if args.task_id is None else None
-                done = write_suppression_parquet(
-                    client, args.list_id, out, type=type_, overwrite=args.overwrite, **waiting
+        try:
+            with resume_said_as(say):
+                if out.suffix.lower() == ".zip":
+                    status = wait_for_task(client, **waiting)
+                    files = status.require_files()
+                    if len(files) > 1:
+                        raise CliError(
+                            f"the export has {len(files)} files, a .zip output holds one",
+                            hint="write .csv or .parquet to read them all into one file",
+                        )
+                    path = download_export(
+                        client, files[0], out, overwrite=args.overwrite, **waiting
+                    )
+                    ui.say(f"wrote {plural(path.stat().st_size, 'byte')} of {what} to {path}")
+                    if status.total is not None:
+                        ui.say(f"the service counts {plural(status.total, 'contact')} in it")
+                    return 0
+                if out.suffix.lower() == ".parquet":
+                    # In bounded memory: the list is never held whole, whatever its size.
+                    type_ = args.type if args.task_id is None else None
+                    done = write_suppression_parquet(
+                        client, args.list_id, out, type=type_, overwrite=args.overwrite, **waiting
+                    )
+                    _say_written(ui, done.rows, what, out, done.kinds)
+                    return 0
+                frame = read_suppression_list(client, args.list_id, type=args.type, **waiting)
+        except errors.TaskFailed:
+            raise
+        except _PASSING as exc:
+            exc.hint = say(task_id)
+            raise
+        except errors.APIError as exc:
+            if args.task_id is not None:
+                exc.hint = (
+                    f"check --task-id {shlex.quote(task_id)}: it must be the id printed by "
+                    "an export started on this service with this token"
                 )
-                _say_written(ui, done.rows, what, out, done.kinds)
-                return 0
-            frame = read_suppression_list(client, args.list_id, type=args.type, **waiting)
+            raise
+        except KeyboardInterrupt as exc:
+            hint = say(task_id)
+            # wait_for_task prints how to pick the task up itself, and notes it (3.11+).
+            told = any(hint in note for note in getattr(exc, "__notes__", ()))
+            output.said_on_interrupt(exc, kept(), *([] if told else [f"hint: {hint}"]))
+            raise
     if args.task_id is None:
         frame.attrs["type"] = args.type
     output.write_frame(frame, out, overwrite=args.overwrite)
@@ -348,47 +364,3 @@ def _say_written(
     if kinds:  # only a file with a kind column says what each row is
         per_kind = add_counts([kinds])  # e-mail, phone and domain first, then any other word
         ui.say("rows per kind: " + ", ".join(f"{kind} {n}" for kind, n in per_kind.items()))
-
-
-def _export_zip(
-    client: Client, args: argparse.Namespace, ui: Ui, what: str, waiting: dict[str, Any]
-) -> int:
-    status = wait_for_task(client, **waiting)
-    files = status.require_files()
-    if len(files) > 1:
-        raise CliError(
-            f"the export has {len(files)} files, a .zip output holds one",
-            hint="write .csv or .parquet to read them all into one file",
-        )
-    path = download_export(client, files[0], args.out, overwrite=args.overwrite, **waiting)
-    ui.say(f"wrote {plural(path.stat().st_size, 'byte')} of {what} to {path}")
-    if status.total is not None:
-        ui.say(f"the service counts {plural(status.total, 'contact')} in it")
-    return 0
-
-
-@contextlib.contextmanager
-def _resumable(
-    args: argparse.Namespace, task_id: str, say: Callable[[str], str], kept: Callable[[], str]
-) -> Iterator[None]:
-    """Say how to go on after a failure as the command line does: with ``--task-id``."""
-    try:
-        yield
-    except errors.TaskFailed:
-        raise
-    except _PASSING as exc:
-        exc.hint = say(task_id)
-        raise
-    except errors.APIError as exc:
-        if args.task_id is not None:
-            exc.hint = (
-                f"check --task-id {shlex.quote(task_id)}: it must be the id printed by "
-                "an export started on this service with this token"
-            )
-        raise
-    except KeyboardInterrupt as exc:
-        hint = say(task_id)
-        # wait_for_task prints how to pick the task up itself, and notes it (3.11+).
-        told = any(hint in note for note in getattr(exc, "__notes__", ()))
-        output.said_on_interrupt(exc, kept(), *([] if told else [f"hint: {hint}"]))
-        raise

@@ -1,9 +1,4 @@
-"""What the command line shares: exit codes, its own error, what it prints and writes.
-
-One rule for every output: a file that is there is replaced only with
-``--overwrite`` (:func:`refuse_existing`, before anything is sent), and a
-write that fails is one line, ``cannot write <path>: <reason>``.
-"""
+"""What the command line shares: exit codes, its own error, what it prints and writes."""
 
 from __future__ import annotations
 
@@ -56,10 +51,7 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 
 
 def refuse_existing(paths: Iterable[pathlib.Path], *, overwrite: bool) -> None:
-    """Refuse (exit 2) to run over files that are there, unless ``--overwrite`` was given.
-
-    The library's writers check again as they put a file in place (:func:`appeared`).
-    """
+    """Refuse (exit 2) to run over files that are there, unless ``--overwrite`` was given."""
     if overwrite:
         return
     there = [path for path in paths if path.exists() or path.is_symlink()]
@@ -81,8 +73,7 @@ def cannot_write(path: pathlib.Path | str, exc: OSError) -> CliError:
     """The error of a write that failed: ``cannot write <path>: <reason>`` (exit 1).
 
     A file the error names elsewhere (a download in the temporary directory) is named
-    instead, as that is where room or rights are missing. The reason is the system's words
-    for the error number when there is one (pyarrow words ``File too large`` its own way).
+    instead; the reason is the system's words for the error number (not pyarrow's).
     """
     where = pathlib.Path(path)
     named = pathlib.Path(os.fsdecode(exc.filename)) if exc.filename else None
@@ -96,10 +87,7 @@ def cannot_write(path: pathlib.Path | str, exc: OSError) -> CliError:
 
 
 def what_is_kept(path: pathlib.Path) -> Callable[[], str]:
-    """What an interruption leaves at ``path``, looked at when it is said.
-
-    The write may have given the file its name in the instant before.
-    """
+    """What an interruption leaves at ``path``, looked at when said (it may just be named)."""
 
     def identity() -> tuple[int, int, int] | None:
         with contextlib.suppress(OSError):
@@ -129,11 +117,7 @@ def said_on_interrupt(exc: BaseException, *lines: str) -> None:
 
 @dataclass(frozen=True)
 class Ui:
-    """Where the command's words go: results on stdout, notes on stderr.
-
-    Both are scrubbed (they may quote the service) and left out when ``quiet``;
-    ``progress`` shows progress bars.
-    """
+    """Results on stdout, notes on stderr: scrubbed (they may quote the service), or quiet."""
 
     progress: bool
     quiet: bool
@@ -171,7 +155,7 @@ def write_frame(frame: pd.DataFrame, path: pathlib.Path, *, overwrite: bool = Fa
     """Write a frame as Parquet or CSV (by the suffix of ``path``), whole or not at all.
 
     CSV is UTF-8 with a header and no index; list and object cells are JSON, missing
-    values empty. ``OutputExists`` for a file that is there unless ``overwrite``.
+    values empty.
     """
     suffix = path.suffix.lower()
     if suffix not in FRAME_SUFFIXES:

@@ -51,31 +51,21 @@ def _command(sub: Any, name: str, help: str, about: str, epilog: str) -> argpars
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    out = parser.add_argument_group("output")
-    out.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace what is at --out (without it, an output that exists is refused "
-        "before anything is sent)",
-    )
-    out.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        help="progress bars on stderr (default: when stderr is a terminal)",
-    )
-    quiet = "print only errors and warnings; no progress bars"
-    out.add_argument("-q", "--quiet", action="store_true", help=quiet)
+    add = parser.add_argument_group("output").add_argument
+    overwrite = "replace what is at --out (default: refuse it, before anything is sent)"
+    add("--overwrite", action="store_true", help=overwrite)
+    progress = "progress bars on stderr (default: when stderr is a terminal)"
+    add("--progress", action=argparse.BooleanOptionalAction, help=progress)
+    add("-q", "--quiet", action="store_true", help="print only errors and warnings, no progress")
     return parser
 
 
 def _connection(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("connection (STOPLIST_NB_URL, STOPLIST_NB_TOKEN)")
+    add = parser.add_argument_group("connection (STOPLIST_NB_URL, STOPLIST_NB_TOKEN)").add_argument
     retries = "retries of a failed request (default: 5, with exponential backoff)"
-    group.add_argument(
-        "--retries", type=lambda text: positive_int(text, 0), metavar="N", help=retries
-    )
+    add("--retries", type=lambda text: positive_int(text, 0), metavar="N", help=retries)
     timeout = "seconds to wait for each reply (default: 10 to connect, 120 to read)"
-    group.add_argument("--timeout", type=seconds, metavar="SECONDS", help=timeout)
+    add("--timeout", type=seconds, metavar="SECONDS", help=timeout)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,111 +83,71 @@ def build_parser() -> argparse.ArgumentParser:
         sub,
         "demo",
         "the whole job on the embedded demo service, written to a directory",
-        "Start the embedded demo service, read its profiles, export its suppression list "
-        "(e-mails, phones and domains), flag the profiles' contacts found in it (an e-mail "
-        "also by its domain), and write to DIR: profiles, suppression_list and "
-        "flagged_contacts as .parquet and .csv, and channels, statuses, registrations, "
-        "top_domains and suppression_overlap as .png. Needs the demo extra (and plots for "
-        "the PNGs).",
+        "Start the embedded demo service, read its profiles, export its suppression list, "
+        "flag the profiles' e-mails, domains and phones found in it, and write to DIR, all "
+        "together at the end: "
+        "profiles, suppression_list and flagged_contacts as .parquet and .csv, and "
+        "channels, statuses, registrations, top_domains and suppression_overlap as .png.",
         "CSV files hold list cells (cats, phones) as JSON text.\n\n" + _EPILOG,
     )
-    demo.add_argument(
-        "--out",
-        type=pathlib.Path,
-        default=pathlib.Path("stoplist-demo"),
-        metavar="DIR",
-        help="directory to write to, created if missing (default: ./stoplist-demo); "
-        "the files go in place together once all are written",
-    )
+    add = demo.add_argument
+    out = "directory to write to, created if missing (default: ./%(default)s)"
+    add("--out", type=pathlib.Path, default=pathlib.Path("stoplist-demo"), metavar="DIR", help=out)
     size = "size of the demo data set (default: %(default)s)"
-    demo.add_argument("--profiles", type=positive_int, default=2000, metavar="N", help=size)
-    seed = "seed of the demo data set (default: %(default)s)"
-    demo.add_argument("--seed", type=int, default=0, metavar="N", help=seed)
+    add("--profiles", type=positive_int, default=2000, metavar="N", help=size)
+    add("--seed", type=int, default=0, metavar="N", help="seed of the demo data (default: 0)")
     limit = "profiles per request (default: %(default)s)"
-    demo.add_argument("--limit", type=positive_int, default=250, metavar="N", help=limit)
+    add("--limit", type=positive_int, default=250, metavar="N", help=limit)
     plots = "write the PNG plots (default: yes, when matplotlib is installed)"
-    demo.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True, help=plots)
+    add("--plots", action=argparse.BooleanOptionalAction, default=True, help=plots)
     demo.set_defaults(run=run_demo)
 
     profiles = _command(
         sub,
         "profiles",
         "read a database's profiles into a Parquet or CSV file, or a Parquet dataset",
-        "Read a database's profiles (profiles/list, every page) into a file, one row per "
-        "subscription, holding about one page in memory. The format follows the suffix of "
-        "--out; --out DIR/ writes a Parquet dataset (part files and a checkpoint) that "
-        "--resume carries on after a failure.",
-        "Parquet keeps list columns (cats) as lists; CSV holds them as JSON text,\n"
-        'e.g. ["promo", "news"] (json.loads reads them back). CSV is UTF-8, no index.\n'
-        "A column that first holds a value on a later page is empty in the rows before.\n\n"
+        "Read a database's profiles (every page) into a file by the suffix of --out, one row "
+        "per subscription, about one page in memory; --out DIR/ writes a Parquet dataset "
+        "that --resume carries on after a failure.",
+        "Parquet keeps list columns (cats) as lists; CSV (UTF-8, no index) holds them as\n"
+        'JSON text, e.g. ["promo", "news"]. A column that first holds a value on a later\n'
+        "page is empty in the rows before.\n\n"
         "examples:\n"
-        '  stoplist-nb profiles --db-id 1 --query \'{"_city": {"$in": ["Moscow"]}}\' \\\n'
-        "      --fields _id,_fname,_city,subscriptions --out moscow.parquet\n"
-        "  stoplist-nb profiles --db-id 1 --out profiles/            # a dataset\n"
-        "  stoplist-nb profiles --db-id 1 --out profiles/ --resume   # after a failure\n"
-        "  stoplist-nb profiles --db-id 1 --out profiles/ --repair   # past a damaged file\n\n"
+        '  stoplist-nb profiles --db-id 1 --query \'{"_city": "Kazan"}\' --out kazan.csv\n'
+        "  stoplist-nb profiles --db-id 1 --out profiles/ --resume   # a dataset, carried on\n\n"
         + _TRY
         + "\n\n"
         + _EPILOG,
     )
-    profiles.add_argument("--db-id", type=int, required=True, metavar="N", help="database id")
+    add = profiles.add_argument
+    add("--db-id", type=int, required=True, metavar="N", help="database id")
     checked = "MongoDB filter as JSON, or @path to a JSON file; checked before sending"
-    profiles.add_argument("--query", type=query, metavar="JSON|@FILE", help=checked)
-    profiles.add_argument(
-        "--fields",
-        type=fields,
-        metavar="A,B",
-        help="profile fields to return, comma-separated (_id names the id; add "
-        "subscriptions for the subscription columns)",
-    )
-    limit = "profiles per request (default: %(default)s)"
-    profiles.add_argument("--limit", type=positive_int, default=1000, metavar="N", help=limit)
-    stop = "stop after N profiles"
-    profiles.add_argument("--max-profiles", type=positive_int, metavar="N", help=stop)
-    after = "start after this cursor (a next_from_id)"
-    profiles.add_argument("--from-id", metavar="CURSOR", help=after)
-    profiles.add_argument(
-        "--out",
-        type=out_file(*FRAME_SUFFIXES, dataset=True),
-        required=True,
-        metavar="FILE|DIR/",
-        help="FILE.parquet, FILE.csv, or DIR/ (ending in /, or a directory) for a Parquet "
-        "dataset, created if missing",
-    )
-    dataset = profiles.add_argument_group(
+    add("--query", type=query, metavar="JSON|@FILE", help=checked)
+    names = "profile fields, comma-separated (_id names the id; subscriptions their columns)"
+    add("--fields", type=fields, metavar="A,B", help=names)
+    add("--limit", type=positive_int, default=1000, metavar="N", help=limit)
+    add("--max-profiles", type=positive_int, metavar="N", help="stop after N profiles")
+    add("--from-id", metavar="CURSOR", help="start after this cursor (a next_from_id)")
+    out = "FILE.parquet, FILE.csv, or DIR/ (a directory, created if missing) for a dataset"
+    out_type = out_file(*FRAME_SUFFIXES, dataset=True)
+    add("--out", type=out_type, required=True, metavar="FILE|DIR/", help=out)
+    add = profiles.add_argument_group(
         "a dataset (--out DIR/)",
-        "What a stopped pull keeps: its parts, and the part being written as far as it was "
-        "committed. --overwrite removes the dataset there and starts again.",
-    )
-    dataset.add_argument(
-        "--resume",
-        action="store_true",
-        help="carry on the unfinished dataset there (same --db-id, --query, --fields), "
-        "or leave a complete one as it is",
-    )
-    dataset.add_argument(
-        "--repair",
-        action="store_true",
-        help="carry on, and where a file the checkpoint lists is damaged (changed, cut "
-        "short, missing), drop it and the files after it and pull on after the last good one",
-    )
+        "A stopped pull keeps its parts, and the part being written as far as it was committed.",
+    ).add_argument
+    resume = "carry on the unfinished dataset there (same --db-id, --query, --fields)"
+    add("--resume", action="store_true", help=resume)
+    repair = "carry on past a damaged file (changed, cut short, missing) and the ones after it"
+    add("--repair", action="store_true", help=repair)
     per_part = f"profiles per part file (default: {DEFAULT_PROFILES_PER_PART})"
-    dataset.add_argument("--profiles-per-part", type=positive_int, metavar="N", help=per_part)
-    dataset.add_argument(
-        "--commit-seconds",
-        type=lambda text: seconds(text, zero=True),
-        metavar="SECONDS",
-        help="commit the part being written once its pages since the last commit span "
-        f"this long, 0 for every page (default: {DEFAULT_COMMIT_SECONDS:g}): a killed pull "
-        "loses at most that much",
+    add("--profiles-per-part", type=positive_int, metavar="N", help=per_part)
+    every = (
+        "commit the part being written once its pages since the last commit span this long, "
+        f"0 for every page (default: {DEFAULT_COMMIT_SECONDS:g})"
     )
-    dataset.add_argument(
-        "--commit-bytes",
-        type=positive_int,
-        metavar="N",
-        help="or once they hold this many bytes, whichever comes first (default: "
-        f"{DEFAULT_COMMIT_BYTES}, 16 MiB)",
-    )
+    add("--commit-seconds", type=lambda t: seconds(t, zero=True), metavar="SECONDS", help=every)
+    size = f"or once they hold N bytes, whichever first (default: {DEFAULT_COMMIT_BYTES}, 16 MiB)"
+    add("--commit-bytes", type=positive_int, metavar="N", help=size)
     _connection(profiles)
     profiles.set_defaults(run=run_profiles)
 
@@ -206,32 +156,24 @@ def build_parser() -> argparse.ArgumentParser:
         "export",
         "export a suppression list (MD5 hashes) into a ZIP, CSV or Parquet file",
         "Export a suppression list: start the export task, wait for it, download its file. "
-        "FILE.zip keeps the service's archive as it is; FILE.csv and FILE.parquet hold its "
-        "hashes (md5, then any other columns of the file). FILE.parquet is written block by "
-        "block as the archive is read, in bounded memory whatever the size of the list.",
+        "FILE.zip keeps the service's archive; FILE.csv and FILE.parquet hold its hashes "
+        "(md5, then the file's other columns), Parquet in bounded memory.",
         "examples:\n"
         "  stoplist-nb export --list-id 7 --type emails --out stop.parquet\n"
-        "  stoplist-nb export --task-id exp-1f0c --out stop.parquet   # an export started "
-        "before\n\n" + _TRY + "\n\n" + _EPILOG,
+        "  stoplist-nb export --task-id exp-1f0c --out stop.parquet   # a task started before"
+        "\n\n" + _TRY + "\n\n" + _EPILOG,
     )
-    which = export.add_mutually_exclusive_group(required=True)
-    which.add_argument("--list-id", type=int, metavar="N", help="suppression list id")
-    started = "wait for an export task already started instead"
-    which.add_argument("--task-id", metavar="ID", help=started)
-    contacts = "contacts to export (default: all)"
-    export.add_argument("--type", choices=EXPORT_TYPES, default="all", help=contacts)
+    which = export.add_mutually_exclusive_group(required=True).add_argument
+    which("--list-id", type=int, metavar="N", help="suppression list id")
+    which("--task-id", metavar="ID", help="wait for an export task already started instead")
+    add = export.add_argument
+    add("--type", choices=EXPORT_TYPES, default="all", help="contacts to export (default: all)")
     out = "FILE.zip, FILE.csv or FILE.parquet"
-    suffixes = out_file(".zip", *FRAME_SUFFIXES)
-    export.add_argument("--out", type=suffixes, required=True, metavar="FILE", help=out)
-    export.add_argument(
-        "--poll-interval",
-        type=seconds,
-        default=1.0,
-        metavar="SECONDS",
-        help="seconds before the second status poll; it grows by half each time (default: 1)",
-    )
+    add("--out", type=out_file(".zip", *FRAME_SUFFIXES), required=True, metavar="FILE", help=out)
+    poll = "seconds before the second status poll; it grows by half each time (default: 1)"
+    add("--poll-interval", type=seconds, default=1.0, metavar="SECONDS", help=poll)
     wait = "seconds to wait for the export task (default: 600)"
-    export.add_argument("--task-timeout", type=seconds, default=600.0, metavar="SECONDS", help=wait)
+    add("--task-timeout", type=seconds, default=600.0, metavar="SECONDS", help=wait)
     _connection(export)
     export.set_defaults(run=run_export)
     return parser

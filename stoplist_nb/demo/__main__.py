@@ -21,11 +21,9 @@ _URL, _TOKEN = "STOPLIST_NB_URL", "STOPLIST_NB_TOKEN"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m stoplist_nb.demo",
-        description="Serve a local demo of the Altcraft Platform API v1.1 "
-        "(profiles/list, databases/fields_get, suppresses/export, tasks/status and "
-        "the download) with generated profiles and a suppression list. It prints the "
-        f"{_URL} and {_TOKEN} lines to paste into another terminal, where "
-        "stoplist-nb profiles and stoplist-nb export then read it.",
+        description="Serve a local demo of the Altcraft Platform API v1.1 with generated "
+        f"profiles and a suppression list; it prints the {_URL} and {_TOKEN} lines "
+        "that point stoplist-nb profiles and export at it from another terminal.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add = parser.add_argument

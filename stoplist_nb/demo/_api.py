@@ -1,8 +1,7 @@
 """The demo service's endpoints: one handler per API method, and the envelope they speak.
 
-A handler takes the :class:`Backend` and the parsed :class:`Call` and returns a
-:class:`Reply` or raises :class:`ApiError`; it knows nothing about sockets, faults or
-the request log. The export flow keeps its state in the backend's ``exports``.
+A handler takes the service and the parsed :class:`Call` and returns a :class:`Reply` or
+raises :class:`ApiError`; it knows nothing about sockets, faults or the request log.
 """
 
 from __future__ import annotations
@@ -10,11 +9,10 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 try:
@@ -23,7 +21,10 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("the demo service needs mongomock: pip install 'stoplist_nb[demo]'") from exc
 
 from stoplist_nb.demo._data import FIELDS
-from stoplist_nb.demo._suppress import EXPORT_TYPES, ExportStore
+from stoplist_nb.demo._suppress import EXPORT_TYPES
+
+if TYPE_CHECKING:
+    from stoplist_nb.demo._server import DemoService
 
 API_PREFIX = "/api/v1.1/"
 DOWNLOAD_PREFIX = "/api/download/"
@@ -108,71 +109,36 @@ def _check_id(value: Any, name: str, expected: int, what: str) -> None:
         raise ApiError(400, f"{what} not found")
 
 
-class Backend:
-    """The credentials, the in-memory MongoDB collection of the profiles and the exports."""
+def load(profiles: list[dict[str, Any]]) -> Any:
+    """An in-memory MongoDB collection of ``profiles``, each ``id`` its ``_id``."""
+    collection = mongomock.MongoClient().demo.profiles
+    docs = [{"_id": p["id"], **{k: v for k, v in p.items() if k != "id"}} for p in profiles]
+    if docs:
+        collection.insert_many(docs)
+    return collection
 
-    def __init__(
-        self,
-        profiles: list[dict[str, Any]],
-        token: str,
-        db_id: int,
-        http_errors: bool,
-        exports: ExportStore,
-    ) -> None:
-        self.token = token
-        self.db_id = db_id
-        self.http_errors = http_errors
-        self.exports = exports
-        # mongomock is not thread-safe; the HTTP server runs one thread per connection.
-        self._lock = threading.Lock()
-        self._collection = mongomock.MongoClient().demo.profiles
-        docs = [{"_id": p["id"], **{k: v for k, v in p.items() if k != "id"}} for p in profiles]
-        if docs:
-            self._collection.insert_many(docs)
 
-    def authorize(self, call: Call) -> None:
-        """Check the token of the body (or query), else of ``Authorization: Bearer``."""
-        token = call.params.get("token")
-        if token is None or token == "":
-            token = call.bearer
-        if token is None or token == "":
-            raise ApiError(401, "API token required")
-        if not isinstance(token, str) or not secrets.compare_digest(
-            token.encode("utf-8"), self.token.encode("utf-8")
-        ):
-            raise ApiError(403, "Access denied")
-
-    def find(
-        self, query: dict[str, Any], fields: list[str] | None, from_id: str, limit: int
-    ) -> list[dict[str, Any]]:
-        """One page of profiles, ``_id`` renamed to ``id`` and put first."""
-        query = _exists_false_as_nor(query)
-        if from_id:
-            after = {"_id": {"$gt": from_id}}
-            query = {"$and": [query, after]} if query else after
-        projection = None
-        if fields:
-            # The service names the id `_id` in `fields`; accept its reply name `id` too.
-            projection = {"_id" if name == "id" else name: 1 for name in fields}
-        with self._lock:
-            try:
-                cursor = self._collection.find(query, projection).sort("_id", 1).limit(limit)
-                docs = list(cursor)  # mongomock evaluates lazily: errors surface here
-            except _QUERY_ERRORS as exc:
-                what = "fields" if projection and "collision" in str(exc).lower() else "query"
-                raise ApiError(400, f"invalid {what}: {exc}") from None
-        return [{"id": doc.pop("_id"), **doc} for doc in docs]
+def authorize(svc: DemoService, call: Call) -> None:
+    """Check the token of the body (or query), else of ``Authorization: Bearer``."""
+    token = call.params.get("token")
+    if token is None or token == "":
+        token = call.bearer
+    if token is None or token == "":
+        raise ApiError(401, "API token required")
+    if not isinstance(token, str) or not secrets.compare_digest(
+        token.encode("utf-8"), svc.token.encode("utf-8")
+    ):
+        raise ApiError(403, "Access denied")
 
 
 def _exists_false_as_nor(query: Any) -> Any:
-    """``{path: {"$exists": false}}`` as the ``$nor`` of ``$exists: true``, as MongoDB means it.
-
-    mongomock matches ``{"a.b": {"$exists": false}}`` to ``{"a": [{"b": 1}, {}]}``;
-    MongoDB does not. Anything malformed passes untouched, for mongomock to refuse.
+    """``$exists: false`` as the ``$nor`` of ``$exists: true``, which mongomock gets right.
 
     >>> _exists_false_as_nor({"a.b": {"$exists": False, "$ne": 1}})
     {'$and': [{'$nor': [{'a.b': {'$exists': True}}]}, {'a.b': {'$ne': 1}}]}
     """
+    # mongomock matches {"a.b": {"$exists": false}} to {"a": [{"b": 1}, {}]}; MongoDB does
+    # not. Anything malformed passes as is, for mongomock to refuse.
     if isinstance(query, list):
         return [_exists_false_as_nor(q) for q in query]
     if not isinstance(query, dict):
@@ -195,10 +161,10 @@ def _exists_false_as_nor(query: Any) -> Any:
     return {"$and": parts}
 
 
-def profiles_list(backend: Backend, call: Call) -> Reply:
+def profiles_list(svc: DemoService, call: Call) -> Reply:
     """``POST /api/v1.1/profiles/list``: one page of profiles."""
     params = call.params
-    _check_id(params.get("db_id"), "db_id", backend.db_id, "database")
+    _check_id(params.get("db_id"), "db_id", svc.db_id, "database")
     fmt = params.get("format")
     if fmt is not None and fmt != "json":
         raise ApiError(400, f"unsupported format: {fmt!r}")
@@ -218,48 +184,61 @@ def profiles_list(backend: Backend, call: Call) -> Reply:
         not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields)
     ):
         raise ApiError(400, "fields must be a list of field names")
-    rows = backend.find(query, fields, from_id, limit)
+    query = _exists_false_as_nor(query)
+    if from_id:
+        after = {"_id": {"$gt": from_id}}
+        query = {"$and": [query, after]} if query else after
+    # The service names the id `_id` in `fields`; accept its reply name `id` too.
+    projection = {"_id" if name == "id" else name: 1 for name in fields} if fields else None
+    with svc._lock:
+        try:
+            cursor = svc._collection.find(query, projection).sort("_id", 1).limit(limit)
+            docs = list(cursor)  # mongomock evaluates lazily: errors surface here
+        except _QUERY_ERRORS as exc:
+            what = "fields" if projection and "collision" in str(exc).lower() else "query"
+            raise ApiError(400, f"invalid {what}: {exc}") from None
+    rows = [{"id": doc.pop("_id"), **doc} for doc in docs]
     return success(data=rows, next_from_id=rows[-1]["id"] if rows else "")
 
 
-def databases_fields_get(backend: Backend, call: Call) -> Reply:
+def databases_fields_get(svc: DemoService, call: Call) -> Reply:
     """``POST /api/v1.1/databases/fields_get``: the profile fields of the database."""
-    _check_id(call.params.get("id"), "id", backend.db_id, "database")
+    _check_id(call.params.get("id"), "id", svc.db_id, "database")
     keys = ("name", "title", "type", "category")
     data = [{**dict(zip(keys, row, strict=True)), "required": False} for row in FIELDS]
     return success(data=data)
 
 
-def suppresses_export(backend: Backend, call: Call) -> Reply:
+def suppresses_export(svc: DemoService, call: Call) -> Reply:
     """``POST /api/v1.1/suppresses/export``: start exporting the list; ``data.task_id``."""
-    _check_id(call.params.get("id"), "id", backend.exports.suppress_id, "suppression list")
+    _check_id(call.params.get("id"), "id", svc.exports.suppress_id, "suppression list")
     type_ = param(call.params, "type", "all")
     if type_ not in EXPORT_TYPES:
         raise ApiError(400, f"type must be one of {', '.join(EXPORT_TYPES)}")
-    return success(data={"task_id": backend.exports.start(type_)})
+    return success(data={"task_id": svc.exports.start(type_)})
 
 
-def tasks_status(backend: Backend, call: Call) -> Reply:
+def tasks_status(svc: DemoService, call: Call) -> Reply:
     """``POST /api/v1.1/tasks/status``: advance the task one step and report it."""
     task_id = call.params.get("task_id")
     if task_id is None or task_id == "":
         raise ApiError(400, "task_id is required")
     if not isinstance(task_id, str):
         raise ApiError(400, "task_id must be a string")
-    data = backend.exports.poll(task_id)
+    data = svc.exports.poll(task_id)
     if data is None:
         raise ApiError(400, "task not found")
     return success(data=data)
 
 
-def download(backend: Backend, call: Call) -> Reply:
+def download(svc: DemoService, call: Call) -> Reply:
     """``GET /api/download/<path>``: the archive, with real HTTP statuses (a file server)."""
     try:
-        backend.authorize(call)
+        authorize(svc, call)
     except ApiError:
         # Missing or wrong, the file server says the same: no access.
         return Reply(403, {"error": 403, "error_text": "Access denied"})
-    data = backend.exports.file(call.path[len(DOWNLOAD_PREFIX) :])
+    data = svc.exports.file(call.path[len(DOWNLOAD_PREFIX) :])
     if data is None:
         return Reply(404, {"error": 404, "error_text": "file not found"})
     filename = quote(call.path.rsplit("/", 1)[-1], safe="")
@@ -270,7 +249,7 @@ def download(backend: Backend, call: Call) -> Reply:
 
 
 # Each API method: the HTTP verb it answers and its handler.
-ENDPOINTS: dict[str, tuple[str, Callable[[Backend, Call], Reply]]] = {
+ENDPOINTS: dict[str, tuple[str, Callable[[DemoService, Call], Reply]]] = {
     "profiles/list": ("POST", profiles_list),
     "databases/fields_get": ("POST", databases_fields_get),
     "suppresses/export": ("POST", suppresses_export),
@@ -279,17 +258,17 @@ ENDPOINTS: dict[str, tuple[str, Callable[[Backend, Call], Reply]]] = {
 }
 
 
-def dispatch(backend: Backend, name: str, call: Call) -> Reply:
+def dispatch(svc: DemoService, name: str, call: Call) -> Reply:
     """Run the endpoint for ``name``; every failure becomes the error envelope."""
     try:
         endpoint = ENDPOINTS.get(name)
         if endpoint is None or endpoint[0] != call.verb:
             raise ApiError(404, "unknown method")
         if name != "download":  # which answers 403/404 itself: a file is not an API call
-            backend.authorize(call)
-        return endpoint[1](backend, call)
+            authorize(svc, call)
+        return endpoint[1](svc, call)
     except ApiError as exc:
-        return error_reply(exc.code, exc.text, http_errors=backend.http_errors)
+        return error_reply(exc.code, exc.text, http_errors=svc.http_errors)
     except Exception:  # a bug in a handler: answer 500 and show it, do not hang
         traceback.print_exc()
-        return error_reply(500, "internal error", http_errors=backend.http_errors)
+        return error_reply(500, "internal error", http_errors=svc.http_errors)

@@ -135,7 +135,7 @@ def unique(make: Callable[[], str], taken: set[str]) -> str:
 
 
 def _ascii(text: str) -> str:
-    """Lower-case ASCII letters and digits of ``text`` (Cyrillic transliterated)."""
+    # Lower-case ASCII letters and digits, Cyrillic transliterated.
     text = "".join(TRANSLIT.get(ch, ch) for ch in text.lower())
     text = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in text if ch.isascii() and ch.isalnum())
@@ -197,10 +197,8 @@ class _Generator:
         rng = self.rng
         moment = _EPOCH + timedelta(seconds=rng.randrange(_REG_SPAN))
         stamp = f"{moment:%Y-%m-%dT%H:%M:%S}.{rng.randrange(1000):03d}Z"
-        ip = (
-            f"{rng.randint(5, 223)}.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randint(1, 254)}"
-        )
-        return {"date": stamp, "ip": ip}
+        ip = f"{rng.randint(5, 223)}.{rng.randrange(256)}.{rng.randrange(256)}"
+        return {"date": stamp, "ip": f"{ip}.{rng.randint(1, 254)}"}
 
     def channel_block(self, channel: str, ctx: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         rng = self.rng
@@ -209,12 +207,8 @@ class _Generator:
             domain = address.rsplit("@", 1)[1]
             md5 = hashlib.md5(address.encode()).hexdigest()
             group = DOMAIN_GROUPS.get(domain, "other")
-            return "email_data", {
-                "domain": domain,
-                "domain_group": group,
-                "email": address,
-                "md5": md5,
-            }
+            block = {"domain": domain, "domain_group": group, "email": address, "md5": md5}
+            return "email_data", block
         if channel in ("sms", "viber"):
             phone = ctx["phones"].pop(0) if ctx["phones"] else self.phone(ctx["who"][0])
             return "phone_data", {"phone": phone, "md5": hashlib.md5(phone.encode()).hexdigest()}
@@ -287,21 +281,16 @@ class _Generator:
 def generate_profiles(n: int, seed: int = 0) -> list[dict[str, Any]]:
     """Generate ``n`` realistic, reproducible profiles.
 
-    Ids are 24 lower-case hex digits like MongoDB ObjectIds and strictly increase in
-    generation order, so sorting by id keeps the order. Names and cities mix Cyrillic,
-    accented Latin and ASCII; some profiles lack a city, a birth date, an e-mail or any
-    subscription. E-mail addresses, phone numbers and subscription ``hash_id`` values
-    never repeat within one data set.
+    Ids look like MongoDB ObjectIds and increase in generation order. Some profiles lack
+    a city, a birth date, an e-mail or any subscription; e-mail addresses, phone numbers
+    and subscription ``hash_id`` values never repeat within one data set.
 
     Args:
-        n: Number of profiles, 0 or more.
+        n: Number of profiles, 0 or more (else ``ValueError``).
         seed: Seed of the private random generator; the same seed gives the same data.
 
     Returns:
         The profiles as ``profiles/list`` returns them without ``fields``.
-
-    Raises:
-        ValueError: If ``n`` is negative.
 
     >>> profiles = generate_profiles(3, seed=1)
     >>> [len(p["id"]) for p in profiles]

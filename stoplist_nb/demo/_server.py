@@ -1,10 +1,7 @@
 """The demo service: its HTTP/1.1 server on loopback, its request log and its faults.
 
-The server parses a request, lets a queued :class:`Fault` take over (it replaces the
-endpoint's reply, slows or cuts it, or bends its paging), otherwise hands it to the
-endpoint table, logs it (without the token) and writes the reply with a correct
-``Content-Length`` so keep-alive connections work. A fault is queued for one API method
-(or ``"*"`` for any) and fires for the next ``times`` requests, in the order added.
+A queued :class:`Fault` replaces the endpoint's reply, slows or cuts it, or bends its
+paging; the reply has a correct ``Content-Length`` so keep-alive connections work.
 """
 
 from __future__ import annotations
@@ -184,8 +181,7 @@ class RequestRecord:
     """One request the demo service handled.
 
     Attributes:
-        method: API method name (``"profiles/list"``), ``"download"`` for
-            ``/api/download/...``, otherwise the URL path.
+        method: As :attr:`Fault.method`, else the URL path.
         path: URL path, without the query string.
         params: Body (POST) or query (GET) parameters, with ``token`` removed.
         status: HTTP status sent; 0 when the connection was reset.
@@ -198,8 +194,6 @@ class RequestRecord:
 
 
 class DemoHTTPServer(ThreadingHTTPServer):
-    """Threading HTTP server of one :class:`DemoService`."""
-
     daemon_threads = True
     # stop() wakes every handler itself (close_connections, the stopping event);
     # joining them on server_close could still hang on a client that stopped mid-body.
@@ -275,10 +269,10 @@ class _Handler(BaseHTTPRequestHandler):
         except _api.ApiError as exc:
             reply = _api.error_reply(exc.code, exc.text, http_errors=srv.service.http_errors)
         logged = {k: copy.deepcopy(v) for k, v in params.items() if k != "token"}
-        fault = srv.service.take_fault(name)
+        fault = srv.service._take_fault(name)
         kind = fault.kind if fault is not None else None
         if kind == "reset":
-            srv.service.record(RequestRecord(name, path, logged, 0))
+            srv.service._record(RequestRecord(name, path, logged, 0))
             self._reset()
             return
         if fault is not None and kind in REPLACING_KINDS:
@@ -295,7 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
             if fault is not None and reply.payload is not None:
                 bend(reply.payload, fault, params.get("from_id"))
         # Logged before the reply goes out: a client that has its answer sees the record.
-        srv.service.record(RequestRecord(name, path, logged, reply.status))
+        srv.service._record(RequestRecord(name, path, logged, reply.status))
         delay = None if fault is None else fault.delay
         if kind == "slow":
             srv.stopping.wait(2.0 if delay is None else delay)
@@ -362,7 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.close()
 
 
-class DemoService(_api.Backend):
+class DemoService:
     """A local implementation of the API, served over real HTTP on loopback.
 
     Args:
@@ -381,6 +375,8 @@ class DemoService(_api.Backend):
     Attributes:
         profiles: The data set, as ``profiles/list`` returns it without ``fields``.
         requests: One :class:`RequestRecord` per request handled, token removed.
+        suppress_id: Id of the suppression list.
+        suppress_name: Its name; the export is ``<name>.md5.zip``.
     """
 
     def __init__(
@@ -411,10 +407,15 @@ class DemoService(_api.Backend):
             raise ValueError(f"db_id must be an int, got {db_id!r}")
         if suppressed is None:
             suppressed = _suppress.build_suppressed(data, seed)
-        exports = _suppress.ExportStore(suppress_id, suppress_name, suppressed)
-        super().__init__(data, token or secrets.token_hex(16), db_id, http_errors, exports)
+        self.exports = _suppress.ExportStore(suppress_id, suppress_name, suppressed)
+        self.suppress_id, self.suppress_name = suppress_id, suppress_name
+        self.token = token or secrets.token_hex(16)
+        self.db_id, self.http_errors = db_id, http_errors
         self.profiles: list[dict[str, Any]] = data
         self.requests: list[RequestRecord] = []
+        # mongomock is not thread-safe; the HTTP server runs one thread per connection.
+        self._lock = threading.Lock()
+        self._collection = _api.load(data)
         self._address = (host, port)
         self._log_lock = threading.Lock()  # guards the request log and the faults
         self._faults: dict[str, deque[Fault]] = {}
@@ -435,16 +436,6 @@ class DemoService(_api.Backend):
         host, port = self._server.server_address[:2]
         host = str(host)
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-    @property
-    def suppress_id(self) -> int:
-        """Id of the suppression list."""
-        return self.exports.suppress_id
-
-    @property
-    def suppress_name(self) -> str:
-        """Name of the suppression list; the export is ``<name>.md5.zip``."""
-        return self.exports.suppress_name
 
     @property
     def suppressed(self) -> dict[str, list[str]]:
@@ -496,9 +487,7 @@ class DemoService(_api.Backend):
         """Queue a fault for the next requests of ``method``.
 
         Args:
-            method: As :attr:`Fault.method`.
-            kind: What goes wrong; see :class:`Fault`.
-            **options: The other attributes of :class:`Fault`.
+            method: As :attr:`Fault.method`, ``kind`` and ``**options`` as the rest of it.
 
         Returns:
             The queued fault; its ``fired`` counts the requests it has hit.
@@ -521,11 +510,8 @@ class DemoService(_api.Backend):
     def plan_next_export(self, **options: Any) -> ExportPlan:
         """Script the next export started (a second call replaces it); later ones get defaults.
 
-        Args:
-            **options: The attributes of :class:`ExportPlan`.
-
         Returns:
-            The validated plan.
+            The :class:`ExportPlan` of ``options``, validated.
 
         >>> with serve(profiles=3) as svc:
         ...     plan = svc.plan_next_export(steps=1, final="success")
@@ -537,18 +523,16 @@ class DemoService(_api.Backend):
         return plan
 
     def client(self, **kwargs: Any) -> Client:
-        """A ``stoplist_nb`` client for this service; ``kwargs`` go to its constructor."""
+        """A ``stoplist_nb.Client`` of this service, ``kwargs`` passed on."""
         from stoplist_nb.client import Client
 
         return Client(self.base_url, self.token, **kwargs)
 
-    def record(self, record: RequestRecord) -> None:
-        """Log one request handled."""
+    def _record(self, record: RequestRecord) -> None:
         with self._log_lock:
             self.requests.append(record)
 
-    def take_fault(self, method: str) -> Fault | None:
-        """The fault the next request of ``method`` gets, counted as fired."""
+    def _take_fault(self, method: str) -> Fault | None:
         with self._log_lock:
             # A fault for the method itself wins over a catch-all one.
             for key in (method, "*"):
@@ -569,10 +553,7 @@ class DemoService(_api.Backend):
 def serve(
     profiles: int | Iterable[Mapping[str, Any]] = DEFAULT_PROFILES, seed: int = 0, **options: Any
 ) -> Iterator[DemoService]:
-    """Run a :class:`DemoService` for the duration of a ``with`` block.
-
-    Args:
-        profiles: Same as :class:`DemoService`, as are ``seed`` and ``**options``.
+    """Run a :class:`DemoService` (same arguments) for the duration of a ``with`` block.
 
     Yields:
         The running service; it is stopped when the block exits.

@@ -1,11 +1,8 @@
 """The demo suppression list and its exports: contacts, MD5 rows, tasks, CSV and ZIP.
 
-The list is drawn from the demo profiles, so that matching them against it finds a real
-overlap, and padded with about as many contacts that belong to no profile. An export
-task advances one step per ``tasks/status`` poll, never with the clock, so a test knows
-what the n-th poll answers; its archive is built once, on the first poll that names it.
-The platform does not document the CSV inside the ``.md5.zip``, so the demo writes
-several layouts, and several archive shapes, hostile ones included.
+An export task advances one step per ``tasks/status`` poll, never with the clock, so a
+test knows what the n-th poll answers. The platform does not document the CSV inside the
+``.md5.zip``, so the demo writes several layouts and archive shapes, hostile ones included.
 """
 
 from __future__ import annotations
@@ -31,13 +28,7 @@ EXPORT_TYPES: tuple[str, ...] = (*KINDS, "all")
 
 
 def canonical(kind: str, value: str) -> str:
-    """The form of ``value`` that is hashed; ``ValueError`` if it holds none.
-
-    >>> canonical("phones", " +7 (912) 000-11-22 ")
-    '+79120001122'
-    >>> canonical("emails", "  Ann.Lee@Example.COM ")
-    'ann.lee@example.com'
-    """
+    """The form of ``value`` that is hashed: ``+`` and digits, or trimmed lower case."""
     if kind == "phones":
         digits = "".join(ch for ch in value if "0" <= ch <= "9")
         if digits:
@@ -62,13 +53,13 @@ def canonicalize(suppressed: Mapping[str, Iterable[str]]) -> dict[str, list[str]
     return result
 
 
-def _share(count: int, fraction: float) -> int:
-    # At least one whenever there is anything, so a small data set still overlaps.
-    return 0 if count == 0 else max(1, round(count * fraction))
-
-
 def build_suppressed(profiles: Sequence[Mapping[str, Any]], seed: int) -> dict[str, list[str]]:
-    """The default list of ``DemoService`` (``suppressed``), as sorted canonical values."""
+    """Some of the profiles' contacts, and as many that belong to no profile, sorted."""
+
+    def share(count: int, fraction: float) -> int:
+        # At least one whenever there is anything, so a small data set still overlaps.
+        return 0 if count == 0 else max(1, round(count * fraction))
+
     rng = random.Random(f"stoplist-nb-demo/suppress/{seed}")
     found: dict[str, set[str]] = {"emails": set(), "phones": set()}
     # Profiles may come from the caller, so no field is trusted to have its usual shape.
@@ -87,12 +78,12 @@ def build_suppressed(profiles: Sequence[Mapping[str, Any]], seed: int) -> dict[s
     emails, phones = found["emails"], found["phones"]
     used = Counter(email.rsplit("@", 1)[1] for email in emails if "@" in email)
     domains = set(used)
-    own_emails = rng.sample(sorted(emails), _share(len(emails), 0.15))
-    own_phones = rng.sample(sorted(phones), _share(len(phones), 0.15))
+    own_emails = rng.sample(sorted(emails), share(len(emails), 0.15))
+    own_phones = rng.sample(sorted(phones), share(len(phones), 0.15))
     # From the less used half: a blocked gmail.com would flag a third of the profiles
     # and drown the e-mail and phone matches.
     rare = sorted(domains, key=lambda d: (used[d], d))[: max(1, (len(domains) + 1) // 2)]
-    own_domains = rng.sample(rare, min(len(rare), _share(len(domains), 0.10)))
+    own_domains = rng.sample(rare, min(len(rare), share(len(domains), 0.10)))
 
     def new_domain() -> str:
         name = f"{rng.choice(WORDS)}-{rng.randint(1, 99)}"
@@ -108,17 +99,16 @@ def build_suppressed(profiles: Sequence[Mapping[str, Any]], seed: int) -> dict[s
         prefix = rng.choice(("+7", "+7", "+49", "+33", "+1", "+380"))
         return prefix + "".join(str(rng.randrange(10)) for _ in range(10))
 
-    taken = set(domains)
-    extra_domains = [unique(new_domain, taken) for _ in own_domains]
-    taken = set(emails)
-    extra_emails = [unique(new_email, taken) for _ in own_emails]
-    taken = set(phones)
-    extra_phones = [unique(new_phone, taken) for _ in own_phones]
-    return {
-        "emails": sorted({*own_emails, *extra_emails}),
-        "phones": sorted({*own_phones, *extra_phones}),
-        "domains": sorted({*own_domains, *extra_domains}),
-    }
+    result = {}
+    # Drawn in this order: the same seed gives the same list.
+    for kind, own, new, known in (
+        ("domains", own_domains, new_domain, domains),
+        ("emails", own_emails, new_email, emails),
+        ("phones", own_phones, new_phone, phones),
+    ):
+        taken = set(known)
+        result[kind] = sorted({*own, *(unique(new, taken) for _ in own)})
+    return {kind: result[kind] for kind in KINDS}
 
 
 CsvLayout = Literal["plain", "header", "semicolon", "two_columns", "crlf", "upper", "bad_rows"]
@@ -220,32 +210,27 @@ class ExportPlan:
     ``result`` ``{}``, and poll 4 onward ``completed`` 100 with the filled ``result``.
 
     Attributes:
-        steps: Running polls before the end (0: the first poll ends it); poll ``i``
-            reports ``words[min(i - 1, len(words) - 1)]``, progress ``(i - 1) * 200 //
-            (2 * steps - 1)``.
+        steps: Running polls before the end; poll ``i`` reports ``words[min(i - 1,
+            len(words) - 1)]``, progress ``(i - 1) * 200 // (2 * steps - 1)``.
         words: Status words while running, undocumented ones allowed.
         final: Status word of completion (progress 100, ``result`` filled).
         fail: After the steps report ``"failed"``, progress stuck, ``result``
             ``{"error": "export failed: list is locked"}`` (the envelope's ``error`` 0).
-        never: After the steps report ``words[-1]`` forever, progress stuck at 60 (or
-            the last step's, if higher).
+        never: After the steps report ``words[-1]`` forever, progress at least 60.
         hashed_file_as_list: Report ``result.hashed_file`` as ``[path]``.
         hashed_file: Report this string instead of the real path (still served).
-        csv_layout: ``"plain"`` (one column), ``"header"`` (first line ``md5``),
-            ``"semicolon"`` (``md5;type``), ``"two_columns"`` (``type,md5``),
-            ``"crlf"``, ``"upper"`` (upper-case hex) or ``"bad_rows"`` (plus
-            ``not-a-hash``, an empty line and ``12345``).
+        csv_layout: ``"plain"``, ``"header"`` (``md5`` first), ``"semicolon"``
+            (``md5;type``), ``"two_columns"`` (``type,md5``), ``"crlf"``, ``"upper"``
+            or ``"bad_rows"`` (plus ``not-a-hash``, an empty line and ``12345``).
         archive: ``"normal"``; ``"junk"`` (plus ``__MACOSX/._<name>.md5.csv``,
-            ``readme.txt`` and ``extra/``); ``"bomb"`` (the CSV inflates to 200 MiB);
-            ``"corrupt"`` (a ZIP start, garbage, a truncated end record); ``"two_csv"``
-            (the hashes split over ``part1.csv`` and ``part2.csv``, junk added).
+            ``readme.txt``, ``extra/``); ``"bomb"`` (inflates to 200 MiB); ``"corrupt"``;
+            ``"two_csv"`` (``part1.csv`` and ``part2.csv``, junk added).
         done_before_file: Polls after the steps that report progress 100 and the filled
             ``result`` under ``words[-1]`` while the file still answers 404.
         not_ready_downloads: Downloads of the served file that answer 404 first.
 
     Raises:
-        ValueError: On a value out of range, or ``fail``, ``never`` and
-            ``done_before_file`` or ``not_ready_downloads`` together.
+        ValueError: On a value out of range, or ``fail`` or ``never`` with another end.
     """
 
     steps: int = 3
