@@ -1,11 +1,11 @@
 """Requests of a cursor walk sent ahead on a fetch thread, their replies parsed on workers.
 
-A fetch thread sends each request once its cursor is read from the previous
-reply's bytes, and hands the reply to the workers once the next request is on
+The fetch thread sends each request once its cursor is read from the previous
+reply's bytes, and hands that reply to the workers once the next request is on
 the wire (a parse holding the GIL would hold the send back); at most
-``lookahead + workers`` pages are in flight. A request is answered from one
-sent ahead only if that had the same body: looking ahead changes when pages
-arrive, never which. Closing cuts the request on the wire and joins every thread.
+``lookahead + workers`` pages are in flight. A request is answered from one sent
+ahead only if that had the same body: looking ahead changes when pages arrive,
+never which. Closing cuts the request on the wire and joins every thread.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -134,15 +133,18 @@ class Ahead:
         self._generation = 0
         self._closed = False
         self._broken: BaseException | None = None
-        self._pool: ThreadPoolExecutor | None = None
-        self._thread: threading.Thread | None = None
         # A name of this walk's own: close() joins its workers by name, each in bounded
         # time, those only just started too (a started thread is listed at once).
         self._workers = f"stoplist_nb-parse-{next(_WALKS)}"
-        if lookahead > 0:
-            self._pool = ThreadPoolExecutor(workers, self._workers, leave_signals_to_main)
-            self._thread = threading.Thread(target=self._fetch, name="stoplist_nb-fetch")
-            self._thread.daemon = True
+        ahead = lookahead > 0
+        self._pool = (
+            ThreadPoolExecutor(workers, self._workers, leave_signals_to_main) if ahead else None
+        )
+        self._thread = (
+            threading.Thread(target=self._fetch, name="stoplist_nb-fetch", daemon=True)
+            if ahead
+            else None
+        )
 
     def get(
         self, cursor: str | None, body: dict[str, Any], *, fetched: int
@@ -296,18 +298,12 @@ def _work_into(
     try:
         reply, prepared = parse(content), None
         if prepare is not None and reply.data is not None and len(reply.data) > 0:
+            made: Future[Any] = Future()  # raised where the page is taken, as if prepared there
             try:
-                prepared = partial(_value, prepare(reply.data, content))
-            except Exception as exc:  # raised where the page is taken, as if prepared there
-                prepared = partial(_reraise, exc)
+                made.set_result(prepare(reply.data, content))
+            except Exception as exc:
+                made.set_exception(exc)
+            prepared = made.result
         future.set_result((reply, prepared))
     except BaseException as exc:  # the caller's thread raises it when it takes the page
         future.set_exception(exc)
-
-
-def _value(value: Any) -> Any:
-    return value
-
-
-def _reraise(exc: Exception) -> Any:
-    raise exc
