@@ -38,8 +38,7 @@ Prepared = Callable[[], Any]
 Post = Callable[[dict[str, Any], Callable[[], None] | None], bytes]
 
 
-# A signal the kernel hands to another library's thread leaves the main thread
-# asleep on a lock, its handler pending: the caller's waits wake this often.
+# A signal handed to another library's thread leaves the main thread asleep on a lock.
 _WAKE = 0.25
 MAX_WORKERS = 8
 _WALKS = itertools.count()
@@ -126,15 +125,13 @@ class Ahead:
         self._in_flight = lookahead + workers  # pages received and not yet taken, at most
         # One lock for the state the two threads share; waits are on it, never a poll.
         self._cond = threading.Condition()
-        # The request to send next and the one on the wire, each with its generation,
-        # which is bumped when what was sent ahead is dropped.
+        # Next request and the one on the wire, with the generation a drop bumps.
         self._next: tuple[int, str | None, dict[str, Any], int] | None = None
         self._sending: tuple[int, str | None, dict[str, Any]] | None = None
         self._generation = 0
         self._closed = False
         self._broken: BaseException | None = None
-        # A name of this walk's own: close() joins its workers by name, each in bounded
-        # time, those only just started too (a started thread is listed at once).
+        # close() joins this walk's workers by name: those only just started too.
         self._workers = f"stoplist_nb-parse-{next(_WALKS)}"
         ahead = lookahead > 0
         self._pool = (
@@ -221,7 +218,6 @@ class Ahead:
         assert self._pool is not None
         while True:
             with self._cond:
-                # Pages in flight are bounded (see the module's text).
                 while not self._closed and (
                     self._next is None or len(self._queue) >= self._in_flight
                 ):
@@ -277,7 +273,6 @@ class Ahead:
         return None if body is None else (self._generation, guess, body, fetched)
 
     def _drop(self) -> None:
-        # the lock held
         self._generation += 1
         self._next = None
         self._unparsed.clear()

@@ -76,8 +76,7 @@ def write_file(
         return FileSummary(path, rows, int(meta.get(META_PROFILES, b"0")), columns, cursor, written)
 
     with pages, Output(path, overwrite=overwrite) as output:
-        # Made before the first page is asked for: a directory that cannot be
-        # written is found before anything is sent.
+        # Before the first page: a directory that cannot be written fails before a request.
         segments = [output.temporary("segment0")]
         try:
             writer: pq.ParquetWriter | None = None
