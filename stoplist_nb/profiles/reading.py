@@ -175,7 +175,8 @@ class ProfilesRequest:
     def to_arrow(self, *, dtypes: Mapping[str, Any] | None = None) -> pa.Table:
         """Read every profile into one Arrow table (the columns of :meth:`to_frame`).
 
-        Its metadata holds ``db_id``, ``next_from_id`` and ``profiles``.
+        Returns:
+            The table; its metadata holds ``db_id``, ``next_from_id`` and ``profiles``.
 
         >>> table = req.to_arrow()  # doctest: +SKIP
         """
@@ -231,6 +232,9 @@ class ProfilesRequest:
             path: The file; its directory must exist.
             overwrite: Replace a file already at ``path`` (else ``OutputExists``).
 
+        Returns:
+            The :class:`~stoplist_nb.profiles.files.FileSummary`.
+
         >>> req.to_parquet("profiles.parquet").rows  # doctest: +SKIP
         1834
         """
@@ -277,6 +281,9 @@ class ProfilesRequest:
             repair: Drop a damaged file and those after it and pull on, not raise.
             commit_seconds: Commit the open part's pages once they span this long (``0``: each).
             commit_bytes: Or once they hold this many bytes (as Arrow tables).
+
+        Returns:
+            The summary of the dataset; ``complete`` is true.
 
         Raises:
             DatasetMismatch: ``path`` holds another pull, another version's
