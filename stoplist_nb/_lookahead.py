@@ -1,11 +1,11 @@
 """Requests of a cursor walk sent ahead on a fetch thread, their replies parsed on workers.
 
-A fetch thread sends each request once its cursor is read from the previous
-reply's bytes, and hands the reply to the workers once the next request is on
+The fetch thread sends each request once its cursor is read from the previous
+reply's bytes, and hands that reply to the workers once the next request is on
 the wire (a parse holding the GIL would hold the send back); at most
-``lookahead + workers`` pages are in flight. A request is answered from one
-sent ahead only if that had the same body: looking ahead changes when pages
-arrive, never which. Closing cuts the request on the wire and joins every thread.
+``lookahead + workers`` pages are in flight. A request is answered from one sent
+ahead only if that had the same body: looking ahead changes when pages arrive,
+never which. Closing cuts the request on the wire and joins every thread.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -39,8 +38,7 @@ Prepared = Callable[[], Any]
 Post = Callable[[dict[str, Any], Callable[[], None] | None], bytes]
 
 
-# A signal the kernel hands to another library's thread leaves the main thread
-# asleep on a lock, its handler pending: the caller's waits wake this often.
+# A signal handed to another library's thread leaves the main thread asleep on a lock.
 _WAKE = 0.25
 MAX_WORKERS = 8
 _WALKS = itertools.count()
@@ -127,22 +125,23 @@ class Ahead:
         self._in_flight = lookahead + workers  # pages received and not yet taken, at most
         # One lock for the state the two threads share; waits are on it, never a poll.
         self._cond = threading.Condition()
-        # The request to send next and the one on the wire, each with its generation,
-        # which is bumped when what was sent ahead is dropped.
+        # Next request and the one on the wire, with the generation a drop bumps.
         self._next: tuple[int, str | None, dict[str, Any], int] | None = None
         self._sending: tuple[int, str | None, dict[str, Any]] | None = None
         self._generation = 0
         self._closed = False
         self._broken: BaseException | None = None
-        self._pool: ThreadPoolExecutor | None = None
-        self._thread: threading.Thread | None = None
-        # A name of this walk's own: close() joins its workers by name, each in bounded
-        # time, those only just started too (a started thread is listed at once).
+        # close() joins this walk's workers by name: those only just started too.
         self._workers = f"stoplist_nb-parse-{next(_WALKS)}"
-        if lookahead > 0:
-            self._pool = ThreadPoolExecutor(workers, self._workers, leave_signals_to_main)
-            self._thread = threading.Thread(target=self._fetch, name="stoplist_nb-fetch")
-            self._thread.daemon = True
+        ahead = lookahead > 0
+        self._pool = (
+            ThreadPoolExecutor(workers, self._workers, leave_signals_to_main) if ahead else None
+        )
+        self._thread = (
+            threading.Thread(target=self._fetch, name="stoplist_nb-fetch", daemon=True)
+            if ahead
+            else None
+        )
 
     def get(
         self, cursor: str | None, body: dict[str, Any], *, fetched: int
@@ -219,7 +218,6 @@ class Ahead:
         assert self._pool is not None
         while True:
             with self._cond:
-                # Pages in flight are bounded (see the module's text).
                 while not self._closed and (
                     self._next is None or len(self._queue) >= self._in_flight
                 ):
@@ -275,7 +273,6 @@ class Ahead:
         return None if body is None else (self._generation, guess, body, fetched)
 
     def _drop(self) -> None:
-        # the lock held
         self._generation += 1
         self._next = None
         self._unparsed.clear()
@@ -296,18 +293,12 @@ def _work_into(
     try:
         reply, prepared = parse(content), None
         if prepare is not None and reply.data is not None and len(reply.data) > 0:
+            made: Future[Any] = Future()  # raised where the page is taken, as if prepared there
             try:
-                prepared = partial(_value, prepare(reply.data, content))
-            except Exception as exc:  # raised where the page is taken, as if prepared there
-                prepared = partial(_reraise, exc)
+                made.set_result(prepare(reply.data, content))
+            except Exception as exc:
+                made.set_exception(exc)
+            prepared = made.result
         future.set_result((reply, prepared))
     except BaseException as exc:  # the caller's thread raises it when it takes the page
         future.set_exception(exc)
-
-
-def _value(value: Any) -> Any:
-    return value
-
-
-def _reraise(exc: Exception) -> Any:
-    raise exc

@@ -145,11 +145,9 @@ def walk(
                     "they were kept, but whether more rows follow cannot be told; read with "
                     "a larger limit, or with fields that include _id"
                 )
-                lost.resume_from = None
                 raise lost
             if next_id is None or next_id == last:
-                # The cursor is the last row's id (or there is none, and a full page
-                # goes on from it): any row's id points after that row.
+                # The cursor is (or stands in for) the last row's id: any row's id is one.
                 next_id = last
                 if max_rows is not None and fetched + len(data) > max_rows:
                     at = row_id(data, max_rows - fetched - 1)

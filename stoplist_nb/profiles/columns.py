@@ -276,8 +276,7 @@ KINDS: dict[str, str] = {
     ),
     "cats": kinds.ARRAY,
 }
-#: The pandas dtype of each kind under the default ``dtype_backend``. Lists and
-#: objects are Python values: such a frame goes through ``to_parquet`` and back.
+#: The pandas dtype of each kind under the default ``dtype_backend`` (lists, objects: Python).
 KIND_DTYPES: dict[str, Any] = {
     kinds.STRING: pd.StringDtype("pyarrow"),
     kinds.INT: pd.Int64Dtype(),
@@ -287,7 +286,6 @@ KIND_DTYPES: dict[str, Any] = {
     kinds.ARRAY: object,
     kinds.OBJECT: object,
 }
-#: dtype of each fixed column.
 DTYPES: dict[str, Any] = {name: KIND_DTYPES[kind] for name, kind in KINDS.items()}
 PROFILE_COLUMNS: tuple[str, ...] = ("profile_id",)
 SUBSCRIPTION_COLUMNS: tuple[str, ...] = tuple(n for n in KINDS if n not in {"profile_id", "cats"})
@@ -307,8 +305,7 @@ BLOCKS: dict[str, dict[str, str]] = {
     "push_data": {"provider": "push_provider", "subscription_id": "push_subscription_id"},
 }
 ID_KEYS = ("id", "_id")
-#: Fixed columns that also take their value from the ``cc_data`` block, where
-#: messengers (WhatsApp, Viber, Notify) keep the contact.
+#: Fixed columns also taken from ``cc_data``, where messengers keep the contact.
 CONTACTS, CONTACT_BLOCK = ("email", "phone"), "cc_data"
 SUBSCRIPTIONS, CUSTOM, CATS = "subscriptions", "custom_fields", "cats"
 # Roles order the columns; the paging code hands tables back with them as metadata.

@@ -70,9 +70,13 @@ def write_file(
     """
     path = pathlib.Path(path)
     rows, meta = 0, dict[bytes, bytes]()
+
+    def summary(columns: tuple[str, ...], written: bool) -> FileSummary:
+        cursor = meta.get(META_NEXT, b"").decode()
+        return FileSummary(path, rows, int(meta.get(META_PROFILES, b"0")), columns, cursor, written)
+
     with pages, Output(path, overwrite=overwrite) as output:
-        # Made before the first page is asked for: a directory that cannot be
-        # written is found before anything is sent.
+        # Before the first page: a directory that cannot be written fails before a request.
         segments = [output.temporary("segment0")]
         try:
             writer: pq.ParquetWriter | None = None
@@ -106,34 +110,27 @@ def write_file(
                 output.put(segments[0])
             else:
                 whole = output.temporary("part")
-                if fmt == "parquet":
-                    _combine(segments, final, whole)
-                else:
-                    _csv(segments, final, schema, whole)
+                _rewrite(fmt, segments, final, schema, whole)
                 output.put(whole)
         except errors.StoplistError as exc:
-            exc.partial = _summary(path, rows, meta, (), written=False)
+            exc.partial = summary((), written=False)
             raise
-    return _summary(path, rows, meta, tuple(final.names), written=True)
+    return summary(tuple(final.names), written=True)
 
 
-def _summary(
-    path: pathlib.Path, rows: int, meta: dict[bytes, bytes], columns: tuple[str, ...], written: bool
-) -> FileSummary:
-    profiles = int(meta.get(META_PROFILES, b"0"))
-    cursor = meta.get(META_NEXT, b"").decode()
-    return FileSummary(path, rows, profiles, columns, cursor, written)
-
-
-def _combine(segments: list[pathlib.Path], final: pa.Schema, out: pathlib.Path) -> None:
-    with pq.ParquetWriter(out, final, compression=COMPRESSION) as combined:
-        for table in _row_groups(segments, final):
-            combined.write_table(table, row_group_size=max(1, table.num_rows))
-
-
-def _csv(
-    segments: list[pathlib.Path], final: pa.Schema, schema: StreamSchema, out: pathlib.Path
+def _rewrite(
+    fmt: str,
+    segments: list[pathlib.Path],
+    final: pa.Schema,
+    schema: StreamSchema,
+    out: pathlib.Path,
 ) -> None:
+    """The segments as one ``fmt`` file in the ``final`` schema."""
+    if fmt == "parquet":
+        with pq.ParquetWriter(out, final, compression=COMPRESSION) as combined:
+            for table in _row_groups(segments, final):
+                combined.write_table(table, row_group_size=max(1, table.num_rows))
+        return
     kinds = {name: schema.kind(name) for name in final.names}
     with open(out, "w", encoding="utf-8", newline="") as file:
         header = csv_ready(frame_from_table(final.empty_table(), kinds, None))

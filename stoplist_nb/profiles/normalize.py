@@ -317,8 +317,7 @@ def frame_from_tables(
     return pd.DataFrame(data, index=pd.RangeIndex(rows), copy=False)
 
 
-#: Rows of the frame for each thread that converts its columns: below it threads
-#: cost more than they gain (measured on 2 cores: slower at 216,010 rows, faster at 1,080,000).
+#: Rows for each thread converting columns (2 cores: slower at 216,010 rows, faster at 1,080,000).
 ROWS_PER_THREAD = 500_000
 
 
@@ -334,8 +333,7 @@ def table_from_tables(pages: Sequence[FlatPage]) -> pa.Table:
     )
 
 
-# A column's name and its pieces: each page's chunks (an int where a page lacks
-# it: its length) for a dynamic column, the pages themselves for a fixed one.
+# Name and pieces: a dynamic column's chunks (a page without it: its length), or the pages.
 _Column = tuple[str, list[pa.Array | int] | list[FlatPage]]
 
 
@@ -370,8 +368,7 @@ def _pieces(pages: Sequence[FlatPage]) -> tuple[list[_Column], int]:
     return found, sum(p.table.num_rows for p in pages)
 
 
-# A settled column: its name, kind, chunks, and the Python values of each page
-# if they were made beforehand (a callable, so that only a frame asks for them).
+# Name, kind, chunks, and a call for the Python values made ahead (only a frame asks).
 _Settled = tuple[str, str, list[pa.Array], Callable[[], list[np.ndarray] | None]]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from stoplist_nb._http import origin
 from stoplist_nb._json.frozen import thaw
 from stoplist_nb._lookahead import check_threads, default_workers
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD
-from stoplist_nb._stream import Stream
+from stoplist_nb._stream import Owner, Stream
 from stoplist_nb.client import Client, Page
 from stoplist_nb.profiles import request
 from stoplist_nb.profiles import stream as pagestream
@@ -32,6 +32,7 @@ from stoplist_nb.profiles.dataset import (
 from stoplist_nb.profiles.files import FileSummary, write_file
 from stoplist_nb.profiles.normalize import FlatPage, frame_from_tables, table_from_tables
 from stoplist_nb.profiles.schema import StreamSchema
+from stoplist_nb.profiles.stream import META_FROM, META_NEXT, META_PROFILES
 from stoplist_nb.query import Query
 
 __all__ = ["ProfilesRequest", "read_profiles"]
@@ -41,33 +42,31 @@ __all__ = ["ProfilesRequest", "read_profiles"]
 class ProfilesRequest:
     """A request of a database's profiles (``profiles/list``), checked once, read many ways.
 
-    Every argument (a method's too) is checked before anything is sent; it is
-    frozen and its ``repr`` never shows the token. :meth:`pages`, :meth:`tables`
-    and :meth:`frames` are streams that stop their threads once closed,
-    exhausted or left by an exception. A failed read keeps what was read
-    (``exc.partial``) and says where to go on (``exc.resume_from``). The
-    methods' ``dtypes`` is ``{column: dtype}`` (pandas dtypes, their names or
-    pyarrow types): those columns are there from the start, in that type.
+    Every argument is checked before anything is sent; ``repr`` never shows the
+    token. :meth:`pages`, :meth:`tables` and :meth:`frames` are streams that stop
+    their threads once closed, exhausted or left by an exception. A failed read
+    keeps what it read (``exc.partial``) and says where to go on (``exc.resume_from``).
 
     Args:
         client: The API client.
         db_id: The database id.
-        query: A MongoDB filter on profile fields, as a dict
-            (``{"_city": {"$in": ["Moscow", "Kazan"]}}``) or built with :mod:`stoplist_nb.query`.
+        query: A MongoDB filter on profile fields, a dict or a :mod:`stoplist_nb.query` object.
         fields: Profile fields to return, e.g. ``["_fname", "subscriptions"]``.
         limit: Profiles per request.
-        from_id: Start from this cursor (``next_from_id`` or ``exc.resume_from`` of a read).
+        from_id: Start from this cursor (``next_from_id`` or ``exc.resume_from``).
         max_profiles: Stop after this many profiles, exactly where a later read resumes.
         lookahead: Replies that may wait beyond one per worker (``0``: none).
         progress: Show a progress bar counting profiles (not for :meth:`pages`).
         workers: Threads that parse pages (``None``: one per core, at most 8).
+
+    The methods' ``dtypes`` is ``{column: dtype}`` (pandas dtypes, their names or
+    pyarrow types): those columns are there from the start, in that type.
 
     Raises:
         InvalidInput: An argument is wrong (nothing was sent).
         InvalidQuery: ``query`` is not a query MongoDB takes.
 
     >>> req = ProfilesRequest(client, 1, query={"_city": "Moscow"}, limit=500)  # doctest: +SKIP
-    >>> df = req.to_frame()  # doctest: +SKIP
     >>> req.to_parquet("moscow.parquet")  # doctest: +SKIP
     FileSummary(path=PosixPath('moscow.parquet'), rows=1834, profiles=1000, ...)
     """
@@ -113,8 +112,7 @@ class ProfilesRequest:
         """The raw pages (:class:`~stoplist_nb.client.Page`), one request each, as a stream.
 
         >>> with req.pages() as pages:  # doctest: +SKIP
-        ...     for page in pages:
-        ...         print(len(page), page.next_from_id)
+        ...     print([len(page) for page in pages])
         """
         return self.client.pages(
             request.METHOD,
@@ -130,9 +128,9 @@ class ProfilesRequest:
     ) -> Stream[pa.Table]:
         """Each page as an Arrow table, all in one growing schema, as a stream.
 
-        The columns of :meth:`to_frame`, settled as :mod:`~stoplist_nb.profiles.schema`
-        says; the metadata holds ``from_id``, ``next_from_id`` and ``profiles``
-        (read so far). ``schema``: go on with that of an earlier, interrupted read.
+        The columns of :meth:`to_frame`, settled page by page (``docs/profiles.md``);
+        the metadata holds ``from_id``, ``next_from_id`` and ``profiles`` (read so
+        far). ``schema``: go on with that of an earlier, interrupted read.
 
         >>> for table in req.tables():  # doctest: +SKIP
         ...     print(table.num_rows, table.schema.metadata[b"next_from_id"])
@@ -147,20 +145,32 @@ class ProfilesRequest:
     def frames(
         self, *, dtypes: Mapping[str, Any] | None = None, dtype_backend: str | None = None
     ) -> Stream[pd.DataFrame]:
-        """Each page as a DataFrame, as a stream: the tables of :meth:`tables` as frames.
+        """Each page as a DataFrame, as a stream; ``attrs`` hold the metadata of :meth:`tables`.
 
-        ``attrs`` hold the tables' metadata. For one CSV file, :meth:`to_csv`:
+        Same arguments as :meth:`to_frame`. For one CSV file, :meth:`to_csv`:
         frames appended to a file would leave later columns out of its header.
 
-        >>> per_channel = collections.Counter()  # doctest: +SKIP
         >>> for frame in req.frames():  # doctest: +SKIP
         ...     per_channel.update(frame["channel"].dropna())
         """
         declared = request.check_dtypes(dtypes, dtype_backend)
         schema = StreamSchema.from_dtypes(declared)
+
+        def make(tables: Stream[pa.Table], owner: Owner) -> Iterator[pd.DataFrame]:
+            for table in tables:
+                meta = table.schema.metadata
+                kinds = {n: schema.kind(n) for n in table.column_names}
+                frame = pagestream.frame_from_table(table, kinds, dtype_backend)
+                frame = pagestream.cast_frame(frame, declared)
+                frame.attrs.update(
+                    from_id=meta[META_FROM].decode(),
+                    next_from_id=meta[META_NEXT].decode(),
+                    profiles=int(meta[META_PROFILES]),
+                )
+                yield frame
+
         # The tables keep the stream's types; the dtypes apply to each frame.
-        tables = pagestream.tables(schema, {}, self._flat_pages())
-        return pagestream.frames(tables, schema, dtype_backend, declared)
+        return pagestream.tables(schema, {}, self._flat_pages()).then(make)
 
     def to_arrow(self, *, dtypes: Mapping[str, Any] | None = None) -> pa.Table:
         """Read every profile into one Arrow table (the columns of :meth:`to_frame`).
@@ -215,18 +225,15 @@ class ProfilesRequest:
     ) -> FileSummary:
         """Write the profiles to one Parquet file, page by page, complete or not there at all.
 
-        ``pd.read_parquet(path)`` gives the dtypes of :meth:`to_frame`; a
-        failed pull leaves no file (one already at ``path`` stays as it was).
+        ``pd.read_parquet(path)`` gives the dtypes of :meth:`to_frame`; a failed
+        pull leaves no file (one already at ``path`` stays as it was).
 
         Args:
             path: The file; its directory must exist.
-            overwrite: Replace a file already at ``path``.
+            overwrite: Replace a file already at ``path`` (else ``OutputExists``).
 
         Returns:
             The :class:`~stoplist_nb.profiles.files.FileSummary`.
-
-        Raises:
-            OutputExists: A file is at ``path`` and ``overwrite`` is false.
 
         >>> req.to_parquet("profiles.parquet").rows  # doctest: +SKIP
         1834
@@ -262,8 +269,8 @@ class ProfilesRequest:
         """Write the profiles to a resumable Parquet dataset (a directory), a few pages in memory.
 
         A pull that stopped (an error, Ctrl-C, a killed process) leaves what it
-        committed and a checkpoint; calling again carries on from there
-        (``docs/profiles.md``).
+        committed and a checkpoint; calling again carries on (``docs/profiles.md``).
+        It takes neither ``from_id`` nor ``max_profiles``.
 
         Args:
             path: The directory, created if missing; nothing but the dataset
@@ -279,14 +286,13 @@ class ProfilesRequest:
             The summary of the dataset; ``complete`` is true.
 
         Raises:
-            InvalidInput: The request has ``from_id`` or ``max_profiles``.
             DatasetMismatch: ``path`` holds another pull, another version's
                 checkpoint, files not of a dataset, or a dataset to refuse.
             DatasetDamaged: A file the checkpoint lists is not what was written (``exc.part``).
             DatasetLocked: Another writer holds ``path`` (``exc.holder`` says who).
 
-        >>> summary = req.to_dataset("profiles/")  # doctest: +SKIP
-        >>> pd.read_parquet("profiles/").groupby("channel").size()  # doctest: +SKIP
+        >>> req.to_dataset("profiles/").complete  # doctest: +SKIP
+        True
         """
         declared = request.check_dtypes(dtypes, None)
         check_int("profiles_per_part", profiles_per_part, minimum=1)
@@ -311,7 +317,7 @@ class ProfilesRequest:
             pathlib.Path(os.fspath(path)),
             pull,
             declared,
-            lambda from_id, seen: self._flat_pages(from_id, seen),
+            self._flat_pages,
             resume=resume,
             overwrite=overwrite,
             repair=repair,
@@ -353,8 +359,7 @@ def read_profiles(
 ) -> pd.DataFrame:
     """Read a database's profiles into a DataFrame, one row per subscription.
 
-    Same as ``ProfilesRequest(client, db_id, ...).to_frame(dtypes=...,
-    dtype_backend=...)``: the arguments are documented there.
+    Same as ``ProfilesRequest(client, db_id, ...).to_frame(dtypes=..., dtype_backend=...)``.
 
     >>> df = read_profiles(client, 1, query={"_city": "Moscow"})  # doctest: +SKIP
     >>> df[["profile_id", "channel", "email"]].head()  # doctest: +SKIP

@@ -20,15 +20,13 @@ METHOD = "profiles/list"
 
 
 def check_query(query: object) -> FrozenDict | None:
-    """The query as it is sent (a :mod:`stoplist_nb.query` object's ``to_mongo()``),
-    checked by ``validate_query`` and frozen: what was checked is what is sent."""
+    """The query as sent, checked by ``validate_query`` and frozen: what was checked is sent."""
     if isinstance(query, Query):
         query = query.to_mongo()
     return None if query is None else freeze(validate_query(query))
 
 
 def check_fields(fields: object) -> tuple[str, ...] | None:
-    """The field names to return, as a tuple, or ``None`` for every field."""
     if fields is None:
         return None
     if (
@@ -43,14 +41,13 @@ def check_fields(fields: object) -> tuple[str, ...] | None:
 
 
 def check_from_id(from_id: object) -> str | None:
-    """The cursor to start from (a ``next_from_id``), or ``None``."""
     if from_id is not None and not isinstance(from_id, str):
         raise errors.InvalidInput(f"from_id must be a string (a next_from_id), not {from_id!r}")
     return from_id
 
 
 def check_dtypes(dtypes: Any, dtype_backend: Any) -> dict[str, Any]:
-    """``dtypes`` as ``{column: pandas dtype}``, and ``dtype_backend`` checked."""
+    """``dtypes`` as ``{column: pandas dtype}``; ``dtype_backend`` checked too."""
     if dtype_backend not in cols.DTYPE_BACKENDS:
         raise errors.InvalidInput(
             f"dtype_backend must be one of {cols.DTYPE_BACKENDS}, not {dtype_backend!r}"
@@ -71,15 +68,19 @@ def check_dtypes(dtypes: Any, dtype_backend: Any) -> dict[str, Any]:
     return checked
 
 
+def arrow_type(dtype: Any) -> pa.DataType:
+    """The Arrow type of a column of pandas ``dtype``."""
+    if isinstance(dtype, pd.ArrowDtype):
+        return dtype.pyarrow_dtype
+    return pa.Schema.from_pandas(pd.DataFrame({"x": pd.Series([], dtype=dtype)}))[0].type
+
+
 def dtype_kind(dtype: Any) -> str:
     """The column kind that holds values of a pandas dtype (text when nothing closer)."""
-    if isinstance(dtype, pd.ArrowDtype):
-        type_ = dtype.pyarrow_dtype
-    else:
-        try:
-            type_ = pa.Schema.from_pandas(pd.DataFrame({"x": pd.Series([], dtype=dtype)}))[0].type
-        except (pa.ArrowException, TypeError, ValueError):
-            return kinds.STRING
+    try:
+        type_ = arrow_type(dtype)
+    except (pa.ArrowException, TypeError, ValueError):
+        return kinds.STRING
     if pa.types.is_integer(type_):
         return kinds.INT
     if pa.types.is_floating(type_):
@@ -88,6 +89,4 @@ def dtype_kind(dtype: Any) -> str:
         return kinds.BOOLEAN
     if pa.types.is_timestamp(type_) or pa.types.is_date(type_):
         return kinds.DATE
-    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
-        return kinds.ARRAY
-    return kinds.STRING
+    return kinds.ARRAY if pa.types.is_list(type_) or pa.types.is_large_list(type_) else kinds.STRING

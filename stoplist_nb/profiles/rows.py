@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -104,7 +104,47 @@ def expand(arrays: Sequence[pa.Array], rows: Rows) -> list[pa.Array]:
     # Per row boundary, how many subscriptions come before.
     before = np.zeros(len(where) + 1, np.int32)
     np.cumsum(where, out=before[1:])
-    spread = _Spread(rows.count, where, before, pa.py_buffer(np.packbits(where, bitorder="little")))
+    packed = pa.py_buffer(np.packbits(where, bitorder="little"))
+    bitmaps: dict[tuple[int, int], pa.Buffer] = {}  # leaves of one block share its validity
+
+    def spread(array: pa.Array) -> pa.Array | None:
+        # New offsets over the same values, or one numpy scatter: several times
+        # cheaper than take (None: use take).
+        type_ = array.type
+        kind = type_.id
+        if kind not in _WIDE and kind not in (_TEXT, _LARGE_TEXT, _LIST, _BOOL):
+            return None
+        if len(array) == 0:
+            return pa.nulls(rows.count, pa.large_string() if kind == _TEXT else type_)
+        buffers = array.buffers()
+        offset = array.offset
+        bits = packed
+        if array.null_count:
+            key = (buffers[0].address, offset)
+            bits = bitmaps.get(key)
+            if bits is None:
+                valid = where.copy()
+                valid[where] = _bits(buffers[0], offset, len(array))
+                bits = bitmaps[key] = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        if kind in (_TEXT, _LARGE_TEXT):
+            # Out as large_string, as pandas wants it: new offsets are written anyway.
+            width = np.dtype(np.int32 if kind == _TEXT else np.int64)
+            starts = np.frombuffer(buffers[1], width, len(array) + 1, offset * width.itemsize)
+            new = pa.py_buffer(starts[before].astype(np.int64, copy=False))
+            return pa.Array.from_buffers(pa.large_string(), rows.count, [bits, new, buffers[2]])
+        if kind == _LIST:
+            starts = np.frombuffer(buffers[1], np.int32, len(array) + 1, offset * 4)
+            new = pa.py_buffer(starts[before])
+            return pa.Array.from_buffers(type_, rows.count, [bits, new], children=[array.values])
+        if kind == _BOOL:
+            values = np.zeros(rows.count, np.bool_)
+            values[where] = _bits(buffers[1], offset, len(array))
+            flags = pa.py_buffer(np.packbits(values, bitorder="little"))
+            return pa.Array.from_buffers(type_, rows.count, [bits, flags])
+        wide = np.zeros(rows.count, np.int64)
+        wide[where] = np.frombuffer(buffers[1], np.int64, len(array), offset * 8)
+        return pa.Array.from_buffers(type_, rows.count, [bits, pa.py_buffer(wide)])
+
     out = [spread(a) for a in arrays]
     rest = [i for i, a in enumerate(out) if a is None]
     indices = pa.array(before[:-1], mask=~where) if rest else None
@@ -122,55 +162,6 @@ def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
     """An Arrow bitmap (validity or booleans) as a numpy bool array."""
     raw = np.frombuffer(buffer, np.uint8)
     return np.unpackbits(raw, count=offset + length, bitorder="little")[offset:].view(np.bool_)
-
-
-@dataclass
-class _Spread:
-    """Spreads one page's subscription leaves over its rows: new offsets over the same
-    values, or one numpy scatter, several times cheaper than ``take`` (None: use take)."""
-
-    count: int
-    where: np.ndarray
-    before: np.ndarray
-    bits: pa.Buffer
-    # Leaves of one block share its validity buffer: spread it once.
-    bitmaps: dict[tuple[int, int], pa.Buffer] = field(default_factory=dict)
-
-    def __call__(self, array: pa.Array) -> pa.Array | None:
-        type_ = array.type
-        kind = type_.id
-        if kind not in _WIDE and kind not in (_TEXT, _LARGE_TEXT, _LIST, _BOOL):
-            return None
-        if len(array) == 0:
-            return pa.nulls(self.count, pa.large_string() if kind == _TEXT else type_)
-        buffers = array.buffers()
-        offset = array.offset
-        bits = self.bits
-        if array.null_count:
-            key = (buffers[0].address, offset)
-            bits = self.bitmaps.get(key)
-            if bits is None:
-                valid = self.where.copy()
-                valid[self.where] = _bits(buffers[0], offset, len(array))
-                bits = self.bitmaps[key] = pa.py_buffer(np.packbits(valid, bitorder="little"))
-        if kind in (_TEXT, _LARGE_TEXT):
-            # Out as large_string, as pandas wants it: new offsets are written anyway.
-            width = np.dtype(np.int32 if kind == _TEXT else np.int64)
-            starts = np.frombuffer(buffers[1], width, len(array) + 1, offset * width.itemsize)
-            new = pa.py_buffer(starts[self.before].astype(np.int64, copy=False))
-            return pa.Array.from_buffers(pa.large_string(), self.count, [bits, new, buffers[2]])
-        if kind == _LIST:
-            starts = np.frombuffer(buffers[1], np.int32, len(array) + 1, offset * 4)
-            new = pa.py_buffer(starts[self.before])
-            return pa.Array.from_buffers(type_, self.count, [bits, new], children=[array.values])
-        if kind == _BOOL:
-            values = np.zeros(self.count, np.bool_)
-            values[self.where] = _bits(buffers[1], offset, len(array))
-            packed = pa.py_buffer(np.packbits(values, bitorder="little"))
-            return pa.Array.from_buffers(type_, self.count, [bits, packed])
-        wide = np.zeros(self.count, np.int64)
-        wide[self.where] = np.frombuffer(buffers[1], np.int64, len(array), offset * 8)
-        return pa.Array.from_buffers(type_, self.count, [bits, pa.py_buffer(wide)])
 
 
 def unique(name: str, taken: set[str]) -> str:

@@ -24,6 +24,7 @@ __all__ = ["TWIN_SUFFIX", "StreamSchema"]
 TWIN_SUFFIX = cols.TWIN_SUFFIX
 
 _FIXED_ROLES = ("id", "fixed", "cats")
+_KINDS = {*cols.ARROW_TYPES, kinds.OBJECT}
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,10 @@ class StreamSchema:
         self._sources: dict[tuple[str, str], str] = {}
         self._declared: set[str] = set()
         for name, kind in (declared or {}).items():
-            if kind not in cols.ARROW_TYPES and kind != kinds.OBJECT:
+            if kind not in _KINDS:
                 raise InvalidInput(f"unknown column kind {kind!r} for {name!r}")
             if name in cols.KINDS:
-                # A fixed column keeps its kind: a declared dtype only changes its output.
-                continue
+                continue  # a fixed column keeps its kind: a declared dtype only changes its output
             if name.endswith(TWIN_SUFFIX) and kind != kinds.STRING:
                 raise InvalidInput(
                     f"dtypes: {name!r} names the text of the values that do not fit "
@@ -148,10 +148,8 @@ class StreamSchema:
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInput(f"not a schema description: {exc}") from None
         for name, column in schema._columns.items():
-            if column.role not in cols.ROLES or (
-                column.kind not in cols.ARROW_TYPES and column.kind != kinds.OBJECT
-            ):
+            if column.role not in cols.ROLES or column.kind not in _KINDS:
                 raise InvalidInput(f"not a schema description: column {name!r}")
-        if any(name not in schema._columns for name in cols.KINDS):
+        if not schema._columns.keys() >= cols.KINDS.keys():
             raise InvalidInput("not a schema description: a fixed column is missing")
         return schema

@@ -46,11 +46,7 @@ class PageRead:
 def flat_pages(
     req: ProfilesRequest, from_id: str | None, seen: Iterable[str] = (), fit: Fit = None
 ) -> Stream[PageRead]:
-    """The pages of ``req`` flattened in its workers, from ``from_id``.
-
-    ``seen``: the cursors of an earlier, interrupted read; ``fit``: the workers
-    also fit each page's fixed columns (:meth:`FlatPage.fit_fixed`).
-    """
+    """The pages of ``req`` from ``from_id``, flattened (and ``fit``) in its workers."""
     max_profiles = req.max_profiles
     pages = req.client.pages(
         request.METHOD,
@@ -69,7 +65,6 @@ def flat_pages(
         )
         owner.adopt(bar.close)
         cursor, count = from_id or "", 0
-        # Errors of the walk carry their resume_from (None: no cursor leads on).
         for page in pages:
             data = page.data
             if bar.total is None and isinstance(page.envelope.get("total_count"), int):
@@ -79,7 +74,7 @@ def flat_pages(
                 if prepared is not None:
                     flat = prepared()
                 else:
-                    flat = flatten_profiles(data, lambda: page.records)  # noqa: B023 (at once)
+                    flat = flatten_profiles(data, lambda: page.records)  # noqa: B023
             except errors.InvalidInput as exc:  # the service's rows, not the caller's input
                 invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
                 invalid.resume_from = cursor
@@ -115,23 +110,6 @@ def tables(
     return pages.then(make)
 
 
-def frames(
-    tables: Stream[pa.Table], schema: StreamSchema, backend: str | None, declared: Mapping[str, Any]
-) -> Stream[pd.DataFrame]:
-    """Each table of :func:`tables` as a frame under ``backend``; ``attrs`` from its metadata."""
-
-    def make(tables: Stream[pa.Table], owner: Owner) -> Iterator[pd.DataFrame]:
-        for table in tables:
-            meta = table.schema.metadata
-            kinds = {n: schema.kind(n) for n in table.column_names}
-            frame = cast_frame(frame_from_table(table, kinds, backend), declared)
-            cursors = {key.decode(): meta[key].decode() for key in (META_FROM, META_NEXT)}
-            frame.attrs.update(cursors, profiles=int(meta[META_PROFILES]))
-            yield frame
-
-    return tables.then(make)
-
-
 def collect(
     pages: Stream[PageRead], from_id: str | None, build: Callable[[list[FlatPage], str, int], _T]
 ) -> _T:
@@ -151,6 +129,7 @@ def collect(
 def frame_from_table(
     table: pa.Table, kinds: Mapping[str, str], backend: str | None
 ) -> pd.DataFrame:
+    """A table of :func:`tables` as a frame under ``backend``."""
     data: dict[str, Any] = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         kind = kinds[name]
@@ -179,11 +158,9 @@ def cast_frame(frame: pd.DataFrame, dtypes: Mapping[str, Any]) -> pd.DataFrame:
 
 def cast_columns(table: pa.Table, dtypes: Mapping[str, Any]) -> pa.Table:
     for name, dtype in dtypes.items():
-        if isinstance(dtype, pd.ArrowDtype):
-            type_ = dtype.pyarrow_dtype
-        else:
-            type_ = pa.Schema.from_pandas(pd.DataFrame({"x": pd.Series([], dtype=dtype)}))[0].type
-            type_ = pa.large_string() if pa.types.is_string(type_) else type_
+        type_ = request.arrow_type(dtype)
+        if pa.types.is_string(type_) and not isinstance(dtype, pd.ArrowDtype):
+            type_ = pa.large_string()
         try:
             if name in table.column_names:
                 i = table.column_names.index(name)
