@@ -1,8 +1,7 @@
 """The query builder's document, and its check into a MongoDB filter (no widget library here).
 
 The front end edits a *document*, a JSON tree of groups and rules holding
-what was typed; :func:`check` reads it through the query model and reports
-every error and warning per item::
+what was typed; :func:`check` reads it through the query model::
 
     {"rev": 3,
      "root": {"id": "g1", "type": "group", "join": "and", "not": False, "each": None,
@@ -10,13 +9,12 @@ every error and warning per item::
                          "operator": "in", "value": ["Kazan"], "ignore_case": False}]},
      "fields": ["_fname"], "preview_rows": "10"}
 
-A rule's value follows its operator's arity (:data:`OPERATORS`): a string,
-two, a list of strings, or ``None``. A group whose ``each`` is
-``"subscriptions"`` matches within one subscription (``$elemMatch``), its
-rules naming subscription fields (``"channel"``). Dates are RFC 3339 text; a
-bare day (``2024-03-01``) stands for the whole day: ``equal`` is ``$gte`` it
-and ``$lt`` the next, ``less or equal`` is ``$lt`` the next, ``greater`` is
-``$gte`` the next.
+A rule's value follows its operator's arity (:data:`OPERATORS`). A group
+whose ``each`` is ``"subscriptions"`` matches within one subscription
+(``$elemMatch``), its rules naming subscription fields (``"channel"``). On a
+date field a bare day (``2024-03-01``) stands for the whole day: ``equal`` is
+``$gte`` it and ``$lt`` the next, ``less or equal`` is ``$lt`` the next,
+``greater`` is ``$gte`` the next.
 """
 
 from __future__ import annotations
@@ -46,26 +44,15 @@ DEFAULT_PREVIEW_ROWS = 10
 MAX_LIST_VALUES = 10_000
 #: The array a same-element group (``$elemMatch``) works on.
 EACH = "subscriptions"
-#: The MongoDB operator of each rule operator that writes one condition as it is.
-_PLAIN = {
-    "equal": "$eq",
-    "not_equal": "$ne",
-    "in": "$in",
-    "not_in": "$nin",
-    "less": "$lt",
-    "less_or_equal": "$lte",
-    "greater": "$gt",
-    "greater_or_equal": "$gte",
-}
-#: The condition of each operator that takes no value.
+#: The MongoDB operator of each rule operator that writes its value as it is.
+PLAIN = {
+    "equal": "$eq", "not_equal": "$ne", "in": "$in", "not_in": "$nin",
+    "less": "$lt", "less_or_equal": "$lte", "greater": "$gt", "greater_or_equal": "$gte",
+}  # fmt: skip
 _FIXED = {
-    "is_empty": ("$eq", ""),
-    "is_not_empty": ("$ne", ""),
-    "is_null": ("$eq", None),
-    "is_not_null": ("$ne", None),
-    "exists": ("$exists", True),
-    "not_exists": ("$exists", False),
-}
+    "is_empty": ("$eq", ""), "is_not_empty": ("$ne", ""), "is_null": ("$eq", None),
+    "is_not_null": ("$ne", None), "exists": ("$exists", True), "not_exists": ("$exists", False),
+}  # fmt: skip
 
 
 def new_rule(id_: str, field: str = "", operator: str = "equal", value: Any = "") -> dict[str, Any]:
@@ -117,20 +104,13 @@ class _Checker:
         self.summary: list[str] = []
         self.rules = 0
 
-    def entry(self, id_: str, number: int | None = None) -> dict[str, Any]:
-        item: dict[str, Any] = {"errors": [], "warnings": [], "number": number}
-        item.update(field=None, kind=None)
-        self.items[id_] = item
-        return item
-
-    def group(self, node: Any, *, within: str | None, depth: int) -> dict[str, Any] | None:
+    def group(self, node: Any, within: str | None, depth: int) -> dict[str, Any] | None:
         """The group's filter, ``None`` when it holds no condition."""
         if not isinstance(node, Mapping):
             self.summary.append(f"Query: a group must be an object, not {type(node).__name__}")
             return None
-        id_ = str(node.get("id", ""))
-        item = self.entry(id_) if id_ else None
-        each = node.get("each")
+        each, join, negate = node.get("each"), node.get("join", "and"), node.get("not", False)
+        items = node.get("items", [])
         problems: list[str] = []
         if each not in (None, EACH):
             problems.append(f"same-element groups work on {EACH!r} only, not {_said(each)}")
@@ -138,13 +118,10 @@ class _Checker:
         if each and within:
             problems.append("a same-subscription group cannot sit in another one")
             each = None
-        join = node.get("join", "and")
         if join not in ("and", "or"):
             problems.append(f"join must be 'and' or 'or', not {_said(join)}")
-        negate = node.get("not", False)
         if not isinstance(negate, bool):
             problems.append(f"not must be true or false, not {_said(negate)}")
-        items = node.get("items", [])
         if not isinstance(items, list):
             problems.append("its items must be a list")
             items = []
@@ -153,15 +130,15 @@ class _Checker:
             items = []  # not read: a document nested thousands deep must not recurse
         parts = []
         for child in items:
-            kind = child.get("type") if isinstance(child, Mapping) else None
-            if kind == "group":
-                part = self.group(child, within=within or each, depth=depth + 1)
+            if isinstance(child, Mapping) and child.get("type") == "group":
+                part = self.group(child, within or each, depth + 1)
             else:
-                part = self.rule(child, within=within or each)
+                part = self.rule(child, within or each)
             if part is not None:
                 parts.append(part)
-        if item is not None:
-            item["errors"].extend({"part": "group", "message": p} for p in problems)
+        if problems and str(node.get("id", "")):
+            errors = [{"part": "group", "message": p} for p in problems]
+            self.items[str(node["id"])] = _item(None, errors)
         self.summary.extend(f"Group: {p}" for p in problems)
         negate = negate is True
         # NOT of a same-subscription group negates the whole $elemMatch, not its parts.
@@ -170,19 +147,16 @@ class _Checker:
             body = {EACH: {"$elemMatch": body}}
             if negate:
                 body = {"$nor": [body]}
-        if item is not None and not item["errors"] and not item["warnings"]:
-            del self.items[id_]
         return body
 
-    def rule(self, node: Any, *, within: str | None) -> dict[str, Any] | None:
+    def rule(self, node: Any, within: str | None) -> dict[str, Any] | None:
         """The rule's filter, ``None`` when it is empty or wrong (then its errors are noted)."""
         self.rules += 1
         number = self.rules
         if not isinstance(node, Mapping):
             self.summary.append(f"Row {number}: a rule must be an object")
             return None
-        id_ = str(node.get("id", f"row{number}"))
-        item = self.entry(id_, number=number)
+        item = self.items[str(node.get("id", f"row{number}"))] = _item(number, [])
         try:
             return self._rule(node, item, within)
         except RuleProblem as exc:
@@ -193,15 +167,13 @@ class _Checker:
     def _rule(
         self, node: Mapping[str, Any], item: dict[str, Any], within: str | None
     ) -> dict[str, Any] | None:
-        text = node.get("field") or ""
+        text, op, raw = node.get("field") or "", node.get("operator") or "equal", node.get("value")
         if not isinstance(text, str):
             raise RuleProblem("field", "the field must be text")
-        op = node.get("operator") or "equal"
         if not isinstance(op, str):
             raise RuleProblem("operator", f"the operator must be text, not {type(op).__name__}")
         if op not in OPERATORS:
             raise RuleProblem("operator", f"unknown operator {_said(op)}")
-        raw = node.get("value")
         if not _is_value(raw) and not (
             isinstance(raw, list | tuple) and all(_is_value(v) for v in raw)
         ):
@@ -221,22 +193,24 @@ class _Checker:
             F(name)
         except InvalidQuery as exc:
             raise RuleProblem("field", str(exc)) from None
-        kind = catalog.kind(name)
-        item["field"], item["kind"] = name, kind
+        kind = item["kind"] = catalog.kind(name)
+        item["field"] = name
         if name not in catalog.infos or name in catalog.guessed:
             where = "the subscription fields" if within else "the field list"
-            item["warnings"].append(
-                {"part": "field", "message": f"unknown field {name!r}: it is not in {where}"}
-            )
+            message = f"unknown field {name!r}: it is not in {where}"
+            item["warnings"].append({"part": "field", "message": message})
         value = rule_value(op, raw, kind, name)
         if op in ("between", "not_between"):
             low, high = value
             numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
             if (type(low) is type(high) or numbers) and low > high:
-                item["warnings"].append(
-                    {"part": "value", "message": f"{name}: the first value is above the second"}
-                )
+                message = f"{name}: the first value is above the second"
+                item["warnings"].append({"part": "value", "message": message})
         return rule_query(name, op, value, kind, node)
+
+
+def _item(number: int | None, errors: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"errors": errors, "warnings": [], "number": number, "field": None, "kind": None}
 
 
 def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
@@ -312,32 +286,9 @@ def _said(value: Any) -> str:
 
 
 def _blank(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return not value.strip()
     if isinstance(value, list | tuple):
         return all(_blank(v) for v in value)
-    return False
-
-
-def _pattern(op: str, text: str) -> str:
-    base = op.removeprefix("not_")
-    if base == "begins_with":
-        return "^" + re.escape(text)
-    if base == "ends_with":
-        return re.escape(text) + "$"
-    if base == "contains":
-        return re.escape(text)
-    re.compile(text)  # a typo is named on the row rather than sent
-    return text
-
-
-def _range(path: str, *pairs: tuple[str, Any]) -> dict[str, Any]:
-    body: dict[str, Any] = {}
-    for op, value in pairs:
-        body.update(Condition(path, op, value).field_value())
-    return {path: body}
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def rule_filter(
@@ -357,23 +308,28 @@ def rule_filter(
     """
     whole = kind == "date" and whole_day and op in WHOLE_DAY_OPERATORS
     day = iso_day(value) if whole and isinstance(value, str) else None
-    if day is not None and op in ("equal", "not_equal"):
-        body = _range(path, ("$gte", value), ("$lt", next_day(day)))
-        return body if op == "equal" else {"$nor": [body]}
     if day is not None and op in ("less_or_equal", "greater"):
         return Condition(path, "$lt" if op == "less_or_equal" else "$gte", next_day(day)).to_mongo()
-    if op in ("between", "not_between"):
-        low, high = value
-        high_day = iso_day(high) if whole and isinstance(high, str) else None
+    if op in ("between", "not_between") or (day is not None and op in ("equal", "not_equal")):
+        low, high = value if day is None else (value, None)
+        high_day = day or (iso_day(high) if whole and isinstance(high, str) else None)
         upper = ("$lte", high) if high_day is None else ("$lt", next_day(high_day))
-        body = _range(path, ("$gte", low), upper)
-        return body if op == "between" else {"$nor": [body]}
+        body: dict[str, Any] = {}
+        for cond in (("$gte", low), upper):
+            body.update(Condition(path, *cond).field_value())
+        return {path: body} if op in ("between", "equal") else {"$nor": [{path: body}]}
     if op in TEXT_OPERATORS:
-        cond = Condition(path, "$regex", _pattern(op, value), options="i" if ignore_case else "")
+        base = op.removeprefix("not_")
+        text = value if base == "matches" else re.escape(value)
+        pattern = (
+            "^" + text if base == "begins_with" else text + "$" if base == "ends_with" else text
+        )
+        re.compile(pattern)  # a typo is named on the row rather than sent
+        cond = Condition(path, "$regex", pattern, options="i" if ignore_case else "")
         return (~cond if op.startswith("not_") else cond).to_mongo()
     if op in _FIXED:
         return Condition(path, *_FIXED[op]).to_mongo()
-    return Condition(path, _PLAIN[op], list(value) if op in ("in", "not_in") else value).to_mongo()
+    return Condition(path, PLAIN[op], list(value) if op in ("in", "not_in") else value).to_mongo()
 
 
 def join_parts(
@@ -392,8 +348,6 @@ def join_parts(
     if len(parts) == 1:
         body = dict(parts[0])
     elif join == "or":
-        if negate:
-            return {"$nor": list(parts)}
         body = {"$or": list(parts)}
     elif all(k is not None and not k.startswith("$") for k in keys) and len(set(keys)) == len(keys):
         body = {k: v for p in parts for k, v in p.items()}
@@ -416,25 +370,23 @@ def _preview_rows(raw: Any) -> tuple[int | None, str | None]:
 
 
 def _return_fields(raw: Any, catalog: FieldCatalog) -> tuple[list[str], list[dict[str, Any]]]:
-    resolved: list[str] = []
-    problems: list[dict[str, Any]] = []
     if not isinstance(raw, list):
         message = f"the fields to return must be a list of names, not {_said(raw)}"
-        return resolved, [{"index": None, "message": message}]
+        return [], [{"index": None, "message": message}]
+    resolved: list[str] = []
+    problems: list[dict[str, Any]] = []
     for index, text in enumerate(raw):
-        if not isinstance(text, str) or not text.strip():
-            problems.append({"index": index, "message": "a field to return is empty"})
-            continue
-        name = catalog.resolve(text)
         try:
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidQuery("a field to return is empty")
+            name = catalog.resolve(text)
             F(name)
+            if name in resolved:
+                raise InvalidQuery(f"{name!r} is listed twice")
+            if catalog.complete and name not in catalog.returnable:
+                raise InvalidQuery(f"unknown field {name!r}")
         except InvalidQuery as exc:
             problems.append({"index": index, "message": str(exc)})
-            continue
-        if name in resolved:
-            problems.append({"index": index, "message": f"{name!r} is listed twice"})
-        elif catalog.complete and name not in catalog.returnable:
-            problems.append({"index": index, "message": f"unknown field {name!r}"})
         else:
             resolved.append(name)
     return resolved, problems
@@ -465,7 +417,7 @@ def check(
             f"Query: the document must be an object, not {type(document).__name__}"
         )
     root = doc.get("root")
-    query = (None if root is None else checker.group(root, within=None, depth=0)) or {}
+    query = (None if root is None else checker.group(root, None, 0)) or {}
     try:
         parse_query(query)  # it validates the query first
     except InvalidQuery as exc:
@@ -479,7 +431,6 @@ def check(
     ok = not checker.summary
     if rows_error is not None:
         checker.summary.append(rows_error[0].upper() + rows_error[1:])
-    params = {"query": query, **({"fields": resolved} if resolved else {})} if ok else None
     shown = query if ok else (last_valid if isinstance(last_valid, Mapping) else {})
     return {
         "rev": doc.get("rev"),
@@ -487,7 +438,7 @@ def check(
         "query": query if ok else None,
         "query_json": canonical_json(query) if ok else None,
         "json": json.dumps(shown, indent=2, ensure_ascii=False),
-        "params": params,
+        "params": {"query": query, **({"fields": resolved} if resolved else {})} if ok else None,
         "items": checker.items,
         "fields": {"resolved": resolved, "problems": problems},
         "preview_rows": {"value": rows, "error": rows_error},
