@@ -49,7 +49,8 @@ PLAIN = {
     "equal": "$eq", "not_equal": "$ne", "in": "$in", "not_in": "$nin",
     "less": "$lt", "less_or_equal": "$lte", "greater": "$gt", "greater_or_equal": "$gte",
 }  # fmt: skip
-_FIXED = {
+#: The condition of each rule operator that takes no value.
+FIXED = {
     "is_empty": ("$eq", ""), "is_not_empty": ("$ne", ""), "is_null": ("$eq", None),
     "is_not_null": ("$ne", None), "exists": ("$exists", True), "not_exists": ("$exists", False),
 }  # fmt: skip
@@ -327,8 +328,8 @@ def rule_filter(
         re.compile(pattern)  # a typo is named on the row rather than sent
         cond = Condition(path, "$regex", pattern, options="i" if ignore_case else "")
         return (~cond if op.startswith("not_") else cond).to_mongo()
-    if op in _FIXED:
-        return Condition(path, *_FIXED[op]).to_mongo()
+    if op in FIXED:
+        return Condition(path, *FIXED[op]).to_mongo()
     return Condition(path, PLAIN[op], list(value) if op in ("in", "not_in") else value).to_mongo()
 
 

@@ -13,7 +13,9 @@ from stoplist_nb.query import loads_query, parse_query, validate_query
 from stoplist_nb.widgets.catalog import FieldCatalog
 from stoplist_nb.widgets.check import (
     EACH,
+    FIXED,
     MAX_LIST_VALUES,
+    PLAIN,
     RuleProblem,
     canonical_json,
     check,
@@ -26,6 +28,8 @@ from stoplist_nb.widgets.check import (
 from stoplist_nb.widgets.operators import TEXT_OPERATORS, guess_type, iso_day
 
 __all__ = ["document_of", "guessed_types", "load_document"]
+
+_NAMED = {op: name for name, op in PLAIN.items()}
 
 
 def _is_operators(value: Any) -> bool:
@@ -48,75 +52,38 @@ def _day_before(text: Any) -> str | None:
 
 
 def _candidates(kind: str, body: Any) -> Iterator[tuple[str, Any]]:
-    """Rules (operator, value) that may write ``body``, the condition of one field."""
+    """Rules (operator, value) that may write ``body``, one field's condition: each is tried."""
     ops: dict[str, Any] = dict(body) if _is_operators(body) else {"$eq": body}
-    keys = set(ops)
-    if keys == {"$eq"} or keys == {"$ne"}:
-        positive = "$eq" in keys
-        value = ops["$eq" if positive else "$ne"]
-        if value is None:
-            yield ("is_null" if positive else "is_not_null"), None
-        elif value == "" and isinstance(value, str):
-            yield ("is_empty" if positive else "is_not_empty"), None
-        elif not isinstance(value, Mapping | list):
-            yield ("equal" if positive else "not_equal"), _value_text(value)
-    elif keys in ({"$in"}, {"$nin"}):
-        values = next(iter(ops.values()))
-        if (
-            isinstance(values, list)
-            and values
-            and all(v is not None and not isinstance(v, Mapping | list) for v in values)
-        ):
-            yield ("in" if "$in" in keys else "not_in"), [_value_text(v) for v in values]
-    elif keys == {"$exists"}:
-        yield ("exists" if ops["$exists"] else "not_exists"), None
-    elif len(keys) == 1 and keys < {"$lt", "$lte", "$gt", "$gte"}:
+    if len(ops) == 1 and set(ops) <= {*_NAMED, "$exists"}:
         ((op, value),) = ops.items()
-        if not isinstance(value, Mapping | list):
-            text = _value_text(value)
-            named = {"$lt": "less", "$lte": "less_or_equal", "$gt": "greater"}
-            yield named.get(op, "greater_or_equal"), text
-            before = _day_before(value) if kind == "date" else None
-            if before is not None and op == "$lt":
-                yield "less_or_equal", before
-            if before is not None and op == "$gte":
-                yield "greater", before
-    elif keys in ({"$gte", "$lte"}, {"$gte", "$lt"}):
-        low, high = ops["$gte"], ops.get("$lte", ops.get("$lt"))
-        if not isinstance(low, Mapping | list) and not isinstance(high, Mapping | list):
-            if "$lte" in keys:
-                yield "between", [_value_text(low), _value_text(high)]
-            elif kind == "date" and (before := _day_before(high)) is not None:
-                if before == low:
-                    yield "equal", low
-                yield "between", [_value_text(low), before]
-    elif keys in ({"$regex"}, {"$regex", "$options"}):
-        options = ops.get("$options", "")
+        fixed = [name for name, cond in FIXED.items() if cond == (op, value)]
+        if fixed:
+            yield fixed[0], None
+        elif op != "$exists":
+            many = op in ("$in", "$nin")
+            yield _NAMED[op], [_value_text(v) for v in value] if many else _value_text(value)
+            before = _day_before(value) if kind == "date" and op in ("$lt", "$gte") else None
+            if before is not None:
+                yield ("less_or_equal" if op == "$lt" else "greater"), before
+    elif set(ops) in ({"$gte", "$lte"}, {"$gte", "$lt"}):
+        low = ops["$gte"]
+        if "$lte" in ops:
+            yield "between", [_value_text(low), _value_text(ops["$lte"])]
+        elif kind == "date" and (before := _day_before(ops["$lt"])) is not None:
+            if before == low:
+                yield "equal", low
+            yield "between", [_value_text(low), before]
+    elif set(ops) <= {"$regex", "$options"} and isinstance(ops.get("$regex"), str):
+        # Each literal reading of the pattern, unescaped: the rule written back tells if it was.
         pattern = ops["$regex"]
-        if isinstance(pattern, str) and options in ("", "i"):
-            yield from _readings(pattern)
-    elif keys == {"$not"} and isinstance(ops["$not"], Mapping):
-        inner = ops["$not"]
-        if set(inner) in ({"$regex"}, {"$regex", "$options"}) and isinstance(inner["$regex"], str):
-            for op, text in _readings(inner["$regex"]):
-                if op != "matches":
-                    yield f"not_{op}", text
-
-
-def _readings(pattern: str) -> Iterator[tuple[str, str]]:
-    """What a pattern may have been typed as: the literal text of begins/ends with, contains."""
-    if pattern.startswith("^") and _literal(pattern[1:]) is not None:
-        yield "begins_with", _literal(pattern[1:]) or ""
-    if pattern.endswith("$") and _literal(pattern[:-1]) is not None:
-        yield "ends_with", _literal(pattern[:-1]) or ""
-    if _literal(pattern) is not None:
-        yield "contains", _literal(pattern) or ""
-    yield "matches", pattern
-
-
-def _literal(pattern: str) -> str | None:
-    text = re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
-    return text if text and re.escape(text) == pattern else None
+        for op, core in (("begins_with", pattern[1:]), ("ends_with", pattern[:-1])):
+            yield op, re.sub(r"\\(.)", r"\1", core, flags=re.DOTALL)
+        yield "contains", re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
+        yield "matches", pattern
+    elif set(ops) == {"$not"} and isinstance(ops["$not"], Mapping):
+        for op, text in _candidates(kind, ops["$not"]):
+            if op in TEXT_OPERATORS and op != "matches":
+                yield f"not_{op}", text
 
 
 class _Loader:
