@@ -143,10 +143,8 @@ class _Loader:
             if within:
                 raise InvalidQuery(f"{where}: the builder cannot show $elemMatch within $elemMatch")
             if len(body) > 1:
-                others = sorted(set(body) - {"$elemMatch"})
-                raise InvalidQuery(
-                    f"{where}: the builder cannot show {others[0]} beside $elemMatch"
-                )
+                other = min(set(body) - {"$elemMatch"})
+                raise InvalidQuery(f"{where}: the builder cannot show {other} beside $elemMatch")
             inner = body["$elemMatch"]
             if not isinstance(inner, Mapping) or (
                 _is_operators(inner) and not (set(inner) & {"$and", "$or", "$nor"})
@@ -154,9 +152,7 @@ class _Loader:
                 raise InvalidQuery(f"{where}: the builder shows $elemMatch of fields only")
             group = self.group(inner, f"{where}['$elemMatch']", EACH)
             if group["not"]:
-                outer = new_group(self.id("g"), each=EACH)
-                outer["items"] = [group]
-                return outer
+                return {**new_group(self.id("g"), each=EACH), "items": [group]}
             group["each"] = EACH
             return group
         rule = self.rule(path, body, within, negate=False)
@@ -165,8 +161,7 @@ class _Loader:
         if _is_operators(body) and len(body) > 1:
             # Several operators on one field: one rule each, in a group of their own.
             group = new_group(self.id("g"))
-            ops = [k for k in body if k != "$options"]
-            for op in ops:
+            for op in [k for k in body if k != "$options"]:
                 one = {op: body[op]}
                 if op == "$regex" and "$options" in body:
                     one["$options"] = body["$options"]
@@ -178,12 +173,10 @@ class _Loader:
         raise self.refusal(path, body, where, within)
 
     def refusal(self, path: str, body: Any, where: str, within: str | None) -> InvalidQuery:
-        if _is_operators(body):
-            known = {"$eq", "$ne", "$in", "$nin", "$lt", "$lte", "$gt", "$gte", "$regex"}
-            known |= {"$options", "$not", "$exists"}
-            odd = [op for op in body if op not in known]
-            if odd:
-                return InvalidQuery(f"{where}: the builder cannot show {odd[0]}")
+        known = {*_NAMED, "$regex", "$options", "$not", "$exists"}
+        odd = [op for op in body if op not in known] if _is_operators(body) else []
+        if odd:
+            return InvalidQuery(f"{where}: the builder cannot show {odd[0]}")
         kind = (self.catalog.subscriptions() if within else self.catalog).kind(path)
         shown = canonical_json(body)
         if len(shown) > 80:  # a message, not a copy of the query
@@ -192,11 +185,10 @@ class _Loader:
 
     def negated(self, nor: Any, within: str | None) -> dict[str, Any] | None:
         """The rule that writes ``{"$nor": nor}`` exactly, if one does."""
-        if len(nor) != 1 or not isinstance(nor[0], Mapping) or len(nor[0]) != 1:
+        part = nor[0] if len(nor) == 1 else None
+        if not isinstance(part, Mapping) or len(part) != 1 or next(iter(part)).startswith("$"):
             return None
-        if next(iter(nor[0])).startswith("$"):
-            return None
-        ((path, body),) = nor[0].items()
+        ((path, body),) = part.items()
         return self.rule(path, body, within, negate=True)
 
     def rule(
@@ -207,31 +199,25 @@ class _Loader:
         kind = catalog.kind(path)
         if _is_operators(body) and set(body) == {"$eq"} and not isinstance(body["$eq"], Mapping):
             body = body["$eq"]  # {"$eq": v} is how {path: v} is written out in full
-        wanted = {path: body}
-        if negate:
-            wanted = {"$nor": [wanted]}
+        wanted = canonical_json({"$nor": [{path: body}]} if negate else {path: body})
         try:
             candidates = list(_candidates(kind, body))
         except InvalidQuery:
             return None
-        wanted_json = canonical_json(wanted)
+        if negate:
+            negations = {"between": "not_between", "equal": "not_equal"}
+            candidates = [(negations[op], v) for op, v in candidates if op in negations]
         for op, value in candidates:
-            if negate:
-                op = {"between": "not_between", "equal": "not_equal"}.get(op, "")
-                if not op:
-                    continue
-            for ignore_case, whole_day in ((False, True), (True, True), (False, False)):
-                rule = new_rule("", catalog.label(path), op, value)
-                rule["ignore_case"] = ignore_case
-                if not whole_day:
-                    rule["whole_day"] = False  # a bare day compared as text, as it was written
-                if ignore_case and op not in TEXT_OPERATORS:
+            # Without ticks, ignoring case, and a bare day compared as text as it was written.
+            for ticks in ({}, {"ignore_case": True}, {"whole_day": False}):
+                if ticks.get("ignore_case") and op not in TEXT_OPERATORS:
                     continue  # the check drops the tick: the rule without it writes the same
+                rule = {**new_rule("", catalog.label(path), op, value), **ticks}
                 try:
                     written = rule_query(path, op, rule_value(op, value, kind, path), kind, rule)
                 except RuleProblem:
                     continue
-                if canonical_json(written) == wanted_json:
+                if canonical_json(written) == wanted:
                     rule["id"] = self.id("r")
                     return rule
         return None
@@ -249,24 +235,18 @@ def _loaded(query: Any) -> dict[str, Any]:
     return checked
 
 
-def _check_lists(query: Any, where: str = "query") -> None:
+def _check_lists(query: Any) -> None:
     """Refuse a list of values longer than a rule holds, before any slower reading of it."""
-    todo = [(query, where)]
+    todo = [(query, "query")]
     while todo:
         node, here = todo.pop()
-        if isinstance(node, list):
-            if len(node) > MAX_LIST_VALUES:
-                raise InvalidQuery(
-                    f"{here}: the builder holds at most {MAX_LIST_VALUES:,} values in one list,"
-                    f" not {len(node):,}; read_profiles takes this query as it is"
-                )
-            todo.extend(
-                (v, f"{here}[{i}]") for i, v in enumerate(node) if isinstance(v, dict | list)
+        if isinstance(node, list) and len(node) > MAX_LIST_VALUES:
+            raise InvalidQuery(
+                f"{here}: the builder holds at most {MAX_LIST_VALUES:,} values in one list,"
+                f" not {len(node):,}; read_profiles takes this query as it is"
             )
-        elif isinstance(node, dict):
-            todo.extend(
-                (v, f"{here}[{k!r}]") for k, v in node.items() if isinstance(v, dict | list)
-            )
+        pairs = node.items() if isinstance(node, dict) else enumerate(node)
+        todo.extend((v, f"{here}[{k!r}]") for k, v in pairs if isinstance(v, dict | list))
 
 
 def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, Any]:
@@ -321,9 +301,7 @@ def _document(checked: dict[str, Any], catalog: FieldCatalog) -> dict[str, Any]:
     if not root["items"]:
         root["items"].append(new_rule(loader.id("r")))
     if root["each"]:  # only a nested group can be a same-subscription one
-        outer = new_group("g0")
-        outer["items"] = [root]
-        root = outer
+        root = {**new_group("g0"), "items": [root]}
     return empty_document(root)
 
 
@@ -349,15 +327,12 @@ def _guessed(query: dict[str, Any], known: Mapping[str, Any]) -> dict[str, str]:
         if not isinstance(node, Mapping):
             continue
         for key, value in node.items():
+            path = prefix + key
             if key in ("$and", "$or", "$nor"):
                 todo.append((value, prefix))
-            elif not key.startswith("$"):
-                if key == EACH and _is_operators(value) and "$elemMatch" in value:
-                    todo.append((value["$elemMatch"], f"{EACH}."))
-                    continue
-                path = prefix + key
-                if path in known or path in found:
-                    continue
+            elif key == EACH and _is_operators(value) and "$elemMatch" in value:
+                todo.append((value["$elemMatch"], f"{EACH}."))
+            elif not key.startswith("$") and path not in known and path not in found:
                 if _is_operators(value):  # the value of its first operator that holds one
                     ops = [(op, v) for op, v in value.items() if op not in ("$exists", "$options")]
                     value = next(("" if op in ("$regex", "$not") else v for op, v in ops), None)
