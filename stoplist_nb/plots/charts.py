@@ -1,4 +1,4 @@
-"""The charts of :mod:`stoplist_nb.plots`, and what each counts (counted apart from drawing)."""
+"""The charts of :mod:`stoplist_nb.plots` (each counts first, then draws)."""
 
 from __future__ import annotations
 
@@ -51,9 +51,8 @@ def plot_channels(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
 def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Draw subscription statuses per channel as stacked bars, the total on top.
 
-    One bar per channel, in :func:`plot_channels` order; one stacked series
-    (``ax.containers``) per status, the most frequent at the bottom. A null
-    ``status`` counts as ``"(no status)"``.
+    One stacked series (``ax.containers``) per status, the most frequent at
+    the bottom; a null ``status`` counts as ``"(no status)"``.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"channel": ["email", "email", "sms"],
@@ -94,14 +93,12 @@ def plot_registrations(
 ) -> Axes:
     """Draw new subscriptions per ``freq`` period (by ``reg_date``), stacked by channel.
 
-    Each channel is one filled step band (a ``StepPatch`` in ``ax.patches``)
-    as high as its count in each period, stacked largest at the bottom, the
-    legend read top down as the stack is; the top edge is the total. With
-    ``by_channel=False`` there is one band. Periods (a pandas offset alias:
-    ``"MS"`` months, ``"W"`` weeks from Sunday, ``"QS"``, ...) are in UTC, each
-    from its start up to the next one's, and contiguous, so a gap shows as 0.
-    ``reg_date`` must hold datetimes (naive ones read as UTC); rows without one
-    (or, by channel, a ``channel``) are left out.
+    Each channel is one filled step band (a ``StepPatch`` in ``ax.patches``),
+    largest at the bottom; with ``by_channel=False`` there is one band.
+    Periods (a pandas offset alias: ``"MS"`` months, ``"W"`` weeks from
+    Sunday, ...) are in UTC and contiguous, so a gap shows as 0. ``reg_date``
+    must hold datetimes (naive ones read as UTC); rows without one (or, by
+    channel, a ``channel``) are left out.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"channel": ["email", "email", "sms"], "reg_date": pd.to_datetime(
@@ -169,8 +166,7 @@ def plot_registrations(
 def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -> Axes:
     """Draw the ``n`` e-mail domains with the most distinct addresses, as horizontal bars.
 
-    Addresses and domains are compared stripped and lowercased, so an address
-    in two profiles counts once; the largest domain is on top. When some
+    Addresses and domains are compared stripped and lowercased; when some
     domains are cut off, the title says how many there are in all.
 
     >>> import matplotlib; matplotlib.use("Agg")
@@ -182,8 +178,9 @@ def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -
     """
     df = _check_frame(df, ["email", "email_domain"], "plot_top_domains")
     check_int("n", n, minimum=1)
-    pairs = pd.DataFrame({"domain": _text(df["email_domain"]), "email": _text(df["email"])})
-    counts = _ranked(pairs.dropna().drop_duplicates()["domain"])
+    text = df[["email_domain", "email"]].astype(pd.StringDtype("pyarrow"))
+    text = text.apply(lambda c: c.str.strip().str.lower())
+    counts = _ranked(text.mask(text == "").dropna().drop_duplicates()["email_domain"])
     shown = counts[:n]
     top = f"Top {n} of {len(counts)}" if len(counts) > n else "Top"
     ax = _axes_for(ax, f"{top} e-mail domains", "distinct e-mail addresses", "domain")
@@ -200,13 +197,11 @@ def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -
 def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Draw how many rows are suppressed, per kind of match, and how many are not.
 
-    Bars for ``"email"``, ``"phone"``, ``"domain"`` (the precedence of
-    :func:`~stoplist_nb.flag_suppressed`) as they matched, plus any kind in
-    ``flagged.attrs["checked"]`` with 0, then any other ``suppressed_by``
-    (``"(kind unknown)"`` when null), then ``"not suppressed"``. Rows with a
-    null ``suppressed`` had nothing to check: they are left out of every bar
-    and share, and the x label says how many. Each bar shows its count and
-    share; the title, the suppressed total "of N contacts checked".
+    Bars for the kinds in the precedence of :func:`~stoplist_nb.flag_suppressed`
+    that matched or are in ``flagged.attrs["checked"]`` (0 then), any other
+    ``suppressed_by`` (``"(kind unknown)"`` when null), then ``"not
+    suppressed"``, each with its count and share. Rows with a null
+    ``suppressed`` had nothing to check: the x label says how many.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> flagged = pd.DataFrame({"suppressed": [True, False, True, False, None],
@@ -222,12 +217,10 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
     df = _check_frame(flagged, ["suppressed", "suppressed_by"], func)
     checked = df.attrs.get("checked")
     checked = [] if checked is None else checked
-    if isinstance(checked, str) or not isinstance(checked, list | tuple):
+    if not isinstance(checked, list | tuple) or not all(isinstance(k, str) for k in checked):
         raise InvalidInput(
-            f"{func}: attrs['checked'] must be a list of kinds, not {type(checked).__name__}"
+            f"{func}: attrs['checked'] must be a list of kind names, not {checked!r}"
         )
-    if not all(isinstance(kind, str) for kind in checked):
-        raise InvalidInput(f"{func}: attrs['checked'] must hold kind names, not {checked!r}")
     flags = df["suppressed"].astype("boolean")
     hit = _mask(flags.fillna(False))
     by = dict(_ranked(df.loc[hit, "suppressed_by"].astype("string").fillna("(kind unknown)")))
@@ -237,16 +230,13 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
     counts = [(k, by.pop(k, 0)) for k in shown] + sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))
     counts.append(("not suppressed", total - suppressed))
     unchecked = len(df) - total
-    title = "Suppressed contacts"
-    if total:
-        title = (
-            f"Suppressed: {suppressed:,} of {total:,} contacts checked ({suppressed / total:.1%})"
-        )
+    share = suppressed / max(total, 1)
+    title = f"Suppressed: {suppressed:,} of {total:,} contacts checked ({share:.1%})"
     xlabel = "matched by"
     if unchecked:
         rows = "row" if unchecked == 1 else "rows"
         xlabel += f" (not counted: {unchecked:,} {rows} with nothing to check)"
-    ax = _axes_for(ax, title, xlabel, "contacts")
+    ax = _axes_for(ax, title if total else "Suppressed contacts", xlabel, "contacts")
     if not total:
         return _note(ax, "no contacts checked" if unchecked else "no contacts")
     names, heights = zip(*counts, strict=True)
@@ -279,11 +269,6 @@ def _ranked(values: pd.Series) -> list[tuple[str, int]]:
 def _mask(series: pd.Series) -> np.ndarray[Any, np.dtype[np.bool_]]:
     # A writable plain-bool copy: masks from Arrow-backed columns can be read-only.
     return np.array(series, dtype=bool)
-
-
-def _text(series: pd.Series) -> pd.Series:
-    text = series.astype(pd.StringDtype("pyarrow")).str.strip().str.lower()
-    return text.mask(text.str.len() == 0)
 
 
 def _axes_for(ax: Axes | None, title: str, xlabel: str, ylabel: str) -> Axes:
