@@ -15,30 +15,19 @@ from stoplist_nb._json.kinds import BOOLEAN, FLOAT, INT, STRING, json_kind
 #: Every operator of a rule: name -> (label, arity). Arity 0 takes no value,
 #: 1 one, 2 two (``between``), ``"list"`` one or more (``in``).
 OPERATORS: dict[str, tuple[str, int | str]] = {
-    "equal": ("equal", 1),
-    "not_equal": ("not equal", 1),
-    "in": ("in", "list"),
-    "not_in": ("not in", "list"),
-    "less": ("less", 1),
-    "less_or_equal": ("less or equal", 1),
-    "greater": ("greater", 1),
-    "greater_or_equal": ("greater or equal", 1),
-    "between": ("between", 2),
-    "not_between": ("not between", 2),
-    "begins_with": ("begins with", 1),
-    "not_begins_with": ("not begins with", 1),
-    "contains": ("contains", 1),
-    "not_contains": ("not contains", 1),
-    "ends_with": ("ends with", 1),
-    "not_ends_with": ("not ends with", 1),
+    "equal": ("equal", 1), "not_equal": ("not equal", 1),
+    "in": ("in", "list"), "not_in": ("not in", "list"),
+    "less": ("less", 1), "less_or_equal": ("less or equal", 1),
+    "greater": ("greater", 1), "greater_or_equal": ("greater or equal", 1),
+    "between": ("between", 2), "not_between": ("not between", 2),
+    "begins_with": ("begins with", 1), "not_begins_with": ("not begins with", 1),
+    "contains": ("contains", 1), "not_contains": ("not contains", 1),
+    "ends_with": ("ends with", 1), "not_ends_with": ("not ends with", 1),
     "matches": ("matches regex", 1),
-    "is_empty": ("is empty", 0),
-    "is_not_empty": ("is not empty", 0),
-    "is_null": ("is null", 0),
-    "is_not_null": ("is not null", 0),
-    "exists": ("exists", 0),
-    "not_exists": ("does not exist", 0),
-}
+    "is_empty": ("is empty", 0), "is_not_empty": ("is not empty", 0),
+    "is_null": ("is null", 0), "is_not_null": ("is not null", 0),
+    "exists": ("exists", 0), "not_exists": ("does not exist", 0),
+}  # fmt: skip
 
 _RANGE = ("less", "less_or_equal", "greater", "greater_or_equal", "between", "not_between")
 _NULLS = ("is_null", "is_not_null", "exists", "not_exists")
