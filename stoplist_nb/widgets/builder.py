@@ -47,12 +47,10 @@ def _warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None
 class QueryBuilder(anywidget.AnyWidget):
     """Build a ``profiles/list`` query from rules in AND / OR groups, in the browser.
 
-    Rules pick a field (by name, title or label), an operator in words
-    (``equal``, ``in``, ``between``, ``begins with``, ``is null``, ...) and a
-    value; groups join them by AND or OR, may be negated (NOT), and may ask
-    for all their rules to hold in one subscription. The front end shows each
-    rule's error or warning beside it, the query as JSON, and runs Preview.
-    The document it edits is :attr:`document`; the check of it, :attr:`report`.
+    Rules pick a field, an operator in words and a value; groups join them by
+    AND or OR, may be negated (NOT), and may ask for all their rules to hold
+    in one subscription. The browser edits :attr:`document`; its check is
+    :attr:`report`.
 
     Args:
         client: The API client, for the field list, the suggestions and Preview.
@@ -146,10 +144,7 @@ class QueryBuilder(anywidget.AnyWidget):
         self.on_msg(self._on_message)
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
-        """The synced state, ``preview_state`` named ``preview`` as the browser knows it.
-
-        In Python ``preview`` is the method that runs Preview.
-        """
+        """The synced state, ``preview_state`` named ``preview`` as the browser knows it."""
         state: dict[str, Any] = super().get_state(key=key, drop_defaults=drop_defaults)
         return {"preview" if k == "preview_state" else k: v for k, v in state.items()}
 
@@ -233,23 +228,18 @@ class QueryBuilder(anywidget.AnyWidget):
         does, ``InvalidInput`` for fields that are not a list of known names;
         either leaves the builder as it was.
         """
-        current = self.document or empty_document()
-        if fields is None:
-            chosen = _kept_fields(current)
-        elif isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+        if fields is not None and (
+            isinstance(fields, str) or not all(isinstance(f, str) for f in fields)
+        ):
             raise InvalidInput("fields must be a list of field names")
-        else:
-            chosen = list(fields)
+        current = self.document or empty_document()
+        chosen = _kept_fields(current) if fields is None else list(fields)
         rows = current.get("preview_rows", str(DEFAULT_PREVIEW_ROWS))
-        document, catalog, report = load_document(
-            query, self._fields, fields=chosen, preview_rows=rows
-        )
-        self._replace(document, catalog, report)
+        self._replace(*load_document(query, self._fields, fields=chosen, preview_rows=rows))
 
     def clear(self) -> None:
         """Back to one empty rule; the fields to return and the rows to preview stay."""
-        document = empty_document()
-        current = self.document or {}
+        document, current = empty_document(), self.document or {}
         document["fields"] = _kept_fields(current)
         document["preview_rows"] = current.get("preview_rows", document["preview_rows"])
         self._replace(document, self._fields)
