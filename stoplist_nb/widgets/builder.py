@@ -138,7 +138,7 @@ class QueryBuilder(anywidget.AnyWidget):
         super().__init__()
         self.notices = notices
         self.catalog = self._fields.to_json()
-        self.preview_state = _shown("none", "", "", None)
+        self._show("none")
         self.observe(self._checked, "document")
         self.document = empty_document()
         self.on_msg(self._on_message)
@@ -278,8 +278,7 @@ class QueryBuilder(anywidget.AnyWidget):
             return
         report = self.report
         if not report.get("ok") or report["preview_rows"]["error"] is not None:
-            errors = report.get("summary") or []
-            self._show_failure("fix the query first: " + "; ".join(errors))
+            self._show("error", "fix the query first: " + "; ".join(report.get("summary") or []))
             return
         params, rows = report["params"], report["preview_rows"]["value"]
         self._running = True
@@ -294,17 +293,21 @@ class QueryBuilder(anywidget.AnyWidget):
                 frame = frame.head(rows)
             html = preview_html(frame, params)
         except Exception as exc:  # shown to the user rather than lost in a callback
-            self._show_failure(f"Preview failed: {_said(exc)}")
+            self._show("error", f"Preview failed: {_said(exc)}")
         else:
             self.result, self._good = frame, (html, params)
-            self.preview_state = _shown("done", html, "", params)
+            self._show("done")
         finally:
             self._running = False
 
-    def _show_failure(self, message: str) -> None:
+    def _show(self, state: str, message: str = "") -> None:
         """``message`` beside the last Preview that worked (the browser tells if it is stale)."""
         html, params = self._good or ("", None)
-        self.preview_state = _shown("error", html, self._scrub(message), params)
+        self.preview_state = {
+            "state": state, "html": html, "message": self._scrub(message),
+            "query_json": None if params is None else canonical_json(params["query"]),
+            "fields": None if params is None else list(params.get("fields", [])),
+        }  # fmt: skip
 
     def _run(self, params: dict[str, Any], rows: int) -> pd.DataFrame:
         if self._runner is not None:
@@ -321,14 +324,6 @@ def _kept_fields(document: Mapping[str, Any]) -> list[str]:
     fields = document.get("fields")
     ok = isinstance(fields, list) and all(isinstance(f, str) for f in fields)
     return list(fields) if ok else []
-
-
-def _shown(state: str, html: str, message: str, params: Any) -> dict[str, Any]:
-    """The ``preview_state``: ``query_json`` and ``fields`` are those of the ``html`` shown."""
-    query_json = None if params is None else canonical_json(params["query"])
-    fields = None if params is None else list(params.get("fields", []))
-    return {"state": state, "html": html, "message": message, "query_json": query_json,
-            "fields": fields}  # fmt: skip
 
 
 def _said(exc: BaseException) -> str:

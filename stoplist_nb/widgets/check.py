@@ -1,7 +1,6 @@
 """The query builder's document, and its check into a MongoDB filter (no widget library here).
 
-The front end edits a *document*, a JSON tree of groups and rules holding
-what was typed; :func:`check` reads it through the query model::
+The front end edits a *document*, a JSON tree of groups and rules as typed::
 
     {"rev": 3,
      "root": {"id": "g1", "type": "group", "join": "and", "not": False, "each": None,
@@ -297,10 +296,8 @@ def rule_filter(
 ) -> dict[str, Any]:
     """The filter of one rule on ``path`` from its parsed value(s).
 
-    ``ignore_case`` counts on the text operators only. On a date field a bare
-    day stands for the whole day unless ``whole_day`` is false (then it is
-    compared as text). Raises ``InvalidQuery`` where the query model refuses
-    the condition, ``re.error`` for an invalid ``matches`` pattern.
+    ``whole_day`` false compares a bare day as text. Raises ``InvalidQuery``
+    where the query model refuses the condition, ``re.error`` for a bad pattern.
 
     >>> rule_filter("_regdate", "less_or_equal", "2024-03-01", kind="date")
     {'_regdate': {'$lt': '2024-03-02'}}
@@ -398,13 +395,10 @@ def check(
 ) -> dict[str, Any]:
     """Check a document into its query, params and every error and warning, per item.
 
-    Never raises: whatever is wrong is in the report, a dict of ``rev``,
-    ``ok``, ``query`` and ``query_json`` (``None`` while not ok), ``json``
-    (shown indented: ``last_valid`` while not ok), ``params``, ``items`` (per
-    rule id: ``errors``, ``warnings``, ``number``, resolved ``field`` and
-    ``kind``), ``fields`` (``resolved``, ``problems``), ``preview_rows``
-    (``value``, ``error``), ``summary`` (every error, ``"Row 2: ..."``) and
-    ``import_error``. Fields the ``catalog`` lacks are warned about, not refused.
+    Never raises: the report holds ``ok``, ``query``, ``query_json`` and
+    ``params`` (``None`` while not ok), ``json`` (``last_valid`` while not ok),
+    ``items`` (per rule id: ``errors``, ``warnings``, ``number``, ``field``,
+    ``kind``), ``fields``, ``preview_rows`` and ``summary`` (every error).
 
     >>> report = check({"root": {"id": "g1", "type": "group", "join": "and", "items": [
     ...     {"id": "r2", "type": "rule", "field": "age", "operator": "less", "value": "x"}]}})

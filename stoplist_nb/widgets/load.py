@@ -252,12 +252,10 @@ def _check_lists(query: Any) -> None:
 def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, Any]:
     """A document whose :func:`check` gives ``query`` (a dict or JSON text) back.
 
-    A query the builder wrote comes back the same; another may come back as
-    the same filter in other words. Ids are ``"g1"``, ``"r2"``, ... in reading
-    order; fields are shown by their label. ``InvalidQuery`` is raised for
-    text that is not JSON (:func:`~stoplist_nb.query.loads_query`), a query
-    that is not valid, or a part that cannot be shown exactly (``$size``,
-    ``$gt`` of a bare day on a date field, a list of more than
+    Another query than the builder's may come back in other words. Ids are
+    ``"g1"``, ``"r2"``, ... in reading order. ``InvalidQuery`` is raised for
+    text that is not JSON, a query that is not valid, or a part that cannot
+    be shown exactly (``$size``, a list of more than
     :data:`MAX_LIST_VALUES` values, ...).
 
     >>> document_of('{"_city": null}')["root"]["items"][0]["operator"]
@@ -274,9 +272,8 @@ def load_document(
 ) -> tuple[dict[str, Any], FieldCatalog, dict[str, Any]]:
     """:func:`document_of` with these ``fields`` and ``preview_rows``, the query read once.
 
-    Returns the document, ``catalog`` with :func:`guessed_types` added, and the
-    document's :func:`check`. Raises ``InvalidQuery`` as :func:`document_of`,
-    ``InvalidInput`` for fields to return that are not known names.
+    Returns the document, ``catalog`` with :func:`guessed_types` added, and its
+    :func:`check`; ``InvalidInput`` for fields to return that are not known names.
     """
     checked = _loaded(query)
     catalog = catalog.with_types(_guessed(checked, catalog.infos))
@@ -307,8 +304,6 @@ def _document(checked: dict[str, Any], catalog: FieldCatalog) -> dict[str, Any]:
 
 def guessed_types(query: Any, catalog: FieldCatalog | None = None) -> dict[str, str]:
     """Types for the fields of ``query`` that ``catalog`` lacks, from their values.
-
-    Subscription fields inside ``$elemMatch`` come back with their full path.
 
     >>> guessed_types({"score": {"$gte": 2.5}, "subscriptions": {"$elemMatch": {"prio": 1}}})
     {'score': 'float', 'subscriptions.prio': 'int'}

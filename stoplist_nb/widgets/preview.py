@@ -41,13 +41,11 @@ def _shorten(value: Any) -> Any:
 def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[str]) -> pd.DataFrame:
     """The columns a Preview shows, missing values as empty strings.
 
-    A frame has a row per subscription, so every row starts with what tells
-    them apart: ``profile_id``, ``channel``, ``status`` and ``contact`` (the
-    subscription's ``email``, else its ``phone``, else the start of its push
-    or messenger id, e.g. ``cc_data.id``); those empty in every row
-    (no subscriptions were asked for) are left out. Then come the chosen
-    ``fields`` or, with none chosen, the profile columns the query names and
-    the first others, up to ``_PREVIEW_PROFILE_COLUMNS``.
+    Each row (one per subscription) starts with what tells it apart:
+    ``profile_id``, ``channel``, ``status`` and ``contact`` (its ``email``,
+    ``phone`` or the start of a push or messenger id), less those empty in
+    every row; then the chosen ``fields`` or, with none chosen, the profile
+    columns the query names and the first others.
     """
     columns = list(frame.columns)
     present = set(columns)
@@ -91,8 +89,6 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
 
 def preview_html(frame: pd.DataFrame, params: dict[str, Any]) -> str:
     """The HTML of a Preview of ``frame``, read with ``params``: its row count and table.
-
-    :data:`EMPTY` with no table for no profile.
 
     >>> EMPTY in preview_html(pd.DataFrame(), {"query": {}})
     True
