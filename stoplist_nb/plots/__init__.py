@@ -1,14 +1,11 @@
 """matplotlib charts of profile frames and suppression checks, for a notebook.
 
-``pip install "stoplist_nb[plots]"``; ``import stoplist_nb`` does not load
-matplotlib, and no backend is chosen here (``pyplot`` is imported only for a
-new figure). Each function takes a frame of :func:`~stoplist_nb.read_profiles`
-(one row per subscription; a profile without any has a null ``channel``) or
-of :func:`~stoplist_nb.flag_suppressed`, and an optional ``ax`` to draw on
+``pip install "stoplist_nb[plots]"``; no backend is chosen here. Each function
+takes a frame of :func:`~stoplist_nb.read_profiles` (one row per subscription)
+or of :func:`~stoplist_nb.flag_suppressed`, and an optional ``ax`` to draw on
 (default: a new figure), and returns the Axes, titled and labelled. Nothing
 to count gives an empty chart with a note; a missing column raises
-``InvalidInput`` naming it. Categories go largest first, then by name, so a
-chart is the same on every run.
+``InvalidInput`` naming it. Categories go largest first, then by name.
 
 >>> import matplotlib; matplotlib.use("Agg")
 >>> import pandas as pd

@@ -109,18 +109,17 @@ def plot_registrations(
     """
     func = "plot_registrations"
     df = _check_frame(df, ["reg_date", "channel"] if by_channel else ["reg_date"], func)
-    bad = InvalidInput(f"{func}: freq must be a pandas offset alias like 'MS' or 'W', not {freq!r}")
-    if freq is None:  # to_offset(None) is None, not an error
-        raise bad
     try:
         offset = pd.tseries.frequencies.to_offset(freq)
     except (TypeError, ValueError):
-        raise bad from None
+        offset = None
+    if offset is None:  # to_offset(None) is None, not an error
+        raise InvalidInput(
+            f"{func}: freq must be a pandas offset alias like 'MS' or 'W', not {freq!r}"
+        )
     name = _PERIODS.get(offset.rule_code.split("-")[0])
-    if name is None:
-        period = f"period ({offset.freqstr})"
-    else:
-        period = name if offset.n == 1 else f"{offset.n} {name}s"
+    period = f"{offset.n} {name}s" if offset.n != 1 else name
+    period = f"period ({offset.freqstr})" if name is None else period
     dates = df["reg_date"]
     if not pd.api.types.is_datetime64_any_dtype(dates.dtype):
         raise InvalidInput(f"{func} needs 'reg_date' to hold datetimes, not {dates.dtype}")
@@ -300,8 +299,4 @@ def _label_bars(
     """Write ``labels`` at the end of ``bars``, and keep the count axis in whole numbers."""
     ax.bar_label(bars, labels=list(labels), padding=2)
     (ax.xaxis if horizontal else ax.yaxis).set_major_locator(MaxNLocator(integer=True))
-    # Room past the longest bar, so its label stays inside the axes.
-    if horizontal:
-        ax.margins(x=0.15)
-    else:
-        ax.margins(y=0.1)
+    ax.margins(**({"x": 0.15} if horizontal else {"y": 0.1}))  # room for the longest label
