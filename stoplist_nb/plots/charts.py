@@ -66,15 +66,9 @@ def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     rows = df.loc[_mask(df["channel"].notna()), ["channel", "status"]]
     channel = rows["channel"].astype(str)
     status = rows["status"].astype("string").fillna("(no status)").astype(str)
-    table = (
-        pd.crosstab(channel.to_numpy(), status.to_numpy())
-        .reindex(
-            index=[n for n, _ in _ranked(channel)],
-            columns=[n for n, _ in _ranked(status)],
-            fill_value=0,
-        )
-        .astype("int64")
-    )
+    index, columns = ([n for n, _ in _ranked(s)] for s in (channel, status))
+    table = pd.crosstab(channel.to_numpy(), status.to_numpy())
+    table = table.reindex(index=index, columns=columns, fill_value=0).astype("int64")
     if table.empty:
         return _note(ax, "no subscriptions")
     channels = table.index.tolist()
@@ -141,7 +135,8 @@ def plot_registrations(
         return _note(ax, "no registrations")
     # Naive UTC values: matplotlib's date axis reads them as UTC, its default zone.
     starts = pd.DatetimeIndex(counts.index).tz_localize(None)
-    edges = mdates.date2num(starts.append(starts[-1:] + offset).to_pydatetime())
+    ends = [*starts.to_pydatetime(), (starts[-1] + offset).to_pydatetime()]
+    edges = mdates.date2num(ends)  # type: ignore[no-untyped-call]
     # One filled step band per channel, stacked: one patch each however many periods.
     bottom = np.zeros(len(counts), dtype="int64")
     for label in counts.columns:
@@ -279,16 +274,13 @@ def _axes_for(ax: Axes | None, title: str, xlabel: str, ylabel: str) -> Axes:
         _, ax = plt.subplots(layout="constrained")
     elif not isinstance(ax, Axes):
         raise InvalidInput(f"ax must be a matplotlib Axes or None, not {type(ax).__name__}")
-    ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     return ax
 
 
 def _note(ax: Axes, text: str) -> Axes:
     """Write ``text`` in the middle of an empty chart (without ticks: its scale means nothing)."""
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.set(xticks=[], yticks=[])
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.45")
     return ax
 
@@ -299,4 +291,4 @@ def _label_bars(
     """Write ``labels`` at the end of ``bars``, and keep the count axis in whole numbers."""
     ax.bar_label(bars, labels=list(labels), padding=2)
     (ax.xaxis if horizontal else ax.yaxis).set_major_locator(MaxNLocator(integer=True))
-    ax.margins(**({"x": 0.15} if horizontal else {"y": 0.1}))  # room for the longest label
+    ax.margins(*((0.15, None) if horizontal else (None, 0.1)))  # room for the longest label

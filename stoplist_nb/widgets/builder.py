@@ -321,7 +321,7 @@ class QueryBuilder(anywidget.AnyWidget):
 
 def _kept_fields(document: Mapping[str, Any]) -> list[str]:
     """The document's fields to return, when they are a list of names (else none)."""
-    fields = document.get("fields")
+    fields: Any = document.get("fields")
     ok = isinstance(fields, list) and all(isinstance(f, str) for f in fields)
     return list(fields) if ok else []
 

@@ -44,8 +44,7 @@ class FieldInfo:
     category: str = ""
 
 
-#: The documented fields of a subscription, offered in same-subscription groups
-#: when the field list names none.
+#: The documented fields of a subscription, offered when the field list names none.
 SUBSCRIPTION_FIELDS = tuple(
     FieldInfo(f"subscriptions.{name}", f"Subscription {title}", type_, "subscription")
     for name, title, type_ in (
@@ -57,8 +56,7 @@ SUBSCRIPTION_FIELDS = tuple(
     )
 )  # fmt: skip
 
-#: Documented values of ``fields`` in ``profiles/list``, offered in the
-#: fields box even when the field list lacks them (an inferred one does).
+#: Documented values of ``fields`` in ``profiles/list``, offered even when not listed.
 RETURNABLE = (
     FieldInfo("_id", "Profile id", "string", "system"),
     FieldInfo("subscriptions", "Subscriptions", "array", "system"),

@@ -313,8 +313,8 @@ def rule_filter(
         high_day = day or (iso_day(high) if whole and isinstance(high, str) else None)
         upper = ("$lte", high) if high_day is None else ("$lt", next_day(high_day))
         body: dict[str, Any] = {}
-        for cond in (("$gte", low), upper):
-            body.update(Condition(path, *cond).field_value())
+        for bound in (("$gte", low), upper):
+            body.update(Condition(path, *bound).field_value())
         return {path: body} if op in ("between", "equal") else {"$nor": [{path: body}]}
     if op in TEXT_OPERATORS:
         base = op.removeprefix("not_")
