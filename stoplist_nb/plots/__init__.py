@@ -1,11 +1,10 @@
 """matplotlib charts of profile frames and suppression checks, for a notebook.
 
-``pip install "stoplist_nb[plots]"``; no backend is chosen here. Each function
-takes a frame of :func:`~stoplist_nb.read_profiles` (one row per subscription)
-or of :func:`~stoplist_nb.flag_suppressed`, and an optional ``ax`` to draw on
-(default: a new figure), and returns the Axes, titled and labelled. Nothing
-to count gives an empty chart with a note; a missing column raises
-``InvalidInput`` naming it. Categories go largest first, then by name.
+``pip install "stoplist_nb[plots]"``. Each function takes a frame of
+:func:`~stoplist_nb.read_profiles` or :func:`~stoplist_nb.flag_suppressed` and
+an optional ``ax`` (default: a new figure), and returns the Axes. A missing
+column raises ``InvalidInput``; nothing to count gives an empty chart with a
+note. Categories go largest first, then by name.
 
 >>> import matplotlib; matplotlib.use("Agg")
 >>> import pandas as pd

@@ -51,8 +51,7 @@ def plot_channels(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
 def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Draw subscription statuses per channel as stacked bars, the total on top.
 
-    One stacked series (``ax.containers``) per status, the most frequent at
-    the bottom; a null ``status`` counts as ``"(no status)"``.
+    One series (``ax.containers``) per status; a null one is ``"(no status)"``.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"channel": ["email", "email", "sms"],
@@ -87,12 +86,9 @@ def plot_registrations(
 ) -> Axes:
     """Draw new subscriptions per ``freq`` period (by ``reg_date``), stacked by channel.
 
-    Each channel is one filled step band (a ``StepPatch`` in ``ax.patches``),
-    largest at the bottom; with ``by_channel=False`` there is one band.
-    Periods (a pandas offset alias: ``"MS"`` months, ``"W"`` weeks from
-    Sunday, ...) are in UTC and contiguous, so a gap shows as 0. ``reg_date``
-    must hold datetimes (naive ones read as UTC); rows without one (or, by
-    channel, a ``channel``) are left out.
+    One filled step band (a ``StepPatch``) per channel, or one with
+    ``by_channel=False``. ``freq`` is a pandas offset alias (``"W"``: weeks
+    from Sunday), in UTC; ``reg_date`` must hold datetimes (naive: UTC).
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"channel": ["email", "email", "sms"], "reg_date": pd.to_datetime(
@@ -160,8 +156,7 @@ def plot_registrations(
 def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -> Axes:
     """Draw the ``n`` e-mail domains with the most distinct addresses, as horizontal bars.
 
-    Addresses and domains are compared stripped and lowercased; when some
-    domains are cut off, the title says how many there are in all.
+    Addresses and domains are compared stripped and lowercased.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"email": ["a@x.org", "A@x.org", "b@x.org", "c@y.org"],
@@ -191,11 +186,9 @@ def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -
 def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Draw how many rows are suppressed, per kind of match, and how many are not.
 
-    Bars for the kinds in the precedence of :func:`~stoplist_nb.flag_suppressed`
-    that matched or are in ``flagged.attrs["checked"]`` (0 then), any other
-    ``suppressed_by`` (``"(kind unknown)"`` when null), then ``"not
-    suppressed"``, each with its count and share. Rows with a null
-    ``suppressed`` had nothing to check: the x label says how many.
+    Kinds that matched or are in ``flagged.attrs["checked"]``, in the order of
+    :func:`~stoplist_nb.flag_suppressed`, then ``"not suppressed"``. Rows with
+    a null ``suppressed`` had nothing to check: the x label counts them.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> flagged = pd.DataFrame({"suppressed": [True, False, True, False, None],
@@ -266,7 +259,6 @@ def _mask(series: pd.Series) -> np.ndarray[Any, np.dtype[np.bool_]]:
 
 
 def _axes_for(ax: Axes | None, title: str, xlabel: str, ylabel: str) -> Axes:
-    """``ax``, or the Axes of a new figure, with the title and axis labels set."""
     if ax is None:
         import matplotlib.pyplot as plt
 

@@ -320,7 +320,6 @@ class QueryBuilder(anywidget.AnyWidget):
 
 
 def _kept_fields(document: Mapping[str, Any]) -> list[str]:
-    """The document's fields to return, when they are a list of names (else none)."""
     fields: Any = document.get("fields")
     ok = isinstance(fields, list) and all(isinstance(f, str) for f in fields)
     return list(fields) if ok else []

@@ -90,10 +90,8 @@ def _text(value: Any) -> str:
 def label_of(info: FieldInfo) -> str:
     """The text a field box shows: the title and the raw name.
 
-    >>> label_of(FieldInfo("age", "Age", "int", "custom"))
-    'Age (age)'
-    >>> label_of(FieldInfo("_city"))
-    '_city'
+    >>> label_of(FieldInfo("age", "Age")), label_of(FieldInfo("_city"))
+    ('Age (age)', '_city')
     """
     return f"{info.title} ({info.name})" if info.title and info.title != info.name else info.name
 
@@ -227,9 +225,7 @@ def sample_values(
 ) -> dict[str, tuple[str, ...]]:
     """The distinct strings at each dotted path of ``names``, most frequent first.
 
-    Paths go through lists, as a query's do (``subscriptions.channel`` reaches
-    the channel of every subscription). Long strings are left out: they are
-    ids and addresses, not values to pick.
+    Paths go through lists, as a query's do. Long strings (ids, addresses) are left out.
 
     >>> sample_values([{"s": [{"c": "email"}, {"c": "sms"}]}, {"s": [{"c": "sms"}]}], ["s.c"])
     {'s.c': ('sms', 'email')}

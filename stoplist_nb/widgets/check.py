@@ -8,12 +8,9 @@ The front end edits a *document*, a JSON tree of groups and rules as typed::
                          "operator": "in", "value": ["Kazan"], "ignore_case": False}]},
      "fields": ["_fname"], "preview_rows": "10"}
 
-A rule's value follows its operator's arity (:data:`OPERATORS`). A group
-whose ``each`` is ``"subscriptions"`` matches within one subscription
-(``$elemMatch``), its rules naming subscription fields (``"channel"``). On a
-date field a bare day (``2024-03-01``) stands for the whole day: ``equal`` is
-``$gte`` it and ``$lt`` the next, ``less or equal`` is ``$lt`` the next,
-``greater`` is ``$gte`` the next.
+A group whose ``each`` is ``"subscriptions"`` matches within one
+subscription (``$elemMatch``). On a date field a bare day (``2024-03-01``)
+stands for the whole day: ``equal`` is ``$gte`` it and ``$lt`` the next.
 """
 
 from __future__ import annotations
@@ -105,7 +102,6 @@ class _Checker:
         self.rules = 0
 
     def group(self, node: Any, within: str | None, depth: int) -> dict[str, Any] | None:
-        """The group's filter, ``None`` when it holds no condition."""
         if not isinstance(node, Mapping):
             self.summary.append(f"Query: a group must be an object, not {type(node).__name__}")
             return None

@@ -125,7 +125,6 @@ class _Loader:
         return group
 
     def item(self, query: Any, where: str, within: str | None) -> dict[str, Any]:
-        """A rule when ``query`` is one rule's filter, else a group."""
         if not isinstance(query, Mapping):
             raise InvalidQuery(f"{where}: a part of the query must be an object")
         if len(query) == 1:
@@ -252,11 +251,9 @@ def _check_lists(query: Any) -> None:
 def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, Any]:
     """A document whose :func:`check` gives ``query`` (a dict or JSON text) back.
 
-    Another query than the builder's may come back in other words. Ids are
-    ``"g1"``, ``"r2"``, ... in reading order. ``InvalidQuery`` is raised for
-    text that is not JSON, a query that is not valid, or a part that cannot
-    be shown exactly (``$size``, a list of more than
-    :data:`MAX_LIST_VALUES` values, ...).
+    Ids are ``"g1"``, ``"r2"``, ... in reading order. ``InvalidQuery`` is
+    raised for a query that is not valid or has a part that cannot be shown
+    exactly (``$size``, a list of more than :data:`MAX_LIST_VALUES` values, ...).
 
     >>> document_of('{"_city": null}')["root"]["items"][0]["operator"]
     'is_null'

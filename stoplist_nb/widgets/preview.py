@@ -21,7 +21,6 @@ _CONTACT_WIDTH = 32  # a push token is ~150 characters: the preview shows its st
 
 
 def _query_paths(query: Query) -> list[str]:
-    """The field paths of the conditions of ``query``, in order, each once."""
     paths: list[str] = []
     todo: list[Query] = [query]
     while todo:  # a loop: groups may nest up to MongoDB's depth
