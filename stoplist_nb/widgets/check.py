@@ -107,23 +107,19 @@ class _Checker:
             return None
         each, join, negate = node.get("each"), node.get("join", "and"), node.get("not", False)
         items = node.get("items", [])
-        problems: list[str] = []
-        if each not in (None, EACH):
-            problems.append(f"same-element groups work on {EACH!r} only, not {_said(each)}")
-            each = None
-        if each and within:
-            problems.append("a same-subscription group cannot sit in another one")
-            each = None
-        if join not in ("and", "or"):
-            problems.append(f"join must be 'and' or 'or', not {_said(join)}")
-        if not isinstance(negate, bool):
-            problems.append(f"not must be true or false, not {_said(negate)}")
-        if not isinstance(items, list):
-            problems.append("its items must be a list")
-            items = []
-        if depth > 20:
-            problems.append("groups nest too deep")
-            items = []  # not read: a document nested thousands deep must not recurse
+        odd = each not in (None, EACH)
+        checks = (
+            (odd, f"same-element groups work on {EACH!r} only, not {_said(each)}"),
+            (each == EACH and within, "a same-subscription group cannot sit in another one"),
+            (join not in ("and", "or"), f"join must be 'and' or 'or', not {_said(join)}"),
+            (not isinstance(negate, bool), f"not must be true or false, not {_said(negate)}"),
+            (not isinstance(items, list), "its items must be a list"),
+            (depth > 20, "groups nest too deep"),
+        )  # fmt: skip
+        problems = [message for wrong, message in checks if wrong]
+        each = EACH if each == EACH and not within else None
+        # Items too deep are not read: a document nested thousands deep must not recurse.
+        items = items if isinstance(items, list) and depth <= 20 else []
         parts = []
         for child in items:
             if isinstance(child, Mapping) and child.get("type") == "group":
@@ -224,12 +220,12 @@ def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
         if arity == 0:
             return None
         if arity == 1:
-            return parse_value(scalar_kind, _text(raw))
+            return parse_value(scalar_kind, as_text(raw))
         if arity == 2:
             pair = list(raw) if isinstance(raw, list | tuple) else [raw, ""]
             if len(pair) != 2:
                 raise ValueError("between takes two values")
-            texts = [_text(v) for v in pair]
+            texts = [as_text(v) for v in pair]
             if not texts[0].strip() or not texts[1].strip():
                 raise ValueError("between needs two values: type both")
             return [parse_value(scalar_kind, t) for t in texts]
@@ -241,9 +237,9 @@ def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
         values = []
         for tag in tags:
             try:
-                values.append(parse_value(scalar_kind, _text(tag)))
+                values.append(parse_value(scalar_kind, as_text(tag)))
             except ValueError as exc:
-                raise ValueError(f"{_text(tag)!r}: {exc}") from None
+                raise ValueError(f"{as_text(tag)!r}: {exc}") from None
         return values
     except ValueError as exc:
         raise RuleProblem("value", f"{name}: {exc}") from None
@@ -263,7 +259,8 @@ def rule_query(
         raise RuleProblem("value", f"{name}: not a valid regular expression: {exc}") from None
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
+    """What was typed, as text (``None`` is empty)."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -353,7 +350,7 @@ def join_parts(
 
 
 def _preview_rows(raw: Any) -> tuple[int | None, str | None]:
-    text = _text(raw).strip()
+    text = as_text(raw).strip()
     try:
         rows = parse_number(text, whole=True)
     except ValueError as exc:

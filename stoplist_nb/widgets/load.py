@@ -17,6 +17,7 @@ from stoplist_nb.widgets.check import (
     MAX_LIST_VALUES,
     PLAIN,
     RuleProblem,
+    as_text,
     canonical_json,
     check,
     empty_document,
@@ -37,13 +38,9 @@ def _is_operators(value: Any) -> bool:
 
 
 def _value_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return value
-    raise InvalidQuery(f"the builder cannot show the value {value!r}")
+    if value is None or isinstance(value, Mapping | list):
+        raise InvalidQuery(f"the builder cannot show the value {value!r}")
+    return as_text(value)
 
 
 def _day_before(text: Any) -> str | None:
@@ -103,8 +100,7 @@ class _Loader:
             ((key, value),) = query.items()
             if key == "$nor":
                 if (rule := self.negated(value, within)) is not None:
-                    group["items"] = [rule]
-                    return group
+                    return {**group, "items": [rule]}
                 group["not"] = True
                 inner = value[0]
                 if len(value) == 1 and len(inner) == 1 and next(iter(inner)) in ("$and", "$or"):
@@ -115,10 +111,8 @@ class _Loader:
                 # NOT of one part is NOT (AND of it); NOT of several is NOT (a OR b ...).
                 single_nor = key == "$nor" and len(value) == 1
                 group["join"] = "and" if key == "$and" or single_nor else "or"
-                where = f"{where}[{key!r}]"
-                group["items"] = [
-                    self.item(p, f"{where}[{i}]", within) for i, p in enumerate(value)
-                ]
+                at = f"{where}[{key!r}]"
+                group["items"] = [self.item(p, f"{at}[{i}]", within) for i, p in enumerate(value)]
                 return group
         for key, value in query.items():
             group["items"].append(self.item({key: value}, where, within))
@@ -161,9 +155,7 @@ class _Loader:
             # Several operators on one field: one rule each, in a group of their own.
             group = new_group(self.id("g"))
             for op in [k for k in body if k != "$options"]:
-                one = {op: body[op]}
-                if op == "$regex" and "$options" in body:
-                    one["$options"] = body["$options"]
+                one = {k: body[k] for k in (op, "$options" if op == "$regex" else op) if k in body}
                 rule = self.rule(path, one, within, negate=False)
                 if rule is None:
                     raise self.refusal(path, one, f"{where}[{op!r}]", within)
