@@ -1,8 +1,7 @@
 """The :class:`QueryBuilder`: an anywidget whose browser side edits a document, checked here.
 
-The front end (``static/builder.js``) owns everything typed, so no reply of
-the kernel rewrites a box being typed in; this side owns the meaning: each
-change of the ``document`` trait is checked into the ``report`` trait.
+The browser owns everything typed, so no reply of the kernel rewrites a box
+being typed in; each change of the ``document`` trait is checked into ``report``.
 """
 
 from __future__ import annotations
@@ -56,12 +55,10 @@ class QueryBuilder(anywidget.AnyWidget):
         client: The API client, for the field list, the suggestions and Preview.
         db_id: The database id.
         fields: The fields offered, to skip ``database_fields``: its frame,
-            a list of names or a dict of name -> type word (``int``,
-            ``float``, ``string``, ``boolean``, ``date``, ``array``, ``object``).
+            a list of names or a dict of name -> type word (``int``, ``date``, ...).
         runner: Called with :attr:`params` by Preview, returns a frame;
             default: :func:`~stoplist_nb.read_profiles` of :attr:`preview_rows` profiles.
-        suggestions: Values to suggest per field name, instead of reading a
-            sample page.
+        suggestions: Values to suggest per field name, instead of a sample page.
         sample: How many profiles the sample page for suggestions holds (0: none).
 
     Attributes:

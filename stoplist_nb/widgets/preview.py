@@ -32,11 +32,6 @@ def _query_paths(query: Query) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def _shorten(value: Any) -> Any:
-    text = str(value)
-    return text if len(text) <= _CONTACT_WIDTH else text[: _CONTACT_WIDTH - 1] + "\u2026"
-
-
 def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[str]) -> pd.DataFrame:
     """The columns a Preview shows, missing values as empty strings.
 
@@ -57,7 +52,9 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
         contact = pd.Series(pd.NA, index=frame.index, dtype=object)
         for name in sources:
             contact = contact.where(contact.notna(), frame[name].astype(object))
-        data["contact"] = contact.map(_shorten, na_action="ignore")
+        text = contact.map(str, na_action="ignore")
+        cut = text.str[: _CONTACT_WIDTH - 1] + "\N{HORIZONTAL ELLIPSIS}"
+        data["contact"] = text.where(text.str.len() <= _CONTACT_WIDTH, cut)
         present.add("contact")
         subscription.append("contact")
     key = ["profile_id"] + [c for c in subscription if c in present and data[c].notna().any()]
