@@ -28,6 +28,8 @@ _PERIODS = {
     **dict.fromkeys(["Q", "QE", "QS", "BQE", "BQS"], "quarter"),
     **dict.fromkeys(["A", "Y", "YE", "YS", "AS", "BYE", "BYS"], "year"),
 }  # fmt: skip
+#: A legend beside the axes, not over the bars.
+_OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False}
 
 
 def plot_channels(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
@@ -77,7 +79,7 @@ def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
         bottom = bottom + table[name].to_numpy()
     # The last series ends at the top of each stack, so its labels are the totals.
     _label_bars(ax, bars, [f"{t:,}" for t in bottom])
-    ax.legend(title="status", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(title="status", **_OUTSIDE)
     return ax
 
 
@@ -146,10 +148,7 @@ def plot_registrations(
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if by_channel:
         handles, labels = ax.get_legend_handles_labels()
-        ax.legend(
-            handles[::-1], labels[::-1], title="channel",
-            loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-        )  # fmt: skip
+        ax.legend(handles[::-1], labels[::-1], title="channel", **_OUTSIDE)
     return ax
 
 
@@ -205,9 +204,7 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
     checked = df.attrs.get("checked")
     checked = [] if checked is None else checked
     if not isinstance(checked, list | tuple) or not all(isinstance(k, str) for k in checked):
-        raise InvalidInput(
-            f"{func}: attrs['checked'] must be a list of kind names, not {checked!r}"
-        )
+        raise InvalidInput(f"{func}: attrs['checked'] must list kind names, not {checked!r}")
     flags = df["suppressed"].astype("boolean")
     hit = _mask(flags.fillna(False))
     by = dict(_ranked(df.loc[hit, "suppressed_by"].astype("string").fillna("(kind unknown)")))
@@ -219,10 +216,8 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
     unchecked = len(df) - total
     share = suppressed / max(total, 1)
     title = f"Suppressed: {suppressed:,} of {total:,} contacts checked ({share:.1%})"
-    xlabel = "matched by"
-    if unchecked:
-        rows = "row" if unchecked == 1 else "rows"
-        xlabel += f" (not counted: {unchecked:,} {rows} with nothing to check)"
+    rows = f"{unchecked:,} row" + ("" if unchecked == 1 else "s")
+    xlabel = "matched by" + (f" (not counted: {rows} with nothing to check)" if unchecked else "")
     ax = _axes_for(ax, title if total else "Suppressed contacts", xlabel, "contacts")
     if not total:
         return _note(ax, "no contacts checked" if unchecked else "no contacts")
