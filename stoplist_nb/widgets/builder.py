@@ -126,8 +126,8 @@ class QueryBuilder(anywidget.AnyWidget):
                 )
                 with request.pages() as pages:
                     page = next(pages, None)
-                profiles = [] if page is None else page.records
-                suggestions = sample_values(profiles, FieldCatalog(infos).string_fields())
+                strings = FieldCatalog(infos).string_fields()
+                suggestions = sample_values([] if page is None else page.records, strings)
             except Exception as exc:  # suggestions are a help, not a condition to work
                 text = f"could not read a sample page for value suggestions: {_said(exc)}"
                 notices.append(self._scrub(text))

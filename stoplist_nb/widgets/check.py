@@ -360,9 +360,12 @@ def _preview_rows(raw: Any) -> tuple[int | None, str | None]:
     return int(rows), None
 
 
-def _return_fields(raw: Any, catalog: FieldCatalog) -> tuple[list[str], list[dict[str, Any]]]:
+def _return_fields(
+    raw: Any, catalog: FieldCatalog, summary: list[str]
+) -> tuple[list[str], list[dict[str, Any]]]:
     if not isinstance(raw, list):
         message = f"the fields to return must be a list of names, not {_said(raw)}"
+        summary.append(f"Return fields: {message}")
         return [], [{"index": None, "message": message}]
     resolved: list[str] = []
     problems: list[dict[str, Any]] = []
@@ -378,6 +381,7 @@ def _return_fields(raw: Any, catalog: FieldCatalog) -> tuple[list[str], list[dic
                 raise InvalidQuery(f"unknown field {name!r}")
         except InvalidQuery as exc:
             problems.append({"index": index, "message": str(exc)})
+            summary.append(f"Return field {index + 1}: {exc}")
         else:
             resolved.append(name)
     return resolved, problems
@@ -410,11 +414,7 @@ def check(
         parse_query(query)  # it validates the query first
     except InvalidQuery as exc:
         checker.summary.append(f"Query: {exc}")
-    resolved, problems = _return_fields(doc.get("fields", []), checker.catalog)
-    for problem in problems:
-        index = problem["index"]
-        where = "Return fields" if index is None else f"Return field {index + 1}"
-        checker.summary.append(f"{where}: {problem['message']}")
+    resolved, problems = _return_fields(doc.get("fields", []), checker.catalog, checker.summary)
     rows, rows_error = _preview_rows(doc.get("preview_rows", str(DEFAULT_PREVIEW_ROWS)))
     ok = not checker.summary
     if rows_error is not None:

@@ -269,8 +269,7 @@ def load_document(
     document = _document(checked, catalog)
     document["fields"], document["preview_rows"] = fields, preview_rows
     report = check(document, catalog)
-    problems = report["fields"]["problems"]
-    if problems:
+    if problems := report["fields"]["problems"]:
         raise InvalidInput("; ".join(p["message"] for p in problems))
     _refuse_unless_ok(report)
     return document, catalog, report

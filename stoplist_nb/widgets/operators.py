@@ -31,10 +31,7 @@ OPERATORS: dict[str, tuple[str, int | str]] = {
 _RANGE = ("less", "less_or_equal", "greater", "greater_or_equal", "between", "not_between")
 _NULLS = ("is_null", "is_not_null", "exists", "not_exists")
 #: The operators that match text with a regular expression.
-TEXT_OPERATORS = (
-    "begins_with", "not_begins_with", "contains", "not_contains", "ends_with", "not_ends_with",
-    "matches"
-)  # fmt: skip
+TEXT_OPERATORS = tuple(op for op in OPERATORS if op.endswith(("with", "contains", "matches")))
 #: The operators for which a bare day on a date field stands for the whole day.
 WHOLE_DAY_OPERATORS = ("equal", "not_equal", "less_or_equal", "greater", "between", "not_between")
 
