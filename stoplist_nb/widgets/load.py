@@ -12,6 +12,7 @@ from stoplist_nb.errors import InvalidInput, InvalidQuery
 from stoplist_nb.query import loads_query, parse_query, validate_query
 from stoplist_nb.widgets.catalog import FieldCatalog
 from stoplist_nb.widgets.check import (
+    DEFAULT_PREVIEW_ROWS,
     EACH,
     FIXED,
     MAX_LIST_VALUES,
@@ -251,33 +252,29 @@ def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, An
     'is_null'
     """
     known = FieldCatalog([]) if catalog is None else catalog
-    document = _document(_loaded(query), known)
-    _refuse_unless_ok(check(document, known))
-    return document
+    return load_document(
+        query, known, fields=[], preview_rows=str(DEFAULT_PREVIEW_ROWS), guess=False
+    )[0]
 
 
 def load_document(
-    query: Any, catalog: FieldCatalog, *, fields: list[str], preview_rows: Any
+    query: Any, catalog: FieldCatalog, *, fields: list[str], preview_rows: Any, guess: bool = True
 ) -> tuple[dict[str, Any], FieldCatalog, dict[str, Any]]:
     """:func:`document_of` with these ``fields`` and ``preview_rows``, the query read once.
 
-    Returns the document, ``catalog`` with :func:`guessed_types` added, and its
-    :func:`check`; ``InvalidInput`` for fields to return that are not known names.
+    Returns the document, ``catalog`` with :func:`guessed_types` added when ``guess``,
+    and its :func:`check`; ``InvalidInput`` for fields to return that are not known names.
     """
     checked = _loaded(query)
-    catalog = catalog.with_types(_guessed(checked, catalog.infos))
+    catalog = catalog.with_types(_guessed(checked, catalog.infos) if guess else {})
     document = _document(checked, catalog)
     document["fields"], document["preview_rows"] = fields, preview_rows
     report = check(document, catalog)
     if problems := report["fields"]["problems"]:
         raise InvalidInput("; ".join(p["message"] for p in problems))
-    _refuse_unless_ok(report)
-    return document, catalog, report
-
-
-def _refuse_unless_ok(report: dict[str, Any]) -> None:
     if not report["ok"]:
         raise InvalidQuery("the builder cannot show this query: " + "; ".join(report["summary"]))
+    return document, catalog, report
 
 
 def _document(checked: dict[str, Any], catalog: FieldCatalog) -> dict[str, Any]:
