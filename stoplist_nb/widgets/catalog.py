@@ -174,11 +174,9 @@ class FieldCatalog:
             own = [i for i in self.infos.values() if i.name.startswith(prefix)]
             own = own or list(SUBSCRIPTION_FIELDS)
             infos = [FieldInfo(i.name[cut:], i.title, i.type, i.category) for i in own]
-            suggestions = {i.name[cut:]: self.suggestions(i.name) for i in own}
+            seen = {i.name[cut:]: self.suggestions(i.name) for i in own}
             guessed = {n[cut:] for n in self.guessed if n.startswith(prefix)}
-            self._subscriptions = FieldCatalog(
-                infos, suggestions, complete=self.complete, guessed=guessed
-            )
+            self._subscriptions = FieldCatalog(infos, seen, complete=self.complete, guessed=guessed)
             self._subscriptions.returnable = {i.name: i for i in infos}
         return self._subscriptions
 
@@ -187,12 +185,8 @@ class FieldCatalog:
         if not types:
             return self
         added = [FieldInfo(n, type=t) for n, t in types.items() if n not in self.infos]
-        return FieldCatalog(
-            [*self.infos.values(), *added],
-            self._suggestions,
-            complete=self.complete,
-            guessed=self.guessed | {i.name for i in added},
-        )
+        infos, guessed = [*self.infos.values(), *added], self.guessed | {i.name for i in added}
+        return FieldCatalog(infos, self._suggestions, complete=self.complete, guessed=guessed)
 
     def entries(self) -> list[dict[str, Any]]:
         """The fields as the front end lists them, by category: name, title, label, kind, ..."""
