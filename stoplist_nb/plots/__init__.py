@@ -1,14 +1,10 @@
 """matplotlib charts of profile frames and suppression checks, for a notebook.
 
-``pip install "stoplist_nb[plots]"``; ``import stoplist_nb`` does not load
-matplotlib, and no backend is chosen here (``pyplot`` is imported only for a
-new figure). Each function takes a frame of :func:`~stoplist_nb.read_profiles`
-(one row per subscription; a profile without any has a null ``channel``) or
-of :func:`~stoplist_nb.flag_suppressed`, and an optional ``ax`` to draw on
-(default: a new figure), and returns the Axes, titled and labelled. Nothing
-to count gives an empty chart with a note; a missing column raises
-``InvalidInput`` naming it. Categories go largest first, then by name, so a
-chart is the same on every run.
+``pip install "stoplist_nb[plots]"``. Each function takes a frame of
+:func:`~stoplist_nb.read_profiles` or :func:`~stoplist_nb.flag_suppressed` and
+an optional ``ax`` (default: a new figure), and returns the Axes. A missing
+column raises ``InvalidInput``; nothing to count gives an empty chart with a
+note. Categories go largest first, then by name.
 
 >>> import matplotlib; matplotlib.use("Agg")
 >>> import pandas as pd

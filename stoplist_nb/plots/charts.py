@@ -1,4 +1,4 @@
-"""The charts of :mod:`stoplist_nb.plots`, and what each counts (counted apart from drawing)."""
+"""The charts of :mod:`stoplist_nb.plots` (each counts first, then draws)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ _PERIODS = {
     **dict.fromkeys(["Q", "QE", "QS", "BQE", "BQS"], "quarter"),
     **dict.fromkeys(["A", "Y", "YE", "YS", "AS", "BYE", "BYS"], "year"),
 }  # fmt: skip
+#: A legend beside the axes, not over the bars.
+_OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False}
 
 
 def plot_channels(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
@@ -51,9 +53,7 @@ def plot_channels(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
 def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Draw subscription statuses per channel as stacked bars, the total on top.
 
-    One bar per channel, in :func:`plot_channels` order; one stacked series
-    (``ax.containers``) per status, the most frequent at the bottom. A null
-    ``status`` counts as ``"(no status)"``.
+    One series (``ax.containers``) per status; a null one is ``"(no status)"``.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"channel": ["email", "email", "sms"],
@@ -67,15 +67,9 @@ def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     rows = df.loc[_mask(df["channel"].notna()), ["channel", "status"]]
     channel = rows["channel"].astype(str)
     status = rows["status"].astype("string").fillna("(no status)").astype(str)
-    table = (
-        pd.crosstab(channel.to_numpy(), status.to_numpy())
-        .reindex(
-            index=[n for n, _ in _ranked(channel)],
-            columns=[n for n, _ in _ranked(status)],
-            fill_value=0,
-        )
-        .astype("int64")
-    )
+    index, columns = ([n for n, _ in _ranked(s)] for s in (channel, status))
+    table = pd.crosstab(channel.to_numpy(), status.to_numpy())
+    table = table.reindex(index=index, columns=columns, fill_value=0).astype("int64")
     if table.empty:
         return _note(ax, "no subscriptions")
     channels = table.index.tolist()
@@ -85,7 +79,7 @@ def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
         bottom = bottom + table[name].to_numpy()
     # The last series ends at the top of each stack, so its labels are the totals.
     _label_bars(ax, bars, [f"{t:,}" for t in bottom])
-    ax.legend(title="status", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(title="status", **_OUTSIDE)
     return ax
 
 
@@ -94,14 +88,9 @@ def plot_registrations(
 ) -> Axes:
     """Draw new subscriptions per ``freq`` period (by ``reg_date``), stacked by channel.
 
-    Each channel is one filled step band (a ``StepPatch`` in ``ax.patches``)
-    as high as its count in each period, stacked largest at the bottom, the
-    legend read top down as the stack is; the top edge is the total. With
-    ``by_channel=False`` there is one band. Periods (a pandas offset alias:
-    ``"MS"`` months, ``"W"`` weeks from Sunday, ``"QS"``, ...) are in UTC, each
-    from its start up to the next one's, and contiguous, so a gap shows as 0.
-    ``reg_date`` must hold datetimes (naive ones read as UTC); rows without one
-    (or, by channel, a ``channel``) are left out.
+    One filled step band (a ``StepPatch``) per channel, or one with
+    ``by_channel=False``. ``freq`` is a pandas offset alias (``"W"``: weeks
+    from Sunday), in UTC; ``reg_date`` must hold datetimes (naive: UTC).
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"channel": ["email", "email", "sms"], "reg_date": pd.to_datetime(
@@ -112,18 +101,17 @@ def plot_registrations(
     """
     func = "plot_registrations"
     df = _check_frame(df, ["reg_date", "channel"] if by_channel else ["reg_date"], func)
-    bad = InvalidInput(f"{func}: freq must be a pandas offset alias like 'MS' or 'W', not {freq!r}")
-    if freq is None:  # to_offset(None) is None, not an error
-        raise bad
     try:
         offset = pd.tseries.frequencies.to_offset(freq)
     except (TypeError, ValueError):
-        raise bad from None
+        offset = None
+    if offset is None:  # to_offset(None) is None, not an error
+        raise InvalidInput(
+            f"{func}: freq must be a pandas offset alias like 'MS' or 'W', not {freq!r}"
+        )
     name = _PERIODS.get(offset.rule_code.split("-")[0])
-    if name is None:
-        period = f"period ({offset.freqstr})"
-    else:
-        period = name if offset.n == 1 else f"{offset.n} {name}s"
+    period = f"{offset.n} {name}s" if offset.n != 1 else name
+    period = f"period ({offset.freqstr})" if name is None else period
     dates = df["reg_date"]
     if not pd.api.types.is_datetime64_any_dtype(dates.dtype):
         raise InvalidInput(f"{func} needs 'reg_date' to hold datetimes, not {dates.dtype}")
@@ -145,8 +133,8 @@ def plot_registrations(
         return _note(ax, "no registrations")
     # Naive UTC values: matplotlib's date axis reads them as UTC, its default zone.
     starts = pd.DatetimeIndex(counts.index).tz_localize(None)
-    bounds = pd.DatetimeIndex(starts.append(starts[-1:] + offset))
-    edges = mdates.date2num(bounds.to_pydatetime())  # type: ignore[no-untyped-call]
+    ends = [*starts.to_pydatetime(), (starts[-1] + offset).to_pydatetime()]
+    edges = mdates.date2num(ends)  # type: ignore[no-untyped-call]
     # One filled step band per channel, stacked: one patch each however many periods.
     bottom = np.zeros(len(counts), dtype="int64")
     for label in counts.columns:
@@ -160,19 +148,14 @@ def plot_registrations(
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if by_channel:
         handles, labels = ax.get_legend_handles_labels()
-        ax.legend(
-            handles[::-1], labels[::-1], title="channel",
-            loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-        )  # fmt: skip
+        ax.legend(handles[::-1], labels[::-1], title="channel", **_OUTSIDE)
     return ax
 
 
 def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -> Axes:
     """Draw the ``n`` e-mail domains with the most distinct addresses, as horizontal bars.
 
-    Addresses and domains are compared stripped and lowercased, so an address
-    in two profiles counts once; the largest domain is on top. When some
-    domains are cut off, the title says how many there are in all.
+    Addresses and domains are compared stripped and lowercased.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> df = pd.DataFrame({"email": ["a@x.org", "A@x.org", "b@x.org", "c@y.org"],
@@ -183,8 +166,9 @@ def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -
     """
     df = _check_frame(df, ["email", "email_domain"], "plot_top_domains")
     check_int("n", n, minimum=1)
-    pairs = pd.DataFrame({"domain": _text(df["email_domain"]), "email": _text(df["email"])})
-    counts = _ranked(pairs.dropna().drop_duplicates()["domain"])
+    text = df[["email_domain", "email"]].astype(pd.StringDtype("pyarrow"))
+    text = text.apply(lambda c: c.str.strip().str.lower())
+    counts = _ranked(text.mask(text == "").dropna().drop_duplicates()["email_domain"])
     shown = counts[:n]
     top = f"Top {n} of {len(counts)}" if len(counts) > n else "Top"
     ax = _axes_for(ax, f"{top} e-mail domains", "distinct e-mail addresses", "domain")
@@ -201,13 +185,9 @@ def plot_top_domains(df: pd.DataFrame, n: int = 10, *, ax: Axes | None = None) -
 def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Draw how many rows are suppressed, per kind of match, and how many are not.
 
-    Bars for ``"email"``, ``"phone"``, ``"domain"`` (the precedence of
-    :func:`~stoplist_nb.flag_suppressed`) as they matched, plus any kind in
-    ``flagged.attrs["checked"]`` with 0, then any other ``suppressed_by``
-    (``"(kind unknown)"`` when null), then ``"not suppressed"``. Rows with a
-    null ``suppressed`` had nothing to check: they are left out of every bar
-    and share, and the x label says how many. Each bar shows its count and
-    share; the title, the suppressed total "of N contacts checked".
+    Kinds that matched or are in ``flagged.attrs["checked"]``, in the order of
+    :func:`~stoplist_nb.flag_suppressed`, then ``"not suppressed"``. Rows with
+    a null ``suppressed`` had nothing to check: the x label counts them.
 
     >>> import matplotlib; matplotlib.use("Agg")
     >>> flagged = pd.DataFrame({"suppressed": [True, False, True, False, None],
@@ -223,12 +203,8 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
     df = _check_frame(flagged, ["suppressed", "suppressed_by"], func)
     checked = df.attrs.get("checked")
     checked = [] if checked is None else checked
-    if isinstance(checked, str) or not isinstance(checked, list | tuple):
-        raise InvalidInput(
-            f"{func}: attrs['checked'] must be a list of kinds, not {type(checked).__name__}"
-        )
-    if not all(isinstance(kind, str) for kind in checked):
-        raise InvalidInput(f"{func}: attrs['checked'] must hold kind names, not {checked!r}")
+    if not isinstance(checked, list | tuple) or not all(isinstance(k, str) for k in checked):
+        raise InvalidInput(f"{func}: attrs['checked'] must list kind names, not {checked!r}")
     flags = df["suppressed"].astype("boolean")
     hit = _mask(flags.fillna(False))
     by = dict(_ranked(df.loc[hit, "suppressed_by"].astype("string").fillna("(kind unknown)")))
@@ -238,16 +214,11 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
     counts = [(k, by.pop(k, 0)) for k in shown] + sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))
     counts.append(("not suppressed", total - suppressed))
     unchecked = len(df) - total
-    title = "Suppressed contacts"
-    if total:
-        title = (
-            f"Suppressed: {suppressed:,} of {total:,} contacts checked ({suppressed / total:.1%})"
-        )
-    xlabel = "matched by"
-    if unchecked:
-        rows = "row" if unchecked == 1 else "rows"
-        xlabel += f" (not counted: {unchecked:,} {rows} with nothing to check)"
-    ax = _axes_for(ax, title, xlabel, "contacts")
+    share = suppressed / max(total, 1)
+    title = f"Suppressed: {suppressed:,} of {total:,} contacts checked ({share:.1%})"
+    rows = f"{unchecked:,} row" + ("" if unchecked == 1 else "s")
+    xlabel = "matched by" + (f" (not counted: {rows} with nothing to check)" if unchecked else "")
+    ax = _axes_for(ax, title if total else "Suppressed contacts", xlabel, "contacts")
     if not total:
         return _note(ax, "no contacts checked" if unchecked else "no contacts")
     names, heights = zip(*counts, strict=True)
@@ -282,13 +253,7 @@ def _mask(series: pd.Series) -> np.ndarray[Any, np.dtype[np.bool_]]:
     return np.array(series, dtype=bool)
 
 
-def _text(series: pd.Series) -> pd.Series:
-    text = series.astype(pd.StringDtype("pyarrow")).str.strip().str.lower()
-    return text.mask(text.str.len() == 0)
-
-
 def _axes_for(ax: Axes | None, title: str, xlabel: str, ylabel: str) -> Axes:
-    """``ax``, or the Axes of a new figure, with the title and axis labels set."""
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -296,16 +261,13 @@ def _axes_for(ax: Axes | None, title: str, xlabel: str, ylabel: str) -> Axes:
         _, ax = plt.subplots(layout="constrained")
     elif not isinstance(ax, Axes):
         raise InvalidInput(f"ax must be a matplotlib Axes or None, not {type(ax).__name__}")
-    ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     return ax
 
 
 def _note(ax: Axes, text: str) -> Axes:
     """Write ``text`` in the middle of an empty chart (without ticks: its scale means nothing)."""
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.set(xticks=[], yticks=[])
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.45")
     return ax
 
@@ -316,8 +278,4 @@ def _label_bars(
     """Write ``labels`` at the end of ``bars``, and keep the count axis in whole numbers."""
     ax.bar_label(bars, labels=list(labels), padding=2)
     (ax.xaxis if horizontal else ax.yaxis).set_major_locator(MaxNLocator(integer=True))
-    # Room past the longest bar, so its label stays inside the axes.
-    if horizontal:
-        ax.margins(x=0.15)
-    else:
-        ax.margins(y=0.1)
+    ax.margins(*((0.15, None) if horizontal else (None, 0.1)))  # room for the longest label

@@ -1,8 +1,7 @@
 """The :class:`QueryBuilder`: an anywidget whose browser side edits a document, checked here.
 
-The front end (``static/builder.js``) owns everything typed, so no reply of
-the kernel rewrites a box being typed in; this side owns the meaning: each
-change of the ``document`` trait is checked into the ``report`` trait.
+The browser owns everything typed, so no reply of the kernel rewrites a box
+being typed in; each change of the ``document`` trait is checked into ``report``.
 """
 
 from __future__ import annotations
@@ -47,23 +46,19 @@ def _warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None
 class QueryBuilder(anywidget.AnyWidget):
     """Build a ``profiles/list`` query from rules in AND / OR groups, in the browser.
 
-    Rules pick a field (by name, title or label), an operator in words
-    (``equal``, ``in``, ``between``, ``begins with``, ``is null``, ...) and a
-    value; groups join them by AND or OR, may be negated (NOT), and may ask
-    for all their rules to hold in one subscription. The front end shows each
-    rule's error or warning beside it, the query as JSON, and runs Preview.
-    The document it edits is :attr:`document`; the check of it, :attr:`report`.
+    Rules pick a field, an operator in words and a value; groups join them by
+    AND or OR, may be negated (NOT), and may ask for all their rules to hold
+    in one subscription. The browser edits :attr:`document`; its check is
+    :attr:`report`.
 
     Args:
         client: The API client, for the field list, the suggestions and Preview.
         db_id: The database id.
         fields: The fields offered, to skip ``database_fields``: its frame,
-            a list of names or a dict of name -> type word (``int``,
-            ``float``, ``string``, ``boolean``, ``date``, ``array``, ``object``).
+            a list of names or a dict of name -> type word (``int``, ``date``, ...).
         runner: Called with :attr:`params` by Preview, returns a frame;
             default: :func:`~stoplist_nb.read_profiles` of :attr:`preview_rows` profiles.
-        suggestions: Values to suggest per field name, instead of reading a
-            sample page.
+        suggestions: Values to suggest per field name, instead of a sample page.
         sample: How many profiles the sample page for suggestions holds (0: none).
 
     Attributes:
@@ -131,8 +126,8 @@ class QueryBuilder(anywidget.AnyWidget):
                 )
                 with request.pages() as pages:
                     page = next(pages, None)
-                profiles = [] if page is None else page.records
-                suggestions = sample_values(profiles, FieldCatalog(infos).string_fields())
+                strings = FieldCatalog(infos).string_fields()
+                suggestions = sample_values([] if page is None else page.records, strings)
             except Exception as exc:  # suggestions are a help, not a condition to work
                 text = f"could not read a sample page for value suggestions: {_said(exc)}"
                 notices.append(self._scrub(text))
@@ -140,16 +135,13 @@ class QueryBuilder(anywidget.AnyWidget):
         super().__init__()
         self.notices = notices
         self.catalog = self._fields.to_json()
-        self.preview_state = _shown("none", "", "", None)
+        self._show("none")
         self.observe(self._checked, "document")
         self.document = empty_document()
         self.on_msg(self._on_message)
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
-        """The synced state, ``preview_state`` named ``preview`` as the browser knows it.
-
-        In Python ``preview`` is the method that runs Preview.
-        """
+        """The synced state, ``preview_state`` named ``preview`` as the browser knows it."""
         state: dict[str, Any] = super().get_state(key=key, drop_defaults=drop_defaults)
         return {"preview" if k == "preview_state" else k: v for k, v in state.items()}
 
@@ -233,23 +225,18 @@ class QueryBuilder(anywidget.AnyWidget):
         does, ``InvalidInput`` for fields that are not a list of known names;
         either leaves the builder as it was.
         """
-        current = self.document or empty_document()
-        if fields is None:
-            chosen = _kept_fields(current)
-        elif isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+        if fields is not None and (
+            isinstance(fields, str) or not all(isinstance(f, str) for f in fields)
+        ):
             raise InvalidInput("fields must be a list of field names")
-        else:
-            chosen = list(fields)
+        current = self.document or empty_document()
+        chosen = _kept_fields(current) if fields is None else list(fields)
         rows = current.get("preview_rows", str(DEFAULT_PREVIEW_ROWS))
-        document, catalog, report = load_document(
-            query, self._fields, fields=chosen, preview_rows=rows
-        )
-        self._replace(document, catalog, report)
+        self._replace(*load_document(query, self._fields, fields=chosen, preview_rows=rows))
 
     def clear(self) -> None:
         """Back to one empty rule; the fields to return and the rows to preview stay."""
-        document = empty_document()
-        current = self.document or {}
+        document, current = empty_document(), self.document or {}
         document["fields"] = _kept_fields(current)
         document["preview_rows"] = current.get("preview_rows", document["preview_rows"])
         self._replace(document, self._fields)
@@ -288,8 +275,7 @@ class QueryBuilder(anywidget.AnyWidget):
             return
         report = self.report
         if not report.get("ok") or report["preview_rows"]["error"] is not None:
-            errors = report.get("summary") or []
-            self._show_failure("fix the query first: " + "; ".join(errors))
+            self._show("error", "fix the query first: " + "; ".join(report.get("summary") or []))
             return
         params, rows = report["params"], report["preview_rows"]["value"]
         self._running = True
@@ -304,17 +290,21 @@ class QueryBuilder(anywidget.AnyWidget):
                 frame = frame.head(rows)
             html = preview_html(frame, params)
         except Exception as exc:  # shown to the user rather than lost in a callback
-            self._show_failure(f"Preview failed: {_said(exc)}")
+            self._show("error", f"Preview failed: {_said(exc)}")
         else:
             self.result, self._good = frame, (html, params)
-            self.preview_state = _shown("done", html, "", params)
+            self._show("done")
         finally:
             self._running = False
 
-    def _show_failure(self, message: str) -> None:
+    def _show(self, state: str, message: str = "") -> None:
         """``message`` beside the last Preview that worked (the browser tells if it is stale)."""
         html, params = self._good or ("", None)
-        self.preview_state = _shown("error", html, self._scrub(message), params)
+        self.preview_state = {
+            "state": state, "html": html, "message": self._scrub(message),
+            "query_json": None if params is None else canonical_json(params["query"]),
+            "fields": None if params is None else list(params.get("fields", [])),
+        }  # fmt: skip
 
     def _run(self, params: dict[str, Any], rows: int) -> pd.DataFrame:
         if self._runner is not None:
@@ -327,19 +317,9 @@ class QueryBuilder(anywidget.AnyWidget):
 
 
 def _kept_fields(document: Mapping[str, Any]) -> list[str]:
-    """The document's fields to return, when they are a list of names (else none)."""
-    fields = document.get("fields")
-    if isinstance(fields, list) and all(isinstance(f, str) for f in fields):
-        return list(fields)
-    return []
-
-
-def _shown(state: str, html: str, message: str, params: Any) -> dict[str, Any]:
-    """The ``preview_state``: ``query_json`` and ``fields`` are those of the ``html`` shown."""
-    query_json = None if params is None else canonical_json(params["query"])
-    fields = None if params is None else list(params.get("fields", []))
-    return {"state": state, "html": html, "message": message, "query_json": query_json,
-            "fields": fields}  # fmt: skip
+    fields: Any = document.get("fields")
+    ok = isinstance(fields, list) and all(isinstance(f, str) for f in fields)
+    return list(fields) if ok else []
 
 
 def _said(exc: BaseException) -> str:

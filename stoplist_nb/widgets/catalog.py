@@ -1,8 +1,4 @@
-"""The fields a :class:`stoplist_nb.widgets.QueryBuilder` offers, and the values it suggests.
-
-Suggested values (the documented words, the values of a sample page) are
-offered, never enforced.
-"""
+"""The fields a :class:`stoplist_nb.widgets.QueryBuilder` offers, and the values it suggests."""
 
 from __future__ import annotations
 
@@ -26,9 +22,8 @@ MAX_SUGGESTIONS = 50
 
 _CATEGORY_ORDER = {"system": 0, "custom": 1, "subscription": 2}
 
-#: Subscription channels and status words the platform documents, offered as
-#: suggestions (a value outside them is still allowed: a client must not break
-#: on one it does not know, and statuses are also accepted as numbers).
+#: Subscription channels and status words the platform documents: suggested,
+#: never enforced (statuses are also accepted as numbers).
 CHANNELS = ("email", "sms", "push", "notify", "viber", "whatsapp", "telegram_bot")
 STATUSES = (
     "subscribed", "unsubscribed", "complained", "hardbounced", "unconfirmed", "suspended", "invalid"
@@ -49,24 +44,19 @@ class FieldInfo:
     category: str = ""
 
 
-#: The documented fields of a subscription, offered in same-subscription groups
-#: when the field list names none.
-SUBSCRIPTION_FIELDS = (
-    FieldInfo("subscriptions.channel", "Subscription channel", "string", "subscription"),
-    FieldInfo("subscriptions.status", "Subscription status", "string", "subscription"),
-    FieldInfo("subscriptions.resource_id", "Subscription resource id", "int", "subscription"),
-    FieldInfo("subscriptions.priority", "Subscription priority", "int", "subscription"),
-    FieldInfo("subscriptions.is_delete", "Subscription deleted", "boolean", "subscription"),
-    FieldInfo("subscriptions.reg_info.date", "Subscription date", "string", "subscription"),
-    FieldInfo("subscriptions.email_data.email", "Subscription e-mail", "string", "subscription"),
-    FieldInfo(
-        "subscriptions.email_data.domain", "Subscription e-mail domain", "string", "subscription"
-    ),
-    FieldInfo("subscriptions.phone_data.phone", "Subscription phone", "string", "subscription"),
-)
+#: The documented fields of a subscription, offered when the field list names none.
+SUBSCRIPTION_FIELDS = tuple(
+    FieldInfo(f"subscriptions.{name}", f"Subscription {title}", type_, "subscription")
+    for name, title, type_ in (
+        ("channel", "channel", "string"), ("status", "status", "string"),
+        ("resource_id", "resource id", "int"), ("priority", "priority", "int"),
+        ("is_delete", "deleted", "boolean"), ("reg_info.date", "date", "string"),
+        ("email_data.email", "e-mail", "string"), ("email_data.domain", "e-mail domain", "string"),
+        ("phone_data.phone", "phone", "string"),
+    )
+)  # fmt: skip
 
-#: Documented values of ``fields`` in ``profiles/list``, offered in the
-#: fields box even when the field list lacks them (an inferred one does).
+#: Documented values of ``fields`` in ``profiles/list``, offered even when not listed.
 RETURNABLE = (
     FieldInfo("_id", "Profile id", "string", "system"),
     FieldInfo("subscriptions", "Subscriptions", "array", "system"),
@@ -100,10 +90,8 @@ def _text(value: Any) -> str:
 def label_of(info: FieldInfo) -> str:
     """The text a field box shows: the title and the raw name.
 
-    >>> label_of(FieldInfo("age", "Age", "int", "custom"))
-    'Age (age)'
-    >>> label_of(FieldInfo("_city"))
-    '_city'
+    >>> label_of(FieldInfo("age", "Age")), label_of(FieldInfo("_city"))
+    ('Age (age)', '_city')
     """
     return f"{info.title} ({info.name})" if info.title and info.title != info.name else info.name
 
@@ -116,12 +104,10 @@ def _order(info: FieldInfo) -> tuple[int, str, str]:
 class FieldCatalog:
     """The fields offered by the rules and the fields box, with labels and suggestions.
 
-    Of two ``infos`` with one name the first wins. ``suggestions`` are values
-    per field name, after the documented ones. With ``complete`` (``infos``
+    Of two ``infos`` with one name the first wins. With ``complete`` (``infos``
     is the whole field list) a field to return outside it is refused.
     ``guessed`` names fields whose type was guessed from a loaded value: a
-    rule on one is still warned about. :meth:`resolve` is the one place that
-    maps what was typed (a name, a label, a title in any case) to a name.
+    rule on one is still warned about.
 
     >>> catalog = FieldCatalog([FieldInfo("_city", "City", "string", "system")])
     >>> catalog.resolve("city"), catalog.resolve("City (_city)"), catalog.resolve(" x ")
@@ -141,16 +127,11 @@ class FieldCatalog:
             self.infos.setdefault(info.name, info)
         self.complete = complete
         self.guessed = frozenset(guessed)
-        self.types = {name: info.type for name, info in self.infos.items()}
-        returnable = dict(self.infos)
-        for info in RETURNABLE:
-            returnable.setdefault(info.name, info)
-        self._returnable = returnable
-        #: Names the fields box takes.
-        self.returnable = tuple(i.name for i in sorted(returnable.values(), key=_order))
+        #: The fields the fields box takes, by name.
+        self.returnable = self.infos | {i.name: i for i in RETURNABLE if i.name not in self.infos}
         self._names: dict[str, str] = {}
         titles: dict[str, set[str]] = {}
-        for info in returnable.values():
+        for info in self.returnable.values():
             self._names[label_of(info)] = info.name
             self._names[f"{label_of(info)} · {info.category}"] = info.name
             if info.title:
@@ -163,30 +144,28 @@ class FieldCatalog:
     def resolve(self, text: str) -> str:
         """The raw name of what was typed: a name, a label, or a title in any case."""
         text = text.strip()
-        if text in self._returnable:
+        if text in self.returnable:
             return text
         return self._names.get(text) or self._titles.get(text.casefold(), text)
 
     def label(self, name: str) -> str:
         """The label of a known field, else the name."""
-        info = self._returnable.get(name)
+        info = self.returnable.get(name)
         return name if info is None else label_of(info)
 
     def kind(self, name: str) -> str:
         """The kind of ``name`` (``"string"`` for a field the catalog lacks)."""
-        info = self._returnable.get(name)
+        info = self.returnable.get(name)
         return kind_of(name, "" if info is None else info.type)
 
     def suggestions(self, name: str) -> tuple[str, ...]:
         """Values to offer for ``name``: the documented words, then those seen, capped."""
-        seen = self._suggestions.get(name, ())
-        known = KNOWN_VALUES.get(name, ())
-        merged = dict.fromkeys((*known, *seen))
+        merged = dict.fromkeys((*KNOWN_VALUES.get(name, ()), *self._suggestions.get(name, ())))
         return tuple(merged)[:MAX_SUGGESTIONS]
 
     def string_fields(self) -> list[str]:
         """Names of the fields a rule compares as text (not dates), for sampling values."""
-        return [n for n in self.types if self.kind(n) == "string"]
+        return [n for n in self.infos if self.kind(n) == "string"]
 
     def subscriptions(self) -> FieldCatalog:
         """The fields of one subscription, named relative to it (``"channel"``)."""
@@ -195,13 +174,10 @@ class FieldCatalog:
             own = [i for i in self.infos.values() if i.name.startswith(prefix)]
             own = own or list(SUBSCRIPTION_FIELDS)
             infos = [FieldInfo(i.name[cut:], i.title, i.type, i.category) for i in own]
-            suggestions = {i.name[cut:]: self.suggestions(i.name) for i in own}
+            seen = {i.name[cut:]: self.suggestions(i.name) for i in own}
             guessed = {n[cut:] for n in self.guessed if n.startswith(prefix)}
-            self._subscriptions = FieldCatalog(
-                infos, suggestions, complete=self.complete, guessed=guessed
-            )
-            self._subscriptions._returnable = {i.name: i for i in infos}
-            self._subscriptions.returnable = tuple(i.name for i in infos)
+            self._subscriptions = FieldCatalog(infos, seen, complete=self.complete, guessed=guessed)
+            self._subscriptions.returnable = {i.name: i for i in infos}
         return self._subscriptions
 
     def with_types(self, types: Mapping[str, str]) -> FieldCatalog:
@@ -209,12 +185,8 @@ class FieldCatalog:
         if not types:
             return self
         added = [FieldInfo(n, type=t) for n, t in types.items() if n not in self.infos]
-        return FieldCatalog(
-            [*self.infos.values(), *added],
-            self._suggestions,
-            complete=self.complete,
-            guessed=self.guessed | {i.name for i in added},
-        )
+        infos, guessed = [*self.infos.values(), *added], self.guessed | {i.name for i in added}
+        return FieldCatalog(infos, self._suggestions, complete=self.complete, guessed=guessed)
 
     def entries(self) -> list[dict[str, Any]]:
         """The fields as the front end lists them, by category: name, title, label, kind, ..."""
@@ -227,7 +199,7 @@ class FieldCatalog:
                 "kind": self.kind(info.name),
                 "suggestions": list(self.suggestions(info.name)),
             }
-            for info in sorted(self._returnable.values(), key=_order)
+            for info in sorted(self.returnable.values(), key=_order)
         ]
 
     def to_json(self) -> dict[str, Any]:
@@ -247,9 +219,7 @@ def sample_values(
 ) -> dict[str, tuple[str, ...]]:
     """The distinct strings at each dotted path of ``names``, most frequent first.
 
-    Paths go through lists, as a query's do (``subscriptions.channel`` reaches
-    the channel of every subscription). Long strings are left out: they are
-    ids and addresses, not values to pick.
+    Paths go through lists, as a query's do. Long strings (ids, addresses) are left out.
 
     >>> sample_values([{"s": [{"c": "email"}, {"c": "sms"}]}, {"s": [{"c": "sms"}]}], ["s.c"])
     {'s.c': ('sms', 'email')}

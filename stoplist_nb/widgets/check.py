@@ -1,8 +1,6 @@
 """The query builder's document, and its check into a MongoDB filter (no widget library here).
 
-The front end edits a *document*, a JSON tree of groups and rules holding
-what was typed; :func:`check` reads it through the query model and reports
-every error and warning per item::
+The front end edits a *document*, a JSON tree of groups and rules as typed::
 
     {"rev": 3,
      "root": {"id": "g1", "type": "group", "join": "and", "not": False, "each": None,
@@ -10,13 +8,9 @@ every error and warning per item::
                          "operator": "in", "value": ["Kazan"], "ignore_case": False}]},
      "fields": ["_fname"], "preview_rows": "10"}
 
-A rule's value follows its operator's arity (:data:`OPERATORS`): a string,
-two, a list of strings, or ``None``. A group whose ``each`` is
-``"subscriptions"`` matches within one subscription (``$elemMatch``), its
-rules naming subscription fields (``"channel"``). Dates are RFC 3339 text; a
-bare day (``2024-03-01``) stands for the whole day: ``equal`` is ``$gte`` it
-and ``$lt`` the next, ``less or equal`` is ``$lt`` the next, ``greater`` is
-``$gte`` the next.
+A group whose ``each`` is ``"subscriptions"`` matches within one
+subscription (``$elemMatch``). On a date field a bare day (``2024-03-01``)
+stands for the whole day: ``equal`` is ``$gte`` it and ``$lt`` the next.
 """
 
 from __future__ import annotations
@@ -46,26 +40,16 @@ DEFAULT_PREVIEW_ROWS = 10
 MAX_LIST_VALUES = 10_000
 #: The array a same-element group (``$elemMatch``) works on.
 EACH = "subscriptions"
-#: The MongoDB operator of each rule operator that writes one condition as it is.
-_PLAIN = {
-    "equal": "$eq",
-    "not_equal": "$ne",
-    "in": "$in",
-    "not_in": "$nin",
-    "less": "$lt",
-    "less_or_equal": "$lte",
-    "greater": "$gt",
-    "greater_or_equal": "$gte",
-}
-#: The condition of each operator that takes no value.
-_FIXED = {
-    "is_empty": ("$eq", ""),
-    "is_not_empty": ("$ne", ""),
-    "is_null": ("$eq", None),
-    "is_not_null": ("$ne", None),
-    "exists": ("$exists", True),
-    "not_exists": ("$exists", False),
-}
+#: The MongoDB operator of each rule operator that writes its value as it is.
+PLAIN = {
+    "equal": "$eq", "not_equal": "$ne", "in": "$in", "not_in": "$nin",
+    "less": "$lt", "less_or_equal": "$lte", "greater": "$gt", "greater_or_equal": "$gte",
+}  # fmt: skip
+#: The condition of each rule operator that takes no value.
+FIXED = {
+    "is_empty": ("$eq", ""), "is_not_empty": ("$ne", ""), "is_null": ("$eq", None),
+    "is_not_null": ("$ne", None), "exists": ("$exists", True), "not_exists": ("$exists", False),
+}  # fmt: skip
 
 
 def new_rule(id_: str, field: str = "", operator: str = "equal", value: Any = "") -> dict[str, Any]:
@@ -114,58 +98,47 @@ class _Checker:
     def __init__(self, catalog: FieldCatalog) -> None:
         self.catalog = catalog
         self.items: dict[str, dict[str, Any]] = {}
-        self.ids: set[str] = set()
         self.summary: list[str] = []
         self.rules = 0
+        self.ids: set[str] = set()
 
-    def entry(self, id_: str, number: int | None = None) -> dict[str, Any]:
-        if id_ in self.ids:  # the report is per id: two items cannot share one
+    def claim(self, id_: str) -> str:
+        """``id_``, refused when another item has it (a group may have none)."""
+        if id_ and id_ in self.ids:
             self.summary.append(f"Query: two items have the id {_said(id_)}")
         self.ids.add(id_)
-        item: dict[str, Any] = {"errors": [], "warnings": [], "number": number}
-        item.update(field=None, kind=None)
-        self.items[id_] = item
-        return item
+        return id_
 
-    def group(self, node: Any, *, within: str | None, depth: int) -> dict[str, Any] | None:
-        """The group's filter, ``None`` when it holds no condition."""
+    def group(self, node: Any, within: str | None, depth: int) -> dict[str, Any] | None:
         if not isinstance(node, Mapping):
             self.summary.append(f"Query: a group must be an object, not {type(node).__name__}")
             return None
-        id_ = str(node.get("id", ""))
-        item = self.entry(id_) if id_ else None
-        each = node.get("each")
-        problems: list[str] = []
-        if each not in (None, EACH):
-            problems.append(f"same-element groups work on {EACH!r} only, not {_said(each)}")
-            each = None
-        if each and within:
-            problems.append("a same-subscription group cannot sit in another one")
-            each = None
-        join = node.get("join", "and")
-        if join not in ("and", "or"):
-            problems.append(f"join must be 'and' or 'or', not {_said(join)}")
-        negate = node.get("not", False)
-        if not isinstance(negate, bool):
-            problems.append(f"not must be true or false, not {_said(negate)}")
+        each, join, negate = node.get("each"), node.get("join", "and"), node.get("not", False)
         items = node.get("items", [])
-        if not isinstance(items, list):
-            problems.append("its items must be a list")
-            items = []
-        if depth > 20:
-            problems.append("groups nest too deep")
-            items = []  # not read: a document nested thousands deep must not recurse
+        id_ = self.claim(str(node.get("id", "")))
+        odd = each not in (None, EACH)
+        checks = (
+            (odd, f"same-element groups work on {EACH!r} only, not {_said(each)}"),
+            (each == EACH and within, "a same-subscription group cannot sit in another one"),
+            (join not in ("and", "or"), f"join must be 'and' or 'or', not {_said(join)}"),
+            (not isinstance(negate, bool), f"not must be true or false, not {_said(negate)}"),
+            (not isinstance(items, list), "its items must be a list"),
+            (depth > 20, "groups nest too deep"),
+        )  # fmt: skip
+        problems = [message for wrong, message in checks if wrong]
+        each = EACH if each == EACH and not within else None
+        # Items too deep are not read: a document nested thousands deep must not recurse.
+        items = items if isinstance(items, list) and depth <= 20 else []
         parts = []
         for child in items:
-            kind = child.get("type") if isinstance(child, Mapping) else None
-            if kind == "group":
-                part = self.group(child, within=within or each, depth=depth + 1)
+            if isinstance(child, Mapping) and child.get("type") == "group":
+                part = self.group(child, within or each, depth + 1)
             else:
-                part = self.rule(child, within=within or each)
+                part = self.rule(child, within or each)
             if part is not None:
                 parts.append(part)
-        if item is not None:
-            item["errors"].extend({"part": "group", "message": p} for p in problems)
+        if problems and id_:
+            self.items[id_] = _item(None, [{"part": "group", "message": p} for p in problems])
         self.summary.extend(f"Group: {p}" for p in problems)
         negate = negate is True
         # NOT of a same-subscription group negates the whole $elemMatch, not its parts.
@@ -174,20 +147,16 @@ class _Checker:
             body = {EACH: {"$elemMatch": body}}
             if negate:
                 body = {"$nor": [body]}
-        # Only its own entry: another item may have had the same id.
-        if item and self.items.get(id_) is item and not item["errors"] + item["warnings"]:
-            del self.items[id_]
         return body
 
-    def rule(self, node: Any, *, within: str | None) -> dict[str, Any] | None:
+    def rule(self, node: Any, within: str | None) -> dict[str, Any] | None:
         """The rule's filter, ``None`` when it is empty or wrong (then its errors are noted)."""
         self.rules += 1
         number = self.rules
         if not isinstance(node, Mapping):
             self.summary.append(f"Row {number}: a rule must be an object")
             return None
-        id_ = str(node.get("id", f"row{number}"))
-        item = self.entry(id_, number=number)
+        item = self.items[self.claim(str(node.get("id", f"row{number}")))] = _item(number, [])
         try:
             return self._rule(node, item, within)
         except RuleProblem as exc:
@@ -198,15 +167,13 @@ class _Checker:
     def _rule(
         self, node: Mapping[str, Any], item: dict[str, Any], within: str | None
     ) -> dict[str, Any] | None:
-        text = node.get("field") or ""
+        text, op, raw = node.get("field") or "", node.get("operator") or "equal", node.get("value")
         if not isinstance(text, str):
             raise RuleProblem("field", "the field must be text")
-        op = node.get("operator") or "equal"
         if not isinstance(op, str):
             raise RuleProblem("operator", f"the operator must be text, not {type(op).__name__}")
         if op not in OPERATORS:
             raise RuleProblem("operator", f"unknown operator {_said(op)}")
-        raw = node.get("value")
         if not _is_value(raw) and not (
             isinstance(raw, list | tuple) and all(_is_value(v) for v in raw)
         ):
@@ -226,22 +193,24 @@ class _Checker:
             F(name)
         except InvalidQuery as exc:
             raise RuleProblem("field", str(exc)) from None
-        kind = catalog.kind(name)
-        item["field"], item["kind"] = name, kind
+        kind = item["kind"] = catalog.kind(name)
+        item["field"] = name
         if name not in catalog.infos or name in catalog.guessed:
             where = "the subscription fields" if within else "the field list"
-            item["warnings"].append(
-                {"part": "field", "message": f"unknown field {name!r}: it is not in {where}"}
-            )
+            message = f"unknown field {name!r}: it is not in {where}"
+            item["warnings"].append({"part": "field", "message": message})
         value = rule_value(op, raw, kind, name)
         if op in ("between", "not_between"):
             low, high = value
             numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
             if (type(low) is type(high) or numbers) and low > high:
-                item["warnings"].append(
-                    {"part": "value", "message": f"{name}: the first value is above the second"}
-                )
+                message = f"{name}: the first value is above the second"
+                item["warnings"].append({"part": "value", "message": message})
         return rule_query(name, op, value, kind, node)
+
+
+def _item(number: int | None, errors: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"errors": errors, "warnings": [], "number": number, "field": None, "kind": None}
 
 
 def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
@@ -259,12 +228,12 @@ def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
         if arity == 0:
             return None
         if arity == 1:
-            return parse_value(scalar_kind, _text(raw))
+            return parse_value(scalar_kind, as_text(raw))
         if arity == 2:
             pair = list(raw) if isinstance(raw, list | tuple) else [raw, ""]
             if len(pair) != 2:
                 raise ValueError("between takes two values")
-            texts = [_text(v) for v in pair]
+            texts = [as_text(v) for v in pair]
             if not texts[0].strip() or not texts[1].strip():
                 raise ValueError("between needs two values: type both")
             return [parse_value(scalar_kind, t) for t in texts]
@@ -276,9 +245,9 @@ def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
         values = []
         for tag in tags:
             try:
-                values.append(parse_value(scalar_kind, _text(tag)))
+                values.append(parse_value(scalar_kind, as_text(tag)))
             except ValueError as exc:
-                raise ValueError(f"{_text(tag)!r}: {exc}") from None
+                raise ValueError(f"{as_text(tag)!r}: {exc}") from None
         return values
     except ValueError as exc:
         raise RuleProblem("value", f"{name}: {exc}") from None
@@ -298,7 +267,8 @@ def rule_query(
         raise RuleProblem("value", f"{name}: not a valid regular expression: {exc}") from None
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
+    """What was typed, as text (``None`` is empty)."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -317,32 +287,9 @@ def _said(value: Any) -> str:
 
 
 def _blank(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, str):
-        return not value.strip()
     if isinstance(value, list | tuple):
         return all(_blank(v) for v in value)
-    return False
-
-
-def _pattern(op: str, text: str) -> str:
-    base = op.removeprefix("not_")
-    if base == "begins_with":
-        return "^" + re.escape(text)
-    if base == "ends_with":
-        return re.escape(text) + "$"
-    if base == "contains":
-        return re.escape(text)
-    re.compile(text)  # a typo is named on the row rather than sent
-    return text
-
-
-def _range(path: str, *pairs: tuple[str, Any]) -> dict[str, Any]:
-    body: dict[str, Any] = {}
-    for op, value in pairs:
-        body.update(Condition(path, op, value).field_value())
-    return {path: body}
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def rule_filter(
@@ -350,10 +297,8 @@ def rule_filter(
 ) -> dict[str, Any]:
     """The filter of one rule on ``path`` from its parsed value(s).
 
-    ``ignore_case`` counts on the text operators only. On a date field a bare
-    day stands for the whole day unless ``whole_day`` is false (then it is
-    compared as text). Raises ``InvalidQuery`` where the query model refuses
-    the condition, ``re.error`` for an invalid ``matches`` pattern.
+    ``whole_day`` false compares a bare day as text. Raises ``InvalidQuery``
+    where the query model refuses the condition, ``re.error`` for a bad pattern.
 
     >>> rule_filter("_regdate", "less_or_equal", "2024-03-01", kind="date")
     {'_regdate': {'$lt': '2024-03-02'}}
@@ -362,23 +307,28 @@ def rule_filter(
     """
     whole = kind == "date" and whole_day and op in WHOLE_DAY_OPERATORS
     day = iso_day(value) if whole and isinstance(value, str) else None
-    if day is not None and op in ("equal", "not_equal"):
-        body = _range(path, ("$gte", value), ("$lt", next_day(day)))
-        return body if op == "equal" else {"$nor": [body]}
     if day is not None and op in ("less_or_equal", "greater"):
         return Condition(path, "$lt" if op == "less_or_equal" else "$gte", next_day(day)).to_mongo()
-    if op in ("between", "not_between"):
-        low, high = value
-        high_day = iso_day(high) if whole and isinstance(high, str) else None
+    if op in ("between", "not_between") or (day is not None and op in ("equal", "not_equal")):
+        low, high = value if day is None else (value, None)
+        high_day = day or (iso_day(high) if whole and isinstance(high, str) else None)
         upper = ("$lte", high) if high_day is None else ("$lt", next_day(high_day))
-        body = _range(path, ("$gte", low), upper)
-        return body if op == "between" else {"$nor": [body]}
+        body: dict[str, Any] = {}
+        for bound in (("$gte", low), upper):
+            body.update(Condition(path, *bound).field_value())
+        return {path: body} if op in ("between", "equal") else {"$nor": [{path: body}]}
     if op in TEXT_OPERATORS:
-        cond = Condition(path, "$regex", _pattern(op, value), options="i" if ignore_case else "")
+        base = op.removeprefix("not_")
+        text = value if base == "matches" else re.escape(value)
+        pattern = (
+            "^" + text if base == "begins_with" else text + "$" if base == "ends_with" else text
+        )
+        re.compile(pattern)  # a typo is named on the row rather than sent
+        cond = Condition(path, "$regex", pattern, options="i" if ignore_case else "")
         return (~cond if op.startswith("not_") else cond).to_mongo()
-    if op in _FIXED:
-        return Condition(path, *_FIXED[op]).to_mongo()
-    return Condition(path, _PLAIN[op], list(value) if op in ("in", "not_in") else value).to_mongo()
+    if op in FIXED:
+        return Condition(path, *FIXED[op]).to_mongo()
+    return Condition(path, PLAIN[op], list(value) if op in ("in", "not_in") else value).to_mongo()
 
 
 def join_parts(
@@ -397,8 +347,6 @@ def join_parts(
     if len(parts) == 1:
         body = dict(parts[0])
     elif join == "or":
-        if negate:
-            return {"$nor": list(parts)}
         body = {"$or": list(parts)}
     elif all(k is not None and not k.startswith("$") for k in keys) and len(set(keys)) == len(keys):
         body = {k: v for p in parts for k, v in p.items()}
@@ -410,7 +358,7 @@ def join_parts(
 
 
 def _preview_rows(raw: Any) -> tuple[int | None, str | None]:
-    text = _text(raw).strip()
+    text = as_text(raw).strip()
     try:
         rows = parse_number(text, whole=True)
     except ValueError as exc:
@@ -420,26 +368,28 @@ def _preview_rows(raw: Any) -> tuple[int | None, str | None]:
     return int(rows), None
 
 
-def _return_fields(raw: Any, catalog: FieldCatalog) -> tuple[list[str], list[dict[str, Any]]]:
-    resolved: list[str] = []
-    problems: list[dict[str, Any]] = []
+def _return_fields(
+    raw: Any, catalog: FieldCatalog, summary: list[str]
+) -> tuple[list[str], list[dict[str, Any]]]:
     if not isinstance(raw, list):
         message = f"the fields to return must be a list of names, not {_said(raw)}"
-        return resolved, [{"index": None, "message": message}]
+        summary.append(f"Return fields: {message}")
+        return [], [{"index": None, "message": message}]
+    resolved: list[str] = []
+    problems: list[dict[str, Any]] = []
     for index, text in enumerate(raw):
-        if not isinstance(text, str) or not text.strip():
-            problems.append({"index": index, "message": "a field to return is empty"})
-            continue
-        name = catalog.resolve(text)
         try:
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidQuery("a field to return is empty")
+            name = catalog.resolve(text)
             F(name)
+            if name in resolved:
+                raise InvalidQuery(f"{name!r} is listed twice")
+            if catalog.complete and name not in catalog.returnable:
+                raise InvalidQuery(f"unknown field {name!r}")
         except InvalidQuery as exc:
             problems.append({"index": index, "message": str(exc)})
-            continue
-        if name in resolved:
-            problems.append({"index": index, "message": f"{name!r} is listed twice"})
-        elif catalog.complete and name not in catalog.returnable:
-            problems.append({"index": index, "message": f"unknown field {name!r}"})
+            summary.append(f"Return field {index + 1}: {exc}")
         else:
             resolved.append(name)
     return resolved, problems
@@ -450,13 +400,10 @@ def check(
 ) -> dict[str, Any]:
     """Check a document into its query, params and every error and warning, per item.
 
-    Never raises: whatever is wrong is in the report, a dict of ``rev``,
-    ``ok``, ``query`` and ``query_json`` (``None`` while not ok), ``json``
-    (shown indented: ``last_valid`` while not ok), ``params``, ``items`` (per
-    rule id: ``errors``, ``warnings``, ``number``, resolved ``field`` and
-    ``kind``), ``fields`` (``resolved``, ``problems``), ``preview_rows``
-    (``value``, ``error``), ``summary`` (every error, ``"Row 2: ..."``) and
-    ``import_error``. Fields the ``catalog`` lacks are warned about, not refused.
+    Never raises: the report holds ``ok``, ``query``, ``query_json`` and
+    ``params`` (``None`` while not ok), ``json`` (``last_valid`` while not ok),
+    ``items`` (per rule id: ``errors``, ``warnings``, ``number``, ``field``,
+    ``kind``), ``fields``, ``preview_rows`` and ``summary`` (every error).
 
     >>> report = check({"root": {"id": "g1", "type": "group", "join": "and", "items": [
     ...     {"id": "r2", "type": "rule", "field": "age", "operator": "less", "value": "x"}]}})
@@ -470,21 +417,16 @@ def check(
             f"Query: the document must be an object, not {type(document).__name__}"
         )
     root = doc.get("root")
-    query = (None if root is None else checker.group(root, within=None, depth=0)) or {}
+    query = (None if root is None else checker.group(root, None, 0)) or {}
     try:
         parse_query(query)  # it validates the query first
     except InvalidQuery as exc:
         checker.summary.append(f"Query: {exc}")
-    resolved, problems = _return_fields(doc.get("fields", []), checker.catalog)
-    for problem in problems:
-        index = problem["index"]
-        where = "Return fields" if index is None else f"Return field {index + 1}"
-        checker.summary.append(f"{where}: {problem['message']}")
+    resolved, problems = _return_fields(doc.get("fields", []), checker.catalog, checker.summary)
     rows, rows_error = _preview_rows(doc.get("preview_rows", str(DEFAULT_PREVIEW_ROWS)))
     ok = not checker.summary
     if rows_error is not None:
         checker.summary.append(rows_error[0].upper() + rows_error[1:])
-    params = {"query": query, **({"fields": resolved} if resolved else {})} if ok else None
     shown = query if ok else (last_valid if isinstance(last_valid, Mapping) else {})
     return {
         "rev": doc.get("rev"),
@@ -492,7 +434,7 @@ def check(
         "query": query if ok else None,
         "query_json": canonical_json(query) if ok else None,
         "json": json.dumps(shown, indent=2, ensure_ascii=False),
-        "params": params,
+        "params": {"query": query, **({"fields": resolved} if resolved else {})} if ok else None,
         "items": checker.items,
         "fields": {"resolved": resolved, "problems": problems},
         "preview_rows": {"value": rows, "error": rows_error},

@@ -12,9 +12,13 @@ from stoplist_nb.errors import InvalidInput, InvalidQuery
 from stoplist_nb.query import loads_query, parse_query, validate_query
 from stoplist_nb.widgets.catalog import FieldCatalog
 from stoplist_nb.widgets.check import (
+    DEFAULT_PREVIEW_ROWS,
     EACH,
+    FIXED,
     MAX_LIST_VALUES,
+    PLAIN,
     RuleProblem,
+    as_text,
     canonical_json,
     check,
     empty_document,
@@ -27,19 +31,17 @@ from stoplist_nb.widgets.operators import TEXT_OPERATORS, guess_type, iso_day
 
 __all__ = ["document_of", "guessed_types", "load_document"]
 
+_NAMED = {op: name for name, op in PLAIN.items()}
+
 
 def _is_operators(value: Any) -> bool:
     return isinstance(value, Mapping) and bool(value) and all(k.startswith("$") for k in value)
 
 
 def _value_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return value
-    raise InvalidQuery(f"the builder cannot show the value {value!r}")
+    if value is None or isinstance(value, Mapping | list):
+        raise InvalidQuery(f"the builder cannot show the value {value!r}")
+    return as_text(value)
 
 
 def _day_before(text: Any) -> str | None:
@@ -48,75 +50,38 @@ def _day_before(text: Any) -> str | None:
 
 
 def _candidates(kind: str, body: Any) -> Iterator[tuple[str, Any]]:
-    """Rules (operator, value) that may write ``body``, the condition of one field."""
+    """Rules (operator, value) that may write ``body``, one field's condition: each is tried."""
     ops: dict[str, Any] = dict(body) if _is_operators(body) else {"$eq": body}
-    keys = set(ops)
-    if keys == {"$eq"} or keys == {"$ne"}:
-        positive = "$eq" in keys
-        value = ops["$eq" if positive else "$ne"]
-        if value is None:
-            yield ("is_null" if positive else "is_not_null"), None
-        elif value == "" and isinstance(value, str):
-            yield ("is_empty" if positive else "is_not_empty"), None
-        elif not isinstance(value, Mapping | list):
-            yield ("equal" if positive else "not_equal"), _value_text(value)
-    elif keys in ({"$in"}, {"$nin"}):
-        values = next(iter(ops.values()))
-        if (
-            isinstance(values, list)
-            and values
-            and all(v is not None and not isinstance(v, Mapping | list) for v in values)
-        ):
-            yield ("in" if "$in" in keys else "not_in"), [_value_text(v) for v in values]
-    elif keys == {"$exists"}:
-        yield ("exists" if ops["$exists"] else "not_exists"), None
-    elif len(keys) == 1 and keys < {"$lt", "$lte", "$gt", "$gte"}:
+    if len(ops) == 1 and set(ops) <= {*_NAMED, "$exists"}:
         ((op, value),) = ops.items()
-        if not isinstance(value, Mapping | list):
-            text = _value_text(value)
-            named = {"$lt": "less", "$lte": "less_or_equal", "$gt": "greater"}
-            yield named.get(op, "greater_or_equal"), text
-            before = _day_before(value) if kind == "date" else None
-            if before is not None and op == "$lt":
-                yield "less_or_equal", before
-            if before is not None and op == "$gte":
-                yield "greater", before
-    elif keys in ({"$gte", "$lte"}, {"$gte", "$lt"}):
-        low, high = ops["$gte"], ops.get("$lte", ops.get("$lt"))
-        if not isinstance(low, Mapping | list) and not isinstance(high, Mapping | list):
-            if "$lte" in keys:
-                yield "between", [_value_text(low), _value_text(high)]
-            elif kind == "date" and (before := _day_before(high)) is not None:
-                if before == low:
-                    yield "equal", low
-                yield "between", [_value_text(low), before]
-    elif keys in ({"$regex"}, {"$regex", "$options"}):
-        options = ops.get("$options", "")
+        fixed = [name for name, cond in FIXED.items() if cond == (op, value)]
+        if fixed:
+            yield fixed[0], None
+        elif op != "$exists":
+            many = op in ("$in", "$nin")
+            yield _NAMED[op], [_value_text(v) for v in value] if many else _value_text(value)
+            before = _day_before(value) if kind == "date" and op in ("$lt", "$gte") else None
+            if before is not None:
+                yield ("less_or_equal" if op == "$lt" else "greater"), before
+    elif set(ops) in ({"$gte", "$lte"}, {"$gte", "$lt"}):
+        low = ops["$gte"]
+        if "$lte" in ops:
+            yield "between", [_value_text(low), _value_text(ops["$lte"])]
+        elif kind == "date" and (before := _day_before(ops["$lt"])) is not None:
+            if before == low:
+                yield "equal", low
+            yield "between", [_value_text(low), before]
+    elif set(ops) <= {"$regex", "$options"} and isinstance(ops.get("$regex"), str):
+        # Each literal reading of the pattern, unescaped: the rule written back tells if it was.
         pattern = ops["$regex"]
-        if isinstance(pattern, str) and options in ("", "i"):
-            yield from _readings(pattern)
-    elif keys == {"$not"} and isinstance(ops["$not"], Mapping):
-        inner = ops["$not"]
-        if set(inner) in ({"$regex"}, {"$regex", "$options"}) and isinstance(inner["$regex"], str):
-            for op, text in _readings(inner["$regex"]):
-                if op != "matches":
-                    yield f"not_{op}", text
-
-
-def _readings(pattern: str) -> Iterator[tuple[str, str]]:
-    """What a pattern may have been typed as: the literal text of begins/ends with, contains."""
-    if pattern.startswith("^") and _literal(pattern[1:]) is not None:
-        yield "begins_with", _literal(pattern[1:]) or ""
-    if pattern.endswith("$") and _literal(pattern[:-1]) is not None:
-        yield "ends_with", _literal(pattern[:-1]) or ""
-    if _literal(pattern) is not None:
-        yield "contains", _literal(pattern) or ""
-    yield "matches", pattern
-
-
-def _literal(pattern: str) -> str | None:
-    text = re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
-    return text if text and re.escape(text) == pattern else None
+        for op, core in (("begins_with", pattern[1:]), ("ends_with", pattern[:-1])):
+            yield op, re.sub(r"\\(.)", r"\1", core, flags=re.DOTALL)
+        yield "contains", re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
+        yield "matches", pattern
+    elif set(ops) == {"$not"} and isinstance(ops["$not"], Mapping):
+        for op, text in _candidates(kind, ops["$not"]):
+            if op in TEXT_OPERATORS and op != "matches":
+                yield f"not_{op}", text
 
 
 class _Loader:
@@ -136,8 +101,7 @@ class _Loader:
             ((key, value),) = query.items()
             if key == "$nor":
                 if (rule := self.negated(value, within)) is not None:
-                    group["items"] = [rule]
-                    return group
+                    return {**group, "items": [rule]}
                 group["not"] = True
                 inner = value[0]
                 if len(value) == 1 and len(inner) == 1 and next(iter(inner)) in ("$and", "$or"):
@@ -148,17 +112,14 @@ class _Loader:
                 # NOT of one part is NOT (AND of it); NOT of several is NOT (a OR b ...).
                 single_nor = key == "$nor" and len(value) == 1
                 group["join"] = "and" if key == "$and" or single_nor else "or"
-                where = f"{where}[{key!r}]"
-                group["items"] = [
-                    self.item(p, f"{where}[{i}]", within) for i, p in enumerate(value)
-                ]
+                at = f"{where}[{key!r}]"
+                group["items"] = [self.item(p, f"{at}[{i}]", within) for i, p in enumerate(value)]
                 return group
         for key, value in query.items():
             group["items"].append(self.item({key: value}, where, within))
         return group
 
     def item(self, query: Any, where: str, within: str | None) -> dict[str, Any]:
-        """A rule when ``query`` is one rule's filter, else a group."""
         if not isinstance(query, Mapping):
             raise InvalidQuery(f"{where}: a part of the query must be an object")
         if len(query) == 1:
@@ -176,10 +137,8 @@ class _Loader:
             if within:
                 raise InvalidQuery(f"{where}: the builder cannot show $elemMatch within $elemMatch")
             if len(body) > 1:
-                others = sorted(set(body) - {"$elemMatch"})
-                raise InvalidQuery(
-                    f"{where}: the builder cannot show {others[0]} beside $elemMatch"
-                )
+                other = min(set(body) - {"$elemMatch"})
+                raise InvalidQuery(f"{where}: the builder cannot show {other} beside $elemMatch")
             inner = body["$elemMatch"]
             if not isinstance(inner, Mapping) or (
                 _is_operators(inner) and not (set(inner) & {"$and", "$or", "$nor"})
@@ -187,9 +146,7 @@ class _Loader:
                 raise InvalidQuery(f"{where}: the builder shows $elemMatch of fields only")
             group = self.group(inner, f"{where}['$elemMatch']", EACH)
             if group["not"]:
-                outer = new_group(self.id("g"), each=EACH)
-                outer["items"] = [group]
-                return outer
+                return {**new_group(self.id("g"), each=EACH), "items": [group]}
             group["each"] = EACH
             return group
         rule = self.rule(path, body, within, negate=False)
@@ -198,11 +155,8 @@ class _Loader:
         if _is_operators(body) and len(body) > 1:
             # Several operators on one field: one rule each, in a group of their own.
             group = new_group(self.id("g"))
-            ops = [k for k in body if k != "$options"]
-            for op in ops:
-                one = {op: body[op]}
-                if op == "$regex" and "$options" in body:
-                    one["$options"] = body["$options"]
+            for op in [k for k in body if k != "$options"]:
+                one = {k: body[k] for k in (op, "$options" if op == "$regex" else op) if k in body}
                 rule = self.rule(path, one, within, negate=False)
                 if rule is None:
                     raise self.refusal(path, one, f"{where}[{op!r}]", within)
@@ -211,12 +165,10 @@ class _Loader:
         raise self.refusal(path, body, where, within)
 
     def refusal(self, path: str, body: Any, where: str, within: str | None) -> InvalidQuery:
-        if _is_operators(body):
-            known = {"$eq", "$ne", "$in", "$nin", "$lt", "$lte", "$gt", "$gte", "$regex"}
-            known |= {"$options", "$not", "$exists"}
-            odd = [op for op in body if op not in known]
-            if odd:
-                return InvalidQuery(f"{where}: the builder cannot show {odd[0]}")
+        known = {*_NAMED, "$regex", "$options", "$not", "$exists"}
+        odd = [op for op in body if op not in known] if _is_operators(body) else []
+        if odd:
+            return InvalidQuery(f"{where}: the builder cannot show {odd[0]}")
         kind = (self.catalog.subscriptions() if within else self.catalog).kind(path)
         shown = canonical_json(body)
         if len(shown) > 80:  # a message, not a copy of the query
@@ -225,11 +177,10 @@ class _Loader:
 
     def negated(self, nor: Any, within: str | None) -> dict[str, Any] | None:
         """The rule that writes ``{"$nor": nor}`` exactly, if one does."""
-        if len(nor) != 1 or not isinstance(nor[0], Mapping) or len(nor[0]) != 1:
+        part = nor[0] if len(nor) == 1 else None
+        if not isinstance(part, Mapping) or len(part) != 1 or next(iter(part)).startswith("$"):
             return None
-        if next(iter(nor[0])).startswith("$"):
-            return None
-        ((path, body),) = nor[0].items()
+        ((path, body),) = part.items()
         return self.rule(path, body, within, negate=True)
 
     def rule(
@@ -240,31 +191,25 @@ class _Loader:
         kind = catalog.kind(path)
         if _is_operators(body) and set(body) == {"$eq"} and not isinstance(body["$eq"], Mapping):
             body = body["$eq"]  # {"$eq": v} is how {path: v} is written out in full
-        wanted = {path: body}
-        if negate:
-            wanted = {"$nor": [wanted]}
+        wanted = canonical_json({"$nor": [{path: body}]} if negate else {path: body})
         try:
             candidates = list(_candidates(kind, body))
         except InvalidQuery:
             return None
-        wanted_json = canonical_json(wanted)
+        if negate:
+            negations = {"between": "not_between", "equal": "not_equal"}
+            candidates = [(negations[op], v) for op, v in candidates if op in negations]
         for op, value in candidates:
-            if negate:
-                op = {"between": "not_between", "equal": "not_equal"}.get(op, "")
-                if not op:
-                    continue
-            for ignore_case, whole_day in ((False, True), (True, True), (False, False)):
-                rule = new_rule("", catalog.label(path), op, value)
-                rule["ignore_case"] = ignore_case
-                if not whole_day:
-                    rule["whole_day"] = False  # a bare day compared as text, as it was written
-                if ignore_case and op not in TEXT_OPERATORS:
+            # Without ticks, ignoring case, and a bare day compared as text as it was written.
+            for ticks in ({}, {"ignore_case": True}, {"whole_day": False}):
+                if ticks.get("ignore_case") and op not in TEXT_OPERATORS:
                     continue  # the check drops the tick: the rule without it writes the same
+                rule = {**new_rule("", catalog.label(path), op, value), **ticks}
                 try:
                     written = rule_query(path, op, rule_value(op, value, kind, path), kind, rule)
                 except RuleProblem:
                     continue
-                if canonical_json(written) == wanted_json:
+                if canonical_json(written) == wanted:
                     rule["id"] = self.id("r")
                     return rule
         return None
@@ -282,70 +227,54 @@ def _loaded(query: Any) -> dict[str, Any]:
     return checked
 
 
-def _check_lists(query: Any, where: str = "query") -> None:
+def _check_lists(query: Any) -> None:
     """Refuse a list of values longer than a rule holds, before any slower reading of it."""
-    todo = [(query, where)]
+    todo = [(query, "query")]
     while todo:
         node, here = todo.pop()
-        if isinstance(node, list):
-            if len(node) > MAX_LIST_VALUES:
-                raise InvalidQuery(
-                    f"{here}: the builder holds at most {MAX_LIST_VALUES:,} values in one list,"
-                    f" not {len(node):,}; read_profiles takes this query as it is"
-                )
-            todo.extend(
-                (v, f"{here}[{i}]") for i, v in enumerate(node) if isinstance(v, dict | list)
+        if isinstance(node, list) and len(node) > MAX_LIST_VALUES:
+            raise InvalidQuery(
+                f"{here}: the builder holds at most {MAX_LIST_VALUES:,} values in one list,"
+                f" not {len(node):,}; read_profiles takes this query as it is"
             )
-        elif isinstance(node, dict):
-            todo.extend(
-                (v, f"{here}[{k!r}]") for k, v in node.items() if isinstance(v, dict | list)
-            )
+        pairs = node.items() if isinstance(node, dict) else enumerate(node)
+        todo.extend((v, f"{here}[{k!r}]") for k, v in pairs if isinstance(v, dict | list))
 
 
 def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, Any]:
     """A document whose :func:`check` gives ``query`` (a dict or JSON text) back.
 
-    A query the builder wrote comes back the same; another may come back as
-    the same filter in other words. Ids are ``"g1"``, ``"r2"``, ... in reading
-    order; fields are shown by their label. ``InvalidQuery`` is raised for
-    text that is not JSON (:func:`~stoplist_nb.query.loads_query`), a query
-    that is not valid, or a part that cannot be shown exactly (``$size``,
-    ``$gt`` of a bare day on a date field, a list of more than
-    :data:`MAX_LIST_VALUES` values, ...).
+    Ids are ``"g1"``, ``"r2"``, ... in reading order. ``InvalidQuery`` is
+    raised for a query that is not valid or has a part that cannot be shown
+    exactly (``$size``, a list of more than :data:`MAX_LIST_VALUES` values, ...).
 
     >>> document_of('{"_city": null}')["root"]["items"][0]["operator"]
     'is_null'
     """
     known = FieldCatalog([]) if catalog is None else catalog
-    document = _document(_loaded(query), known)
-    _refuse_unless_ok(check(document, known))
-    return document
+    return load_document(
+        query, known, fields=[], preview_rows=str(DEFAULT_PREVIEW_ROWS), guess=False
+    )[0]
 
 
 def load_document(
-    query: Any, catalog: FieldCatalog, *, fields: list[str], preview_rows: Any
+    query: Any, catalog: FieldCatalog, *, fields: list[str], preview_rows: Any, guess: bool = True
 ) -> tuple[dict[str, Any], FieldCatalog, dict[str, Any]]:
     """:func:`document_of` with these ``fields`` and ``preview_rows``, the query read once.
 
-    Returns the document, ``catalog`` with :func:`guessed_types` added, and the
-    document's :func:`check`. Raises ``InvalidQuery`` as :func:`document_of`,
-    ``InvalidInput`` for fields to return that are not known names.
+    Returns the document, ``catalog`` with :func:`guessed_types` added when ``guess``,
+    and its :func:`check`; ``InvalidInput`` for fields to return that are not known names.
     """
     checked = _loaded(query)
-    catalog = catalog.with_types(_guessed(checked, catalog.infos))
+    catalog = catalog.with_types(_guessed(checked, catalog.infos) if guess else {})
     document = _document(checked, catalog)
     document["fields"], document["preview_rows"] = fields, preview_rows
     report = check(document, catalog)
-    problems = report["fields"]["problems"]
-    if problems:
+    if problems := report["fields"]["problems"]:
         raise InvalidInput("; ".join(p["message"] for p in problems))
-    _refuse_unless_ok(report)
-    return document, catalog, report
-
-
-def _refuse_unless_ok(report: dict[str, Any]) -> None:
     if not report["ok"]:
         raise InvalidQuery("the builder cannot show this query: " + "; ".join(report["summary"]))
+    return document, catalog, report
 
 
 def _document(checked: dict[str, Any], catalog: FieldCatalog) -> dict[str, Any]:
@@ -354,16 +283,12 @@ def _document(checked: dict[str, Any], catalog: FieldCatalog) -> dict[str, Any]:
     if not root["items"]:
         root["items"].append(new_rule(loader.id("r")))
     if root["each"]:  # only a nested group can be a same-subscription one
-        outer = new_group("g0")
-        outer["items"] = [root]
-        root = outer
+        root = {**new_group("g0"), "items": [root]}
     return empty_document(root)
 
 
 def guessed_types(query: Any, catalog: FieldCatalog | None = None) -> dict[str, str]:
     """Types for the fields of ``query`` that ``catalog`` lacks, from their values.
-
-    Subscription fields inside ``$elemMatch`` come back with their full path.
 
     >>> guessed_types({"score": {"$gte": 2.5}, "subscriptions": {"$elemMatch": {"prio": 1}}})
     {'score': 'float', 'subscriptions.prio': 'int'}
@@ -382,15 +307,12 @@ def _guessed(query: dict[str, Any], known: Mapping[str, Any]) -> dict[str, str]:
         if not isinstance(node, Mapping):
             continue
         for key, value in node.items():
+            path = prefix + key
             if key in ("$and", "$or", "$nor"):
                 todo.append((value, prefix))
-            elif not key.startswith("$"):
-                if key == EACH and _is_operators(value) and "$elemMatch" in value:
-                    todo.append((value["$elemMatch"], f"{EACH}."))
-                    continue
-                path = prefix + key
-                if path in known or path in found:
-                    continue
+            elif key == EACH and _is_operators(value) and "$elemMatch" in value:
+                todo.append((value["$elemMatch"], f"{EACH}."))
+            elif not key.startswith("$") and path not in known and path not in found:
                 if _is_operators(value):  # the value of its first operator that holds one
                     ops = [(op, v) for op, v in value.items() if op not in ("$exists", "$options")]
                     value = next(("" if op in ("$regex", "$not") else v for op, v in ops), None)

@@ -12,43 +12,27 @@ from typing import Any
 
 from stoplist_nb._json.kinds import BOOLEAN, FLOAT, INT, STRING, json_kind
 
-#: Every operator of a rule: name -> (label, arity). Arity 0 takes no value,
-#: 1 one, 2 two (``between``), ``"list"`` one or more (``in``).
+#: Every operator of a rule: name -> (label, arity: 0, 1, 2 or ``"list"``, one or more).
 OPERATORS: dict[str, tuple[str, int | str]] = {
-    "equal": ("equal", 1),
-    "not_equal": ("not equal", 1),
-    "in": ("in", "list"),
-    "not_in": ("not in", "list"),
-    "less": ("less", 1),
-    "less_or_equal": ("less or equal", 1),
-    "greater": ("greater", 1),
-    "greater_or_equal": ("greater or equal", 1),
-    "between": ("between", 2),
-    "not_between": ("not between", 2),
-    "begins_with": ("begins with", 1),
-    "not_begins_with": ("not begins with", 1),
-    "contains": ("contains", 1),
-    "not_contains": ("not contains", 1),
-    "ends_with": ("ends with", 1),
-    "not_ends_with": ("not ends with", 1),
+    "equal": ("equal", 1), "not_equal": ("not equal", 1),
+    "in": ("in", "list"), "not_in": ("not in", "list"),
+    "less": ("less", 1), "less_or_equal": ("less or equal", 1),
+    "greater": ("greater", 1), "greater_or_equal": ("greater or equal", 1),
+    "between": ("between", 2), "not_between": ("not between", 2),
+    "begins_with": ("begins with", 1), "not_begins_with": ("not begins with", 1),
+    "contains": ("contains", 1), "not_contains": ("not contains", 1),
+    "ends_with": ("ends with", 1), "not_ends_with": ("not ends with", 1),
     "matches": ("matches regex", 1),
-    "is_empty": ("is empty", 0),
-    "is_not_empty": ("is not empty", 0),
-    "is_null": ("is null", 0),
-    "is_not_null": ("is not null", 0),
-    "exists": ("exists", 0),
-    "not_exists": ("does not exist", 0),
-}
+    "is_empty": ("is empty", 0), "is_not_empty": ("is not empty", 0),
+    "is_null": ("is null", 0), "is_not_null": ("is not null", 0),
+    "exists": ("exists", 0), "not_exists": ("does not exist", 0),
+}  # fmt: skip
 
 _RANGE = ("less", "less_or_equal", "greater", "greater_or_equal", "between", "not_between")
 _NULLS = ("is_null", "is_not_null", "exists", "not_exists")
 #: The operators that match text with a regular expression.
-TEXT_OPERATORS = (
-    "begins_with", "not_begins_with", "contains", "not_contains", "ends_with", "not_ends_with",
-    "matches"
-)  # fmt: skip
-#: The operators for which a bare day on a date field stands for the whole day
-#: (unless the rule's ``whole_day`` is false); the others compare it as text.
+TEXT_OPERATORS = tuple(op for op in OPERATORS if op.endswith(("with", "contains", "matches")))
+#: The operators for which a bare day on a date field stands for the whole day.
 WHOLE_DAY_OPERATORS = ("equal", "not_equal", "less_or_equal", "greater", "between", "not_between")
 
 #: The operators each kind of field offers, in the order offered.
@@ -135,10 +119,8 @@ def iso_day(text: str) -> date | None:
 def valid_date(text: str) -> bool:
     """Whether ``text`` is an ISO date, ``YYYY-MM-DD``, optionally with a time on the clock.
 
-    >>> valid_date("2024-02-29"), valid_date("2023-07-14T09:26:53.512Z")
-    (True, True)
-    >>> valid_date("2023-02-30"), valid_date("14.07.2023"), valid_date("2024-01-31T25:00")
-    (False, False, False)
+    >>> valid_date("2023-07-14T09:26:53.512Z"), valid_date("2023-02-30"), valid_date("14.07.2023")
+    (True, False, False)
     """
     match = _DATE_TIME.fullmatch(text)
     if match is None or iso_day(match[1]) is None:
@@ -173,10 +155,6 @@ def parse_value(kind: str, text: str) -> Any:
 
     >>> parse_value("int", "3"), parse_value("float", "2.5"), parse_value("boolean", "True")
     (3, 2.5, True)
-    >>> parse_value("int", "2.5")
-    Traceback (most recent call last):
-    ...
-    ValueError: value must be a whole number, not '2.5' (it is not rounded)
     """
     stripped = text.strip()
     if kind in ("int", "float"):

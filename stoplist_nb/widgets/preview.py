@@ -21,7 +21,6 @@ _CONTACT_WIDTH = 32  # a push token is ~150 characters: the preview shows its st
 
 
 def _query_paths(query: Query) -> list[str]:
-    """The field paths of the conditions of ``query``, in order, each once."""
     paths: list[str] = []
     todo: list[Query] = [query]
     while todo:  # a loop: groups may nest up to MongoDB's depth
@@ -33,21 +32,14 @@ def _query_paths(query: Query) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def _shorten(value: Any) -> Any:
-    text = str(value)
-    return text if len(text) <= _CONTACT_WIDTH else text[: _CONTACT_WIDTH - 1] + "\u2026"
-
-
 def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[str]) -> pd.DataFrame:
     """The columns a Preview shows, missing values as empty strings.
 
-    A frame has a row per subscription, so every row starts with what tells
-    them apart: ``profile_id``, ``channel``, ``status`` and ``contact`` (the
-    subscription's ``email``, else its ``phone``, else the start of its push
-    or messenger id, e.g. ``cc_data.id``); those empty in every row
-    (no subscriptions were asked for) are left out. Then come the chosen
-    ``fields`` or, with none chosen, the profile columns the query names and
-    the first others, up to ``_PREVIEW_PROFILE_COLUMNS``.
+    Each row (one per subscription) starts with what tells it apart:
+    ``profile_id``, ``channel``, ``status`` and ``contact`` (its ``email``,
+    ``phone`` or the start of a push or messenger id), less those empty in
+    every row; then the chosen ``fields`` or, with none chosen, the profile
+    columns the query names and the first others.
     """
     columns = list(frame.columns)
     present = set(columns)
@@ -60,7 +52,9 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
         contact = pd.Series(pd.NA, index=frame.index, dtype=object)
         for name in sources:
             contact = contact.where(contact.notna(), frame[name].astype(object))
-        data["contact"] = contact.map(_shorten, na_action="ignore")
+        text = contact.map(str, na_action="ignore")
+        cut = text.str[: _CONTACT_WIDTH - 1] + "\N{HORIZONTAL ELLIPSIS}"
+        data["contact"] = text.where(text.str.len() <= _CONTACT_WIDTH, cut)
         present.add("contact")
         subscription.append("contact")
     key = ["profile_id"] + [c for c in subscription if c in present and data[c].notna().any()]
@@ -91,8 +85,6 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
 
 def preview_html(frame: pd.DataFrame, params: dict[str, Any]) -> str:
     """The HTML of a Preview of ``frame``, read with ``params``: its row count and table.
-
-    :data:`EMPTY` with no table for no profile.
 
     >>> EMPTY in preview_html(pd.DataFrame(), {"query": {}})
     True
