@@ -15,7 +15,7 @@ import struct
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.client import responses
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -195,17 +195,15 @@ class RequestRecord:
 
 class DemoHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
-    # stop() wakes every handler itself (close_connections, the stopping event);
+    # stop() wakes every handler itself (its connections shut, the stopping event);
     # joining them on server_close could still hang on a client that stopped mid-body.
     block_on_close = False
 
-    def __init__(
-        self, address: tuple[str, int], service: DemoService, stopping: threading.Event
-    ) -> None:
+    def __init__(self, address: tuple[str, int], service: DemoService) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         self.service = service
-        self.stopping = stopping
+        self.stopping = service._stopping
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
         super().__init__(address, _Handler)
@@ -223,13 +221,6 @@ class DemoHTTPServer(ThreadingHTTPServer):
         if isinstance(sys.exc_info()[1], OSError):
             return
         super().handle_error(request, client_address)
-
-    def close_connections(self) -> None:
-        with self.connections_lock:
-            conns = list(self.connections)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -375,8 +366,6 @@ class DemoService:
     Attributes:
         profiles: The data set, as ``profiles/list`` returns it without ``fields``.
         requests: One :class:`RequestRecord` per request handled, token removed.
-        suppress_id: Id of the suppression list.
-        suppress_name: Its name; the export is ``<name>.md5.zip``.
     """
 
     def __init__(
@@ -403,8 +392,9 @@ class DemoService:
                 raise ValueError("every profile needs a unique non-empty string 'id'")
         if token is not None and (not isinstance(token, str) or not token):
             raise ValueError("token must be a non-empty string or None")
-        if isinstance(db_id, bool) or not isinstance(db_id, int):
-            raise ValueError(f"db_id must be an int, got {db_id!r}")
+        for name, value in (("db_id", db_id), ("suppress_id", suppress_id)):
+            if not _api.is_int(value):
+                raise ValueError(f"{name} must be an int, got {value!r}")
         if suppressed is None:
             suppressed = _suppress.build_suppressed(data, seed)
         self.exports = _suppress.ExportStore(suppress_id, suppress_name, suppressed)
@@ -447,7 +437,7 @@ class DemoService:
         if self._server is not None:
             raise RuntimeError("the demo service is already running")
         self._stopping = threading.Event()
-        server = DemoHTTPServer(self._address, self, self._stopping)
+        server = DemoHTTPServer(self._address, self)
         thread = threading.Thread(
             target=server.serve_forever,
             kwargs={"poll_interval": 0.05},  # stop() waits for one poll
@@ -466,7 +456,11 @@ class DemoService:
         self._server = self._thread = None
         self._stopping.set()  # wakes handlers sleeping in a "slow" fault
         server.shutdown()
-        server.close_connections()
+        with server.connections_lock:
+            conns = list(server.connections)
+        for conn in conns:  # a handler may wait on a client that stopped mid-body
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         server.server_close()
         if thread is not None:
             thread.join(timeout=5)
@@ -549,14 +543,10 @@ class DemoService:
         return None
 
 
-@contextlib.contextmanager
 def serve(
     profiles: int | Iterable[Mapping[str, Any]] = DEFAULT_PROFILES, seed: int = 0, **options: Any
-) -> Iterator[DemoService]:
-    """Run a :class:`DemoService` (same arguments) for the duration of a ``with`` block.
-
-    Yields:
-        The running service; it is stopped when the block exits.
+) -> DemoService:
+    """A :class:`DemoService` (same arguments) that runs for the duration of a ``with`` block.
 
     >>> import requests
     >>> with serve(profiles=5) as svc:
@@ -566,5 +556,4 @@ def serve(
     >>> reply["error"], len(reply["data"])
     (0, 2)
     """
-    with DemoService(profiles, seed, **options) as service:
-        yield service
+    return DemoService(profiles, seed, **options)
