@@ -52,16 +52,15 @@ class Fault:
 
     Attributes:
         method: API method (``"profiles/list"``), ``"download"`` or ``"*"`` for any.
-        kind: In place of the reply: ``"status"`` (an HTTP error with the envelope),
-            ``"html"`` (an nginx error page), ``"malformed"`` (200, cut JSON),
-            ``"api_error"`` (200, non-zero ``error``), ``"raw"`` (``status``, ``headers``
-            and ``body``, or ``text``), ``"reset"`` (the connection reset). To the reply:
-            ``"slow"`` (sent after ``delay``), ``"trickle"`` (a byte every ``delay``),
-            ``"truncate"`` (full ``Content-Length``, half the body). ``profiles/list``
-            paging: ``"stall"`` (``next_from_id`` repeats ``from_id``), ``"decoy"`` (a
-            row field ``next_from_id`` first), ``"ignore_limit"`` (pages of ``size``,
-            default twice ``limit``), ``"no_cursor"``, ``"opaque_cursor"`` (the last id
-            and ``"~"``), ``"cycle"`` (``next_from_id`` is ``cursor``).
+        kind: In place of the reply: ``"status"`` (an HTTP error with the envelope), ``"html"``
+            (an nginx error page), ``"malformed"`` (200, cut JSON), ``"api_error"`` (200,
+            non-zero ``error``), ``"raw"`` (``status``, ``headers`` and ``body`` or ``text``),
+            ``"reset"`` (the connection reset). To the reply: ``"slow"`` (sent after ``delay``),
+            ``"trickle"`` (a byte every ``delay``), ``"truncate"`` (full ``Content-Length``,
+            half the body). ``profiles/list`` paging: ``"stall"`` (``next_from_id`` repeats
+            ``from_id``), ``"decoy"`` (a row field ``next_from_id`` first), ``"ignore_limit"``
+            (pages of ``size``, default twice ``limit``), ``"no_cursor"``, ``"opaque_cursor"``
+            (the last id and ``"~"``), ``"cycle"`` (``next_from_id`` is ``cursor``).
         times: Requests it fires for; ``None`` for every request.
         status: HTTP status of ``"status"`` (503), ``"html"`` (502) and ``"raw"`` (200).
         retry_after: ``Retry-After`` header of ``"status"`` and ``"html"``.
@@ -245,8 +244,8 @@ class _Handler(BaseHTTPRequestHandler):
             with self.server.connections_lock:
                 self.server.connections.discard(self.connection)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # no access log on stderr
+    def log_message(self, format: str, *args: Any) -> None:  # no access log on stderr
+        pass
 
     def _handle(self) -> None:
         srv = self.server
@@ -360,8 +359,8 @@ class DemoService:
         http_errors: Answer API errors with their code as HTTP status, or with 200.
         suppress_id: Id of the one suppression list.
         suppress_name: Its name, which names the exported ``<name>.md5.zip``.
-        suppressed: Its contacts as ``{"emails": [...], "phones": [...], "domains":
-            [...]}``; by default some of the profiles' and as many that no profile has.
+        suppressed: Its contacts per kind (``"emails"``, ``"phones"``, ``"domains"``); by
+            default some of the profiles' and as many that no profile has.
 
     Attributes:
         profiles: The data set, as ``profiles/list`` returns it without ``fields``.
@@ -480,11 +479,7 @@ class DemoService:
     def add_fault(self, method: str, kind: FaultKind, **options: Any) -> Fault:
         """Queue a fault for the next requests of ``method``.
 
-        Args:
-            method: As :attr:`Fault.method`, ``kind`` and ``**options`` as the rest of it.
-
-        Returns:
-            The queued fault; its ``fired`` counts the requests it has hit.
+        ``method``, ``kind`` and ``**options`` are those of :class:`Fault`; returns the fault.
 
         >>> with serve(profiles=3) as svc:
         ...     fault = svc.add_fault("profiles/list", "status", status=503, times=2)
@@ -502,10 +497,9 @@ class DemoService:
             self._faults.clear()
 
     def plan_next_export(self, **options: Any) -> ExportPlan:
-        """Script the next export started (a second call replaces it); later ones get defaults.
+        """Script the next export started with the :class:`ExportPlan` of ``options``, returned.
 
-        Returns:
-            The :class:`ExportPlan` of ``options``, validated.
+        A second call replaces it; later exports get the defaults.
 
         >>> with serve(profiles=3) as svc:
         ...     plan = svc.plan_next_export(steps=1, final="success")
