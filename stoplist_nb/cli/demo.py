@@ -1,8 +1,7 @@
 """The ``demo`` command: the whole job, through the real client, on the embedded demo service.
 
-The files are written into a hidden directory inside ``--out`` and go in
-place together once all are written: a run that fails or is stopped leaves
-``--out`` as it was.
+The files are written into a hidden directory inside ``--out`` and go in place together
+once all are written: a run that fails or is stopped leaves ``--out`` as it was.
 """
 
 from __future__ import annotations
@@ -55,10 +54,7 @@ def _suppression_list(client: Client, list_id: int, ui: Ui) -> pd.DataFrame:
     return out
 
 
-def _plots(
-    profiles: pd.DataFrame, flagged: pd.DataFrame, into: pathlib.Path, out: pathlib.Path, ui: Ui
-) -> list[str]:
-    """Draw the plots into ``into``, naming them in ``out`` (where they go) in messages."""
+def _plots(profiles: pd.DataFrame, flagged: pd.DataFrame, into: pathlib.Path, ui: Ui) -> list[str]:
     try:
         import matplotlib
     except ModuleNotFoundError:
@@ -79,28 +75,23 @@ def _plots(
         "top_domains": lambda ax: plots.plot_top_domains(profiles, n=10, ax=ax),
         "suppression_overlap": lambda ax: plots.plot_suppression_overlap(flagged, ax=ax),
     }
-    written = []
     for name, draw in charts.items():
         fig, ax = plt.subplots(figsize=(8, 4.5))
         try:
-            drawn = draw(ax)
-            drawn.figure.savefig(into / f"{name}.png", dpi=_DPI, bbox_inches="tight")
+            draw(ax).figure.savefig(into / f"{name}.png", dpi=_DPI, bbox_inches="tight")
         except OSError as exc:
-            raise output.cannot_write(out / f"{name}.png", exc) from None
+            raise output.cannot_write(into / f"{name}.png", exc) from None
         finally:
             plt.close(fig)
-        written.append(f"{name}.png")
-    return written
+    return [f"{name}.png" for name in charts]
 
 
 def _summary(
     profiles: pd.DataFrame, stop: pd.DataFrame, flagged: pd.DataFrame, list_id: int
 ) -> list[str]:
-    subscribed = profiles["channel"].notna()
-    subs = profiles[subscribed]
     # A profile without a subscription is one row too, its subscription columns empty.
+    subs = profiles[profiles["channel"].notna()]
     people = profiles["profile_id"].nunique()
-    bare = people - subs["profile_id"].nunique()
     sizes = stop["type"].value_counts()
     hits = flagged[flagged["suppressed"].fillna(False).astype(bool)]
     # <NA>: a row with no usable e-mail or phone, neither suppressed nor safe.
@@ -111,9 +102,9 @@ def _summary(
     by = {k: counts.pop(k, 0) for k in KINDS if k in counts or k in looked}
     by.update(counts)
     return [
-        f"{plural(people, 'profile')} ({bare} without a subscription), "
-        f"{plural(len(subs), 'subscription')}: {plural(len(profiles), 'row')}, one per "
-        "subscription and one per profile without any",
+        f"{plural(people, 'profile')} ({people - subs['profile_id'].nunique()} without a "
+        f"subscription), {plural(len(subs), 'subscription')}: {plural(len(profiles), 'row')}, "
+        "one per subscription and one per profile without any",
         "",
         "subscriptions by channel and status:",
         pd.crosstab(subs["channel"], subs["status"], margins=True).to_string(),
@@ -135,11 +126,7 @@ def _summary(
 def _put_in_place(
     staging: pathlib.Path, out: pathlib.Path, names: Sequence[str], overwrite: bool
 ) -> None:
-    """Move the written files into ``out``: all of them, or none.
-
-    Without ``overwrite`` each is linked in, which fails where a file has
-    output.appeared since the start; the ones already put there are then taken back.
-    """
+    """Move the written files into ``out``: all, or none (a file that appeared is not replaced)."""
     placed: list[pathlib.Path] = []
     try:
         for name in names:
@@ -174,71 +161,62 @@ def run_demo(args: argparse.Namespace, ui: Ui) -> int:
             hint="name a directory (created if missing) for the files of the demo",
         )
     names = [f"{name}{suffix}" for name in DEMO_FILES for suffix in (".parquet", ".csv")]
-    if args.plots and importlib.util.find_spec("matplotlib") is not None:
-        names += [f"{name}.png" for name in PLOT_FILES]
-    output.refuse_existing([out / name for name in names], overwrite=args.overwrite)
+    plotting = args.plots and importlib.util.find_spec("matplotlib") is not None
+    output.refuse_existing(
+        [out / name for name in names + [f"{p}.png" for p in PLOT_FILES if plotting]],
+        overwrite=args.overwrite,
+    )
     try:
         from stoplist_nb.demo import serve
     except ImportError as exc:
         # The demo package re-raises a missing mongomock as a plain ImportError, with no name.
-        missing = getattr(exc, "name", None) or "mongomock"
         raise CliError(
-            f"the embedded demo service needs {missing}, which is not installed",
+            f"the embedded demo service needs {getattr(exc, 'name', None) or 'mongomock'}, "
+            "which is not installed",
             code=output.EXIT_USAGE,
             hint="pip install 'stoplist_nb[demo]'",
         ) from None
     created = not out.exists()
+    staging = out / f".stoplist-demo-{os.getpid()}.tmp"
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise output.cannot_write(f"{out}/", exc) from None
-    try:
-        return _run(args, ui, serve, out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(staging, ignore_errors=True)  # left by a killed run of the same pid
+            staging.mkdir()
+        except OSError as exc:
+            raise output.cannot_write(f"{out}/", exc) from None
+        with serve(profiles=args.profiles, seed=args.seed) as svc, svc.client() as client:
+            # Not its URL: the service ends with the command.
+            ui.say(
+                f"demo data: {plural(len(svc.profiles), 'generated profile')} of the embedded "
+                f"demo service, database {svc.db_id}, suppression list {svc.suppress_id}"
+            )
+            profiles = read_profiles(client, svc.db_id, limit=args.limit, progress=ui.progress)
+            stop = _suppression_list(client, svc.suppress_id, ui)
+            list_id = svc.suppress_id
+        # The subscriptions that carry an e-mail or a phone are the contacts to check.
+        has_contact = profiles["email"].notna() | profiles["phone"].notna()
+        contacts = profiles.loc[has_contact, CONTACT_COLUMNS].reset_index(drop=True)
+        flagged = flag_suppressed(contacts, stop, email="email", phone="phone")
+        frames = dict(zip(DEMO_FILES, (profiles, stop, flagged), strict=True))
+        try:
+            for name in names:
+                output.write_frame(frames[name.split(".")[0]], staging / name)
+            if args.plots:
+                names += _plots(profiles, flagged, staging, ui)
+        except CliError as exc:  # it names the hidden file; say the one it stands for
+            raise CliError(str(exc).replace(str(staging), str(out)), code=exc.code) from None
+        _put_in_place(staging, out, names, args.overwrite)
     except BaseException as exc:
-        if created:  # made for this run, and still empty: as it was, not there
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:  # made for this run, and now empty: as it was, not there
             with contextlib.suppress(OSError):
                 out.rmdir()
         if isinstance(exc, KeyboardInterrupt):
             kept = f"no {out}" if created else f"{out} was left as it was"
             output.said_on_interrupt(exc, kept, "hint: the same command runs the demo again")
         raise
-
-
-def _run(args: argparse.Namespace, ui: Ui, serve: Callable[..., Any], out: pathlib.Path) -> int:
-    with serve(profiles=args.profiles, seed=args.seed) as svc, svc.client() as client:
-        # Not its URL: the service ends with the command.
-        ui.say(
-            f"demo data: {plural(len(svc.profiles), 'generated profile')} of the embedded demo "
-            f"service, database {svc.db_id}, suppression list {svc.suppress_id}"
-        )
-        profiles = read_profiles(client, svc.db_id, limit=args.limit, progress=ui.progress)
-        stop = _suppression_list(client, svc.suppress_id, ui)
-        list_id = svc.suppress_id
-    # The subscriptions that carry an e-mail or a phone are the contacts to check.
-    has_contact = profiles["email"].notna() | profiles["phone"].notna()
-    contacts = profiles.loc[has_contact, CONTACT_COLUMNS].reset_index(drop=True)
-    flagged = flag_suppressed(contacts, stop, email="email", phone="phone")
-    staging = out / f".stoplist-demo-{os.getpid()}.tmp"
-    shutil.rmtree(staging, ignore_errors=True)  # left by a killed run of the same process id
-    try:
-        staging.mkdir()
-    except OSError as exc:
-        raise output.cannot_write(f"{out}/", exc) from None
-    try:
-        written = []
-        for name, frame in zip(DEMO_FILES, (profiles, stop, flagged), strict=True):
-            for suffix in (".parquet", ".csv"):
-                try:
-                    output.write_frame(frame, staging / f"{name}{suffix}")
-                except CliError as exc:  # it names the hidden file; say the one it stands for
-                    hidden, shown = str(staging / f"{name}{suffix}"), str(out / f"{name}{suffix}")
-                    raise CliError(str(exc).replace(hidden, shown), code=exc.code) from None
-                written.append(f"{name}{suffix}")
-        if args.plots:
-            written += _plots(profiles, flagged, staging, out, ui)
-        _put_in_place(staging, out, written, args.overwrite)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(staging, ignore_errors=True)
     ui.say("\n".join(_summary(profiles, stop, flagged, list_id)))
-    ui.say(f"\nwrote {plural(len(written), 'file')} to {out}: {', '.join(written)}")
+    ui.say(f"\nwrote {plural(len(names), 'file')} to {out}: {', '.join(names)}")
     return 0

@@ -18,26 +18,6 @@ from stoplist_nb.demo._server import DEFAULT_PROFILES, DemoService
 _URL, _TOKEN = "STOPLIST_NB_URL", "STOPLIST_NB_TOKEN"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m stoplist_nb.demo",
-        description="Serve a local demo of the Altcraft Platform API v1.1 with generated "
-        f"profiles and a suppression list; it prints the {_URL} and {_TOKEN} lines "
-        "that point stoplist-nb profiles and export at it from another terminal.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add = parser.add_argument
-    add("--host", default="127.0.0.1", metavar="ADDRESS", help="address to listen on")
-    add("--port", type=int, default=8000, metavar="N", help="port to listen on, 0 for any free one")
-    add("--profiles", type=int, default=DEFAULT_PROFILES, metavar="N", help="number of profiles")
-    add("--seed", type=int, default=0, metavar="N", help="seed of the generated data")
-    # SUPPRESS: no "(default: None)", a random one is drawn.
-    add("--token", default=argparse.SUPPRESS, help="API token to accept (default: a random one)")
-    add("--db-id", type=int, default=1, metavar="N", help="database id")
-    add("--suppress-id", type=int, default=7, metavar="N", help="suppression list id")
-    return parser
-
-
 def paste_lines(base_url: str, token: str) -> list[str]:
     """What to paste into another terminal: a POSIX shell, PowerShell, then cmd.
 
@@ -56,7 +36,23 @@ def paste_lines(base_url: str, token: str) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
-    args = _parser().parse_args(argv)
+    parser = argparse.ArgumentParser(
+        prog="python -m stoplist_nb.demo",
+        description="Serve a local demo of the Altcraft Platform API v1.1 with generated "
+        f"profiles and a suppression list; it prints the {_URL} and {_TOKEN} lines "
+        "that point stoplist-nb profiles and export at it from another terminal.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add = parser.add_argument
+    add("--host", default="127.0.0.1", metavar="ADDRESS", help="address to listen on")
+    add("--port", type=int, default=8000, metavar="N", help="port to listen on, 0 for any free one")
+    add("--profiles", type=int, default=DEFAULT_PROFILES, metavar="N", help="number of profiles")
+    add("--seed", type=int, default=0, metavar="N", help="seed of the generated data")
+    # SUPPRESS: no "(default: None)", a random one is drawn.
+    add("--token", default=argparse.SUPPRESS, help="API token to accept (default: a random one)")
+    add("--db-id", type=int, default=1, metavar="N", help="database id")
+    add("--suppress-id", type=int, default=7, metavar="N", help="suppression list id")
+    args = parser.parse_args(argv)
     if args.profiles < 0:
         print("--profiles must not be negative", file=sys.stderr)
         return 2
@@ -71,17 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         sh, powershell, cmd = paste_lines(service.base_url, service.token)
-        print(f"base_url: {service.base_url}\ntoken:    {service.token}\ndb_id:    {service.db_id}")
         # The list's name is not printed: it is not ASCII, and stdout may not be UTF-8.
         print(
+            f"base_url: {service.base_url}\ntoken:    {service.token}\ndb_id:    {service.db_id}\n"
             f"Serving {len(service.profiles)} profiles and suppression list "
-            f"{service.suppress_id}; press Ctrl-C to stop.\n"
-            "\nTo read it with stoplist-nb, paste one of these into another terminal:\n"
-            f"\n  {sh}\n"
-            f"  # PowerShell\n  {powershell}\n"
-            f"  # cmd.exe\n  {cmd}\n"
-            "\nthen, for instance:\n"
-            f"\n  stoplist-nb profiles --db-id {service.db_id} --out profiles.parquet\n"
+            f"{service.suppress_id}; press Ctrl-C to stop.\n\nTo read it with stoplist-nb, "
+            f"paste one of these into another terminal:\n\n  {sh}\n  # PowerShell\n"
+            f"  {powershell}\n  # cmd.exe\n  {cmd}\n\nthen, for instance:\n\n"
+            f"  stoplist-nb profiles --db-id {service.db_id} --out profiles.parquet\n"
             f"  stoplist-nb export --list-id {service.suppress_id} --out stop.parquet\n",
             flush=True,
         )

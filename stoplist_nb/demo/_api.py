@@ -64,8 +64,6 @@ class Reply:
 
 @dataclass(frozen=True)
 class Call:
-    """One parsed request as a handler sees it."""
-
     verb: str
     path: str
     params: dict[str, Any]
@@ -95,7 +93,6 @@ def method_name(path: str) -> str:
 
 
 def param(params: dict[str, Any], name: str, default: Any) -> Any:
-    """Parameter ``name``, or ``default`` when it is missing or ``null``."""
     value = params.get(name)
     return default if value is None else value
 
@@ -162,7 +159,6 @@ def _exists_false_as_nor(query: Any) -> Any:
 
 
 def profiles_list(svc: DemoService, call: Call) -> Reply:
-    """``POST /api/v1.1/profiles/list``: one page of profiles."""
     params = call.params
     _check_id(params.get("db_id"), "db_id", svc.db_id, "database")
     fmt = params.get("format")
@@ -202,7 +198,6 @@ def profiles_list(svc: DemoService, call: Call) -> Reply:
 
 
 def databases_fields_get(svc: DemoService, call: Call) -> Reply:
-    """``POST /api/v1.1/databases/fields_get``: the profile fields of the database."""
     _check_id(call.params.get("id"), "id", svc.db_id, "database")
     keys = ("name", "title", "type", "category")
     data = [{**dict(zip(keys, row, strict=True)), "required": False} for row in FIELDS]
@@ -210,7 +205,6 @@ def databases_fields_get(svc: DemoService, call: Call) -> Reply:
 
 
 def suppresses_export(svc: DemoService, call: Call) -> Reply:
-    """``POST /api/v1.1/suppresses/export``: start exporting the list; ``data.task_id``."""
     _check_id(call.params.get("id"), "id", svc.exports.suppress_id, "suppression list")
     type_ = param(call.params, "type", "all")
     if type_ not in EXPORT_TYPES:
@@ -219,7 +213,6 @@ def suppresses_export(svc: DemoService, call: Call) -> Reply:
 
 
 def tasks_status(svc: DemoService, call: Call) -> Reply:
-    """``POST /api/v1.1/tasks/status``: advance the task one step and report it."""
     task_id = call.params.get("task_id")
     if task_id is None or task_id == "":
         raise ApiError(400, "task_id is required")

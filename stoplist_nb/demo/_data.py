@@ -165,14 +165,10 @@ class _Generator:
         style = rng.randrange(5)
         if style == 0 or not (f and l_):
             local = f"{rng.choice(WORDS)}{rng.randint(1, 999)}"
-        elif style == 1:
-            local = f"{f}.{l_}"
-        elif style == 2:
-            local = f"{f[0]}.{l_}"
         elif style == 3:
             local = f"{f}_{l_}{rng.randint(70, 99)}"
         else:
-            local = f"{f}{l_}"
+            local = {1: f"{f}.{l_}", 2: f"{f[0]}.{l_}", 4: f"{f}{l_}"}[style]
         domain = _weighted(rng, locale.domains)
         address, n = f"{local}@{domain}", 1
         while address in self.emails:
@@ -216,12 +212,9 @@ class _Generator:
             provider = rng.choice(PUSH_PROVIDERS)
             if provider == "APNs":
                 sub_id = f"{rng.getrandbits(256):064x}"
-            elif provider == "Firebase":
-                sub_id = f"{self.token(22)}:APA91b{self.token(40)}"
             else:
-                sub_id = (
-                    f"https://fcm.googleapis.com/fcm/send/{self.token(22)}:APA91b{self.token(30)}"
-                )
+                web = "https://fcm.googleapis.com/fcm/send/" if provider == "WebPush" else ""
+                sub_id = f"{web}{self.token(22)}:APA91b{self.token(30 if web else 40)}"
             return "push_data", {"provider": provider, "subscription_id": sub_id}
         return "cc_data", {"id": str(rng.randint(10**8, 7 * 10**9))}
 

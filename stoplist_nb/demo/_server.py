@@ -15,7 +15,7 @@ import struct
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.client import responses
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -52,16 +52,15 @@ class Fault:
 
     Attributes:
         method: API method (``"profiles/list"``), ``"download"`` or ``"*"`` for any.
-        kind: In place of the reply: ``"status"`` (an HTTP error with the envelope),
-            ``"html"`` (an nginx error page), ``"malformed"`` (200, cut JSON),
-            ``"api_error"`` (200, non-zero ``error``), ``"raw"`` (``status``, ``headers``
-            and ``body``, or ``text``), ``"reset"`` (the connection reset). To the reply:
-            ``"slow"`` (sent after ``delay``), ``"trickle"`` (a byte every ``delay``),
-            ``"truncate"`` (full ``Content-Length``, half the body). ``profiles/list``
-            paging: ``"stall"`` (``next_from_id`` repeats ``from_id``), ``"decoy"`` (a
-            row field ``next_from_id`` first), ``"ignore_limit"`` (pages of ``size``,
-            default twice ``limit``), ``"no_cursor"``, ``"opaque_cursor"`` (the last id
-            and ``"~"``), ``"cycle"`` (``next_from_id`` is ``cursor``).
+        kind: In place of the reply: ``"status"`` (an HTTP error with the envelope), ``"html"``
+            (an nginx error page), ``"malformed"`` (200, cut JSON), ``"api_error"`` (200,
+            non-zero ``error``), ``"raw"`` (``status``, ``headers`` and ``body`` or ``text``),
+            ``"reset"`` (the connection reset). To the reply: ``"slow"`` (sent after ``delay``),
+            ``"trickle"`` (a byte every ``delay``), ``"truncate"`` (full ``Content-Length``,
+            half the body). ``profiles/list`` paging: ``"stall"`` (``next_from_id`` repeats
+            ``from_id``), ``"decoy"`` (a row field ``next_from_id`` first), ``"ignore_limit"``
+            (pages of ``size``, default twice ``limit``), ``"no_cursor"``, ``"opaque_cursor"``
+            (the last id and ``"~"``), ``"cycle"`` (``next_from_id`` is ``cursor``).
         times: Requests it fires for; ``None`` for every request.
         status: HTTP status of ``"status"`` (503), ``"html"`` (502) and ``"raw"`` (200).
         retry_after: ``Retry-After`` header of ``"status"`` and ``"html"``.
@@ -195,17 +194,15 @@ class RequestRecord:
 
 class DemoHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
-    # stop() wakes every handler itself (close_connections, the stopping event);
+    # stop() wakes every handler itself (its connections shut, the stopping event);
     # joining them on server_close could still hang on a client that stopped mid-body.
     block_on_close = False
 
-    def __init__(
-        self, address: tuple[str, int], service: DemoService, stopping: threading.Event
-    ) -> None:
+    def __init__(self, address: tuple[str, int], service: DemoService) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         self.service = service
-        self.stopping = stopping
+        self.stopping = service._stopping
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
         super().__init__(address, _Handler)
@@ -223,13 +220,6 @@ class DemoHTTPServer(ThreadingHTTPServer):
         if isinstance(sys.exc_info()[1], OSError):
             return
         super().handle_error(request, client_address)
-
-    def close_connections(self) -> None:
-        with self.connections_lock:
-            conns = list(self.connections)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -254,8 +244,8 @@ class _Handler(BaseHTTPRequestHandler):
             with self.server.connections_lock:
                 self.server.connections.discard(self.connection)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # no access log on stderr
+    def log_message(self, format: str, *args: Any) -> None:  # no access log on stderr
+        pass
 
     def _handle(self) -> None:
         srv = self.server
@@ -369,14 +359,12 @@ class DemoService:
         http_errors: Answer API errors with their code as HTTP status, or with 200.
         suppress_id: Id of the one suppression list.
         suppress_name: Its name, which names the exported ``<name>.md5.zip``.
-        suppressed: Its contacts as ``{"emails": [...], "phones": [...], "domains":
-            [...]}``; by default some of the profiles' and as many that no profile has.
+        suppressed: Its contacts per kind (``"emails"``, ``"phones"``, ``"domains"``); by
+            default some of the profiles' and as many that no profile has.
 
     Attributes:
         profiles: The data set, as ``profiles/list`` returns it without ``fields``.
         requests: One :class:`RequestRecord` per request handled, token removed.
-        suppress_id: Id of the suppression list.
-        suppress_name: Its name; the export is ``<name>.md5.zip``.
     """
 
     def __init__(
@@ -403,8 +391,9 @@ class DemoService:
                 raise ValueError("every profile needs a unique non-empty string 'id'")
         if token is not None and (not isinstance(token, str) or not token):
             raise ValueError("token must be a non-empty string or None")
-        if isinstance(db_id, bool) or not isinstance(db_id, int):
-            raise ValueError(f"db_id must be an int, got {db_id!r}")
+        for name, value in (("db_id", db_id), ("suppress_id", suppress_id)):
+            if not _api.is_int(value):
+                raise ValueError(f"{name} must be an int, got {value!r}")
         if suppressed is None:
             suppressed = _suppress.build_suppressed(data, seed)
         self.exports = _suppress.ExportStore(suppress_id, suppress_name, suppressed)
@@ -447,7 +436,7 @@ class DemoService:
         if self._server is not None:
             raise RuntimeError("the demo service is already running")
         self._stopping = threading.Event()
-        server = DemoHTTPServer(self._address, self, self._stopping)
+        server = DemoHTTPServer(self._address, self)
         thread = threading.Thread(
             target=server.serve_forever,
             kwargs={"poll_interval": 0.05},  # stop() waits for one poll
@@ -466,7 +455,11 @@ class DemoService:
         self._server = self._thread = None
         self._stopping.set()  # wakes handlers sleeping in a "slow" fault
         server.shutdown()
-        server.close_connections()
+        with server.connections_lock:
+            conns = list(server.connections)
+        for conn in conns:  # a handler may wait on a client that stopped mid-body
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         server.server_close()
         if thread is not None:
             thread.join(timeout=5)
@@ -486,11 +479,7 @@ class DemoService:
     def add_fault(self, method: str, kind: FaultKind, **options: Any) -> Fault:
         """Queue a fault for the next requests of ``method``.
 
-        Args:
-            method: As :attr:`Fault.method`, ``kind`` and ``**options`` as the rest of it.
-
-        Returns:
-            The queued fault; its ``fired`` counts the requests it has hit.
+        ``method``, ``kind`` and ``**options`` are those of :class:`Fault`; returns the fault.
 
         >>> with serve(profiles=3) as svc:
         ...     fault = svc.add_fault("profiles/list", "status", status=503, times=2)
@@ -508,10 +497,9 @@ class DemoService:
             self._faults.clear()
 
     def plan_next_export(self, **options: Any) -> ExportPlan:
-        """Script the next export started (a second call replaces it); later ones get defaults.
+        """Script the next export started with the :class:`ExportPlan` of ``options``, returned.
 
-        Returns:
-            The :class:`ExportPlan` of ``options``, validated.
+        A second call replaces it; later exports get the defaults.
 
         >>> with serve(profiles=3) as svc:
         ...     plan = svc.plan_next_export(steps=1, final="success")
@@ -549,14 +537,10 @@ class DemoService:
         return None
 
 
-@contextlib.contextmanager
 def serve(
     profiles: int | Iterable[Mapping[str, Any]] = DEFAULT_PROFILES, seed: int = 0, **options: Any
-) -> Iterator[DemoService]:
-    """Run a :class:`DemoService` (same arguments) for the duration of a ``with`` block.
-
-    Yields:
-        The running service; it is stopped when the block exits.
+) -> DemoService:
+    """A :class:`DemoService` (same arguments) that runs for the duration of a ``with`` block.
 
     >>> import requests
     >>> with serve(profiles=5) as svc:
@@ -566,5 +550,4 @@ def serve(
     >>> reply["error"], len(reply["data"])
     (0, 2)
     """
-    with DemoService(profiles, seed, **options) as service:
-        yield service
+    return DemoService(profiles, seed, **options)

@@ -288,16 +288,11 @@ class ExportStore:
     def __init__(
         self, suppress_id: int, suppress_name: str, suppressed: Mapping[str, Iterable[str]]
     ) -> None:
-        if not isinstance(suppress_id, int) or isinstance(suppress_id, bool):
-            raise ValueError(f"suppress_id must be an int, got {suppress_id!r}")
         name = suppress_name if isinstance(suppress_name, str) else ""
         # A path separator would nest the file.
-        if not name.strip() or not name.isprintable() or "/" in name or "\\" in name:
-            raise ValueError(
-                f"suppress_name must be a printable name without / or \\, got {suppress_name!r}"
-            )
-        self.suppress_id = suppress_id
-        self.suppress_name = suppress_name
+        if not name.strip() or not name.isprintable() or {"/", "\\"} & set(name):
+            raise ValueError(f"suppress_name must be printable, without / or \\: {suppress_name!r}")
+        self.suppress_id, self.suppress_name = suppress_id, suppress_name
         self.suppressed = canonicalize(suppressed)
         self._plan = ExportPlan()
         self._lock = threading.Lock()
