@@ -21,7 +21,7 @@ from stoplist_nb._atomic import remove_debris
 from stoplist_nb._checks import check_flag
 from stoplist_nb.profiles.dataset.checkpoint import CHECKPOINT, Checkpoint, DatasetSummary, refused
 from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT
-from stoplist_nb.profiles.dataset.seal import checked_files, damaged_file, repaired, seal
+from stoplist_nb.profiles.dataset.seal import checked_files, seal
 from stoplist_nb.profiles.dataset.writer import PagesFrom, pull_parts, say_what_is_saved
 
 if sys.platform == "win32":
@@ -211,9 +211,7 @@ def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> 
         what = "not a directory" if not directory.is_dir() else f"holds no {CHECKPOINT}"
         raise errors.InvalidInput(f"{directory} is {what}: there is no dataset to sum up")
     check_no_writer(directory)
-    state, damage = checked_files(directory, Checkpoint.read(directory), checksums=checksums)
-    if damage is not None:
-        raise damaged_file(directory, state, damage)
+    state = checked_files(directory, Checkpoint.read(directory), checksums=checksums)
     return state.summary(directory)
 
 
@@ -253,11 +251,7 @@ def _open(
             )
             exc.hint = "use another directory, or pass overwrite=True to replace that dataset"
             raise exc
-        state, damage = checked_files(directory, state, checksums=True)
-        if damage is not None:
-            if not repair:
-                raise damaged_file(directory, state, damage)
-            state = repaired(directory, state, damage)
+        state = checked_files(directory, state, checksums=True, repair=repair)
         # A file renamed but not checkpointed: its pages come again.
         gone = [] if state.complete else sorted(files - {e.name for e in state.entries})
     # Under the lock, every temporary is an earlier pull's, and goes.
