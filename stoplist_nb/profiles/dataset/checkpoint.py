@@ -193,11 +193,9 @@ class Checkpoint:
     def save(self, directory: pathlib.Path) -> Checkpoint:
         """Replace the checkpoint in ``directory``, durably; return it."""
         files = []
-        for entry, before in zip(
-            self.entries, (None, *(e.schema for e in self.entries)), strict=False
-        ):
-            data: dict[str, Any] = {k: getattr(entry, k) for k in _ENTRY}
-            if entry.schema != before:  # most parts share the schema of the one before
+        for k, entry in enumerate(self.entries):
+            data: dict[str, Any] = {key: getattr(entry, key) for key in _ENTRY}
+            if k == 0 or entry.schema != self.entries[k - 1].schema:  # mostly the one before's
                 data["schema"] = entry.schema
             files.append(json.dumps(data, ensure_ascii=False))
         saved = {

@@ -76,17 +76,6 @@ def writer_lock(directory: pathlib.Path) -> Iterator[None]:
         del _WRITING[key]
 
 
-def check_no_writer(directory: pathlib.Path) -> None:
-    """Raise :class:`~stoplist_nb.errors.DatasetLocked` if a writer holds the directory now."""
-    # This process writes it: opening the lock file here would end a POSIX lock.
-    mine = _WRITING.get(_identity(directory))
-    if mine is not None:
-        raise _locked(directory, mine, summary=True)
-    fd = _lock(directory, exclusive=False)
-    if fd is not None:
-        os.close(fd)  # a reader holds nothing while it reads: a writer may start
-
-
 def _identity(directory: pathlib.Path) -> tuple[int, int]:
     stat = os.stat(directory)
     return (stat.st_dev, stat.st_ino)
@@ -210,7 +199,13 @@ def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> 
     if not (directory / CHECKPOINT).is_file():
         what = "not a directory" if not directory.is_dir() else f"holds no {CHECKPOINT}"
         raise errors.InvalidInput(f"{directory} is {what}: there is no dataset to sum up")
-    check_no_writer(directory)
+    # This process writes it: opening the lock file here would end a POSIX lock.
+    mine = _WRITING.get(_identity(directory))
+    if mine is not None:
+        raise _locked(directory, mine, summary=True)
+    fd = _lock(directory, exclusive=False)
+    if fd is not None:
+        os.close(fd)  # a reader holds nothing while it reads: a writer may start
     state = checked_files(directory, Checkpoint.read(directory), checksums=checksums)
     return state.summary(directory)
 
