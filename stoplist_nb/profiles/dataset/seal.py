@@ -27,10 +27,7 @@ from stoplist_nb.profiles.dataset.parts import (
 def checked_files(
     directory: pathlib.Path, state: Checkpoint, *, checksums: bool, repair: bool = False
 ) -> Checkpoint:
-    """The checkpoint as its files are (a part being sealed may be either); raise on damage.
-
-    With ``repair``, the damaged file and those after it are dropped instead.
-    """
+    """The checkpoint as its files are (one being sealed: either); damage raises (or is dropped)."""
     parts = list(state.parts)
     for index, entry in enumerate(state.entries):
         path = directory / entry.name
