@@ -1,8 +1,4 @@
-"""Every file the package writes is put in place whole, by :class:`Output`.
-
-It writes under hidden temporaries beside the target, makes one durable and gives it
-the name; the rules (names, debris, modes, errors) in full: docs/profiles.md.
-"""
+"""Every file the package writes is put in place whole, by :class:`Output` (docs/profiles.md)."""
 
 from __future__ import annotations
 
@@ -38,12 +34,6 @@ _NO_LINKS = frozenset(
 )
 
 
-def _label(label: str) -> str:
-    if not _LABEL.fullmatch(label):
-        raise ValueError(f"a temporary's label is lower-case letters and digits, not {label!r}")
-    return label
-
-
 def _alive(pid: int) -> bool:
     if os.name != "posix":
         return True  # on Windows, os.kill would end the process
@@ -57,11 +47,7 @@ def _alive(pid: int) -> bool:
 
 
 def remove_debris(directory: str | os.PathLike[str], *, every: bool = False) -> list[pathlib.Path]:
-    """Remove the temporaries in ``directory`` whose writer is over; return what went.
-
-    ``every``: the caller is the directory's only writer (it holds its lock), so
-    every temporary of another write is debris, whatever host or process made it.
-    """
+    """Remove the temporaries whose writer is over (``every``: of any other write); return them."""
     gone: list[pathlib.Path] = []
     try:
         entries = list(os.scandir(directory))
@@ -106,11 +92,7 @@ def refuse_existing(path: pathlib.Path, overwrite: bool) -> None:
 
 
 class Output:
-    """One file, written under hidden temporaries and given its name by :meth:`put`.
-
-    Entering refuses a file at ``path`` unless ``overwrite`` and clears the
-    directory's debris; leaving removes the temporaries (:meth:`discard`).
-    """
+    """One file, written under hidden temporaries, its name given by :meth:`put`."""
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.path = pathlib.Path(path)
@@ -129,8 +111,7 @@ class Output:
         # First: if Ctrl-C stops the cleanup, the next write clears what is left.
         _WRITING.discard(self._writer)
         self.discard()
-        # Only the system's error of this write: one naming another file is that
-        # file's to tell, and ours (ConnectError is an OSError too) are already clean.
+        # This write's system error only: another file's is its own, ours (ConnectError) are clean.
         if isinstance(exc, OSError) and not isinstance(exc, errors.StoplistError) and exc.errno:
             named = exc.filename
             if named is None or str(named) == str(self.path) or self._stem in str(named):
@@ -139,11 +120,12 @@ class Output:
 
     def temporary(self, label: str, *, directory: bool = False) -> pathlib.Path:
         """A new empty hidden file (or ``directory``) beside the target, removed unless put."""
-        path = self.path.with_name(f"{self._stem}.{_label(label)}")
+        if not _LABEL.fullmatch(label):
+            raise ValueError(f"a temporary's label is lower-case letters and digits, not {label!r}")
+        path = self.path.with_name(f"{self._stem}.{label}")
         if path in self._made:
             raise ValueError(f"this output already has a temporary {label!r}")
-        # Listed first: Ctrl-C (or a signal the command line turns into it) may come
-        # between any two steps, and what is made must be on the list to go.
+        # Listed first: a Ctrl-C between any two steps must find it on the list to go.
         self._made.append(path)
         try:
             if directory:
@@ -156,10 +138,7 @@ class Output:
         return path
 
     def put(self, temporary: pathlib.Path) -> pathlib.Path:
-        """Make the file ``temporary`` durable and give it the target's name.
-
-        Raises ``OutputExists`` if a file appeared at the target, unless ``overwrite``.
-        """
+        """Make ``temporary`` durable and give it the name (``OutputExists`` if one appeared)."""
         with open(temporary, "rb+") as file:
             os.fsync(file.fileno())
         if self.overwrite:
@@ -177,10 +156,7 @@ class Output:
         return self.path
 
     def discard(self) -> None:
-        """Remove every temporary still there; a failure to remove is passed over.
-
-        Ctrl-C during the cleanup does not stop it: the ``KeyboardInterrupt`` goes on after.
-        """
+        """Remove every temporary still there; a Ctrl-C meanwhile is raised after."""
         interrupted: KeyboardInterrupt | None = None
         while self._made:
             try:
@@ -199,7 +175,6 @@ class Output:
 
 
 def _link(temporary: pathlib.Path, target: pathlib.Path) -> None:
-    """Move ``temporary`` to ``target`` unless something is there, atomically where links are."""
     appeared = errors.OutputExists(
         f"{str(target)!r} appeared while it was being written; it was left as it is and "
         "nothing was written (overwrite=True replaces it)",
@@ -228,21 +203,11 @@ def _link(temporary: pathlib.Path, target: pathlib.Path) -> None:
 
 
 @contextlib.contextmanager
-def scratch_directory(
-    label: str, where: str | os.PathLike[str] | None = None
-) -> Iterator[pathlib.Path]:
-    """A hidden directory of this scheme in ``where`` (default: the system's temporary one).
-
-    >>> with scratch_directory("zips") as tmp:
-    ...     tmp.name.startswith(".stoplist_nb-"), tmp.is_dir()
-    (True, True)
-    >>> tmp.exists()
-    False
-    """
-    parent = pathlib.Path(where if where is not None else tempfile.gettempdir())
+def scratch_directory(label: str) -> Iterator[pathlib.Path]:
+    """A hidden directory of this scheme in the system's temporary one, removed after."""
     writer = f"{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
-    path = parent / f".{_TAG}-{writer}.{_label(label)}"
-    remove_debris(parent)
+    path = pathlib.Path(tempfile.gettempdir(), f".{_TAG}-{writer}.{label}")
+    remove_debris(path.parent)
     _WRITING.add(writer)
     try:
         path.mkdir(0o777)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from stoplist_nb.profiles.dataset.checkpoint import CHECKPOINT, DatasetSummary
 from stoplist_nb.profiles.dataset.directory import LOCK, dataset_summary, write_dataset
-from stoplist_nb.profiles.dataset.parts import COMPRESSION, conform_to, parquet_schema
 from stoplist_nb.profiles.dataset.writer import (
     DEFAULT_COMMIT_BYTES,
     DEFAULT_COMMIT_SECONDS,
@@ -19,14 +18,11 @@ from stoplist_nb.profiles.dataset.writer import (
 
 __all__ = [
     "CHECKPOINT",
-    "COMPRESSION",
     "DEFAULT_COMMIT_BYTES",
     "DEFAULT_COMMIT_SECONDS",
     "DEFAULT_PROFILES_PER_PART",
     "LOCK",
     "DatasetSummary",
-    "conform_to",
     "dataset_summary",
-    "parquet_schema",
     "write_dataset",
 ]

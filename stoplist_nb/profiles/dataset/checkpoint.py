@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,20 +28,24 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 START_OVER = "pass overwrite=True to start again"
 
 _PULL = ("service", "db_id", "query", "fields", "dtypes")
-_FILES = ("parts", "open", "cursors", "ended", "complete", "sealing")
-_KEYS = ("format", *_PULL, "profiles", "rows", "next_from_id", *_FILES)
-# The kind of each value (see _KINDS), in the order they are checked.
-_TOP = {"service": "text", "profiles": "count", "rows": "count", "next_from_id": "text"}
-_ENTRY = {
-    "name": "text",
-    "profiles": "count",
-    "rows": "count",
-    "bytes": "count",
-    "sha256": "text",
-    "next_from_id": "text",
-    "cursors": "count",
-}
-_SEALING = {"name": "text", "bytes": "count", "sha256": "text"}
+
+
+def _table(text: str) -> dict[str, str]:
+    return {key: kind for key, _, kind in (pair.partition(":") for pair in text.split())}
+
+
+# Each key's kind (see _KINDS; "?": or null), in the order saved and checked.
+_TOP = _table(
+    "format:int service:text db_id:int query:object? fields:list? dtypes:object profiles:count "
+    "rows:count next_from_id:text parts:list open:list cursors:list ended:flag complete:flag "
+    "sealing:object?"
+)
+#: What the items of a list or the values of an object are.
+_ITEMS = _table("fields:text dtypes:text cursors:text")
+_ENTRY = _table(
+    "name:text profiles:count rows:count bytes:count sha256:text next_from_id:text cursors:count"
+)
+_SEALING = _table("name:text bytes:count sha256:text")
 
 
 @dataclass(frozen=True)
@@ -120,92 +124,88 @@ class Checkpoint:
         )
 
     @classmethod
-    def from_dict(cls, data: Any) -> Checkpoint:
-        """The checkpoint :meth:`save` wrote, its values checked (``NotWritten`` if not)."""
-        _keys(data, "the checkpoint", _KEYS)
-        # A format of another number was refused by read().
-        for key, kind in (*_TOP.items(), ("db_id", "int"), ("format", "int")):
-            _need(data[key], repr(key), kind)
-        if data["query"] is not None:
-            _need(data["query"], "'query'", "object")
-        if data["fields"] is not None:
-            for i, name in enumerate(_need(data["fields"], "'fields'", "list")):
-                _need(name, f"'fields'[{i}]", "text")
-        for name, dtype in _need(data["dtypes"], "'dtypes'", "object").items():
-            _need(dtype, f"'dtypes'[{name!r}]", "text")
-        schema: dict[str, Any] | None = None
-        files: dict[str, list[Entry]] = {"parts": [], "open": []}
-        for key in files:
-            for i, item in enumerate(_need(data[key], f"{key!r}", "list")):
-                where = f"{key}[{i}]"
-                _keys(item, where, _ENTRY, ("schema",))
-                if "schema" in item:
-                    schema = _checked_schema(item["schema"], f"{where}.schema")
-                elif schema is None:
-                    raise NotWritten(f"{where} has no 'schema', and no file before it has one")
-                values = {k: _need(item[k], f"{where}.{k}", kind) for k, kind in _ENTRY.items()}
-                files[key].append(Entry(**values, schema=schema))
-        cursors = _need(data["cursors"], "'cursors'", "list")
-        for i, cursor in enumerate(cursors):
-            if not _need(cursor, f"'cursors'[{i}]", "text"):
-                raise NotWritten(f"'cursors'[{i}] is empty")
-        sealing = data["sealing"]
-        if sealing is not None:
-            _keys(sealing, "'sealing'", tuple(_SEALING))
-            for key, kind in _SEALING.items():
-                _need(sealing[key], f"'sealing'.{key}", kind)
-        state = cls(
-            pull={k: data[k] for k in _PULL},
-            parts=tuple(files["parts"]),
-            open=tuple(files["open"]),
-            cursors=tuple(cursors),
-            ended=_need(data["ended"], "'ended'", "flag"),
-            complete=_need(data["complete"], "'complete'", "flag"),
-            sealing=sealing,
-        )
-        for problem in _problems(state, data):
-            raise NotWritten(problem)
-        return state
-
-    @classmethod
     def read(cls, directory: pathlib.Path) -> Checkpoint:
         """The checkpoint in ``directory``, checked (its files are not looked at)."""
         path = directory / CHECKPOINT
         try:
-            data = json.loads(path.read_bytes().decode("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise _damaged(path, f"it is not JSON text ({exc})") from None
-        other = data.get("format") if isinstance(data, dict) else None
-        if type(other) is int and other != FORMAT:
-            version = "an earlier" if other < FORMAT else "a later"
-            raise refused(
-                f"{path} was written by {version} version (format {other}); "
-                f"this one reads format {FORMAT} and does not carry that pull on"
+            try:
+                data = json.loads(path.read_bytes().decode("utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                raise NotWritten(f"it is not JSON text ({exc})") from None
+            other = data.get("format") if isinstance(data, dict) else None
+            if type(other) is int and other != FORMAT:
+                version = "an earlier" if other < FORMAT else "a later"
+                raise refused(
+                    f"{path} was written by {version} version (format {other}); "
+                    f"this one reads format {FORMAT} and does not carry that pull on"
+                )
+            _object(data, "the checkpoint", _TOP, "{!r}")
+            for key, kind in _ITEMS.items():
+                items = data[key] or ()
+                for i, item in items.items() if type(items) is dict else enumerate(items):
+                    _need(item, f"{key!r}[{i!r}]", kind)
+            if "" in data["cursors"]:
+                raise NotWritten(f"'cursors'[{data['cursors'].index('')}] is empty")
+            schema: dict[str, Any] | None = None
+            files: dict[str, list[Entry]] = {"parts": [], "open": []}
+            for key, entries in files.items():
+                for i, item in enumerate(data[key]):
+                    where = f"{key}[{i}]"
+                    _object(item, where, _ENTRY, f"{where}.{{}}", ("schema",))
+                    if "schema" in item:
+                        schema, at = item["schema"], f"{where}.schema"
+                        kinds = dict.fromkeys(("columns", "sources", "declared"), "list")
+                        _object(schema, at, kinds, at + ".{}")
+                        try:  # what from_dict makes of anything else (a number for a name, ...)
+                            same = StreamSchema.from_dict(schema).to_dict() == schema
+                        except errors.InvalidInput as exc:
+                            raise NotWritten(f"{at}: {exc}") from None
+                        if not same:
+                            raise NotWritten(f"{at} is not the schema of a stream")
+                    elif schema is None:
+                        raise NotWritten(f"{where} has no 'schema', and no file before it has one")
+                    name = f".part-{len(files['parts']):05d}.parquet.seg-{i:05d}"
+                    if key == "parts":
+                        name = f"part-{i:05d}.parquet"
+                    if item["name"] != name:
+                        raise NotWritten(f"{where} is named {item['name']!r}, not {name}")
+                    entries.append(Entry(**{k: item[k] for k in _ENTRY}, schema=schema))
+            if data["sealing"] is not None:
+                _object(data["sealing"], "'sealing'", _SEALING, "'sealing'.{}")
+            state = cls(
+                pull={k: data[k] for k in _PULL},
+                parts=tuple(files["parts"]),
+                open=tuple(files["open"]),
+                cursors=tuple(data["cursors"]),
+                ended=data["ended"],
+                complete=data["complete"],
+                sealing=data["sealing"],
             )
-        try:
-            return cls.from_dict(data)
+            _check_totals(state, data)
         except NotWritten as exc:
-            raise _damaged(path, str(exc)) from None
+            damaged = errors.DatasetDamaged(
+                f"{path} is not the checkpoint a pull wrote: {exc}; the dataset is not carried on"
+            )
+            damaged.hint = f"it was changed after it was written; {START_OVER}"
+            raise damaged from None
+        return state
 
     def save(self, directory: pathlib.Path) -> Checkpoint:
         """Replace the checkpoint in ``directory``, durably; return it."""
-        before: dict[str, Any] | None = None
-        files: dict[str, list[str]] = {"parts": [], "open": []}
-        for key, entries in (("parts", self.parts), ("open", self.open)):
-            for entry in entries:
-                data: dict[str, Any] = {k: getattr(entry, k) for k in _ENTRY}
-                if entry.schema != before:  # most parts share the schema of the one before
-                    data["schema"] = entry.schema
-                files[key].append(json.dumps(data, ensure_ascii=False))
-                before = entry.schema
+        files = []
+        for k, entry in enumerate(self.entries):
+            data: dict[str, Any] = {key: getattr(entry, key) for key in _ENTRY}
+            if k == 0 or entry.schema != self.entries[k - 1].schema:  # mostly the one before's
+                data["schema"] = entry.schema
+            files.append(json.dumps(data, ensure_ascii=False))
         saved = {
             "format": FORMAT,
             **self.pull,
             "profiles": self.profiles,
             "rows": self.rows,
             "next_from_id": self.next_from_id,
-            "parts": [],
-            "open": [],
+            "parts": files[: len(self.parts)],
+            "open": files[len(self.parts) :],
             "cursors": list(self.cursors),
             "ended": self.ended,
             "complete": self.complete,
@@ -215,13 +215,12 @@ class Checkpoint:
         lines = []
         for key, value in saved.items():
             text = json.dumps(value, ensure_ascii=False)
-            if files.get(key):
-                text = "[\n  " + ",\n  ".join(files[key]) + "\n ]"
+            if key in ("parts", "open") and value:
+                text = "[\n  " + ",\n  ".join(value) + "\n ]"
             lines.append(f"{json.dumps(key)}: {text}")
-        text = "{\n " + ",\n ".join(lines) + "\n}\n"
         with Output(directory / CHECKPOINT, overwrite=True) as out:
             temp = out.temporary("json")
-            temp.write_text(text, encoding="utf-8")
+            temp.write_text("{\n " + ",\n ".join(lines) + "\n}\n", encoding="utf-8")
             out.put(temp)
         return self
 
@@ -233,14 +232,6 @@ class NotWritten(Exception):
 def refused(message: str) -> errors.DatasetMismatch:
     exc = errors.DatasetMismatch(message)
     exc.hint = START_OVER
-    return exc
-
-
-def _damaged(path: pathlib.Path, problem: str) -> errors.DatasetDamaged:
-    exc = errors.DatasetDamaged(
-        f"{path} is not the checkpoint a pull wrote: {problem}; the dataset is not carried on"
-    )
-    exc.hint = f"it was changed after it was written; {START_OVER}"
     return exc
 
 
@@ -260,93 +251,78 @@ _KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def _need(value: Any, where: str, kind: str) -> Any:
+def _need(value: Any, where: str, kind: str) -> None:
     # As JSON says it: ``true`` is no number, ``1`` no flag.
-    fits, said = _KINDS[kind]
-    if not fits(value):
+    fits, said = _KINDS[kind.rstrip("?")]
+    if not fits(value) and not (kind.endswith("?") and value is None):
         raise NotWritten(f"{where} is {_shown(value)}, not {said}")
-    return value
 
 
-def _keys(data: Any, where: str, required: Collection[str], optional: Sequence[str] = ()) -> None:
+def _object(
+    data: Any, where: str, kinds: Mapping[str, str], label: str, optional: Sequence[str] = ()
+) -> None:
+    """Check that ``data`` holds ``kinds``' keys of their kinds (``label`` names one), no others."""
     _need(data, where, "object")
-    missing = [k for k in required if k not in data]
+    missing = [k for k in kinds if k not in data]
     if missing:
         raise NotWritten(f"{where} has no {missing[0]!r}")
-    unknown = [k for k in data if k not in required and k not in optional]
+    unknown = [k for k in data if k not in kinds and k not in optional]
     if unknown:
         raise NotWritten(f"{where} has {unknown[0]!r}, which no pull writes")
+    for key, kind in kinds.items():
+        _need(data[key], label.format(key), kind)
 
 
-def _checked_schema(value: Any, where: str) -> dict[str, Any]:
-    _keys(value, where, ("columns", "sources", "declared"))
-    for key in ("columns", "sources", "declared"):
-        _need(value[key], f"{where}.{key}", "list")
-    try:  # what from_dict makes of anything else (a number for a name, ...) is not it
-        same = StreamSchema.from_dict(value).to_dict() == value
-    except errors.InvalidInput as exc:
-        raise NotWritten(f"{where}: {exc}") from None
-    if not same:
-        raise NotWritten(f"{where} is not the schema of a stream")
-    schema: dict[str, Any] = value
-    return schema
-
-
-def _problems(state: Checkpoint, data: Mapping[str, Any]) -> Iterator[str]:
-    """What the totals, cursors, names and flags say against the files listed, first first."""
+def _check_totals(state: Checkpoint, data: Mapping[str, Any]) -> None:
+    """Raise if the totals, cursors, names or flags say other than the files listed."""
     if data["profiles"] != state.profiles or data["rows"] != state.rows:
-        yield (
+        raise NotWritten(
             f"it counts {_shown(data['profiles'])} profiles and {_shown(data['rows'])} rows, "
             f"its files {state.profiles} and {state.rows}"
         )
     entries = state.entries
     if data["next_from_id"] != state.next_from_id:
         last = entries[-1].name if entries else "no file"
-        yield (
+        raise NotWritten(
             f"'next_from_id' is {_shown(data['next_from_id'])}, but the pull stopped after "
             f"{last} at {state.next_from_id!r}"
         )
-    segment = f".part-{len(state.parts):05d}.parquet.seg-"
-    names = [f"part-{i:05d}.parquet" for i in range(len(state.parts))]
-    names += [f"{segment}{i:05d}" for i in range(len(state.open))]
-    for i, (entry, name) in enumerate(zip(entries, names, strict=True)):
-        if entry.name != name:
-            where = f"parts[{i}]" if i < len(state.parts) else f"open[{i - len(state.parts)}]"
-            yield f"{where} is named {entry.name!r}, not {name}"
     empty = len(entries) == 1 and state.parts and entries[0].profiles == 0 and state.ended
     offset = 0
     for k, entry in enumerate(entries):
         if not SHA256.fullmatch(entry.sha256):
-            yield f"{entry.name}: {_shown(entry.sha256)} is not a SHA-256 in hex"
+            raise NotWritten(f"{entry.name}: {_shown(entry.sha256)} is not a SHA-256 in hex")
         if entry.rows < entry.profiles or (entry.profiles == 0 and not empty) or entry.bytes == 0:
-            yield (
+            raise NotWritten(
                 f"{entry.name}: {entry.profiles} profiles in {entry.rows} rows and "
                 f"{entry.bytes} bytes is no file a pull writes"
             )
         if entry.cursors > max(entry.profiles, 0):
-            yield f"{entry.name}: {entry.cursors} page cursors for {entry.profiles} profiles"
+            raise NotWritten(
+                f"{entry.name}: {entry.cursors} page cursors for {entry.profiles} profiles"
+            )
         # A file's first page was asked with the cursor after the file before.
         before = entries[k - 1].next_from_id
         first = state.cursors[offset] if offset < len(state.cursors) else None
         if k > 0 and (entry.cursors == 0 or first != before):
-            yield (
+            raise NotWritten(
                 f"{entry.name} does not start at the cursor after {entries[k - 1].name} "
                 f"({before!r}): 'cursors' says {first!r}"
             )
         offset += entry.cursors
     if offset != len(state.cursors):
-        yield f"'cursors' holds {len(state.cursors)} cursors, its files added {offset}"
+        raise NotWritten(f"'cursors' holds {len(state.cursors)} cursors, its files added {offset}")
     if len(set(state.cursors)) != len(state.cursors):
-        yield "'cursors' holds a cursor twice: a pull never goes back to one"
+        raise NotWritten("'cursors' holds a cursor twice: a pull never goes back to one")
     if entries and not state.ended and state.next_from_id in ("", *state.cursors):
-        yield (
+        raise NotWritten(
             f"'next_from_id' {state.next_from_id!r} does not lead on from the pages saved: "
             "a pull carried on there would read them again"
         )
     if state.complete and not state.ended:
-        yield "'complete' is true, 'ended' false: a pull is complete only once it ended"
+        raise NotWritten("'complete' is true, 'ended' false: a pull is complete only once it ended")
     if state.ended and (state.open or not state.parts):
-        yield "'ended' is true, but the last part is not closed"
+        raise NotWritten("'ended' is true, but the last part is not closed")
     sealing = state.sealing
     if sealing is not None and (
         state.complete
@@ -354,4 +330,4 @@ def _problems(state: Checkpoint, data: Mapping[str, Any]) -> Iterator[str]:
         or sealing["name"] not in {e.name for e in state.parts}
         or not SHA256.fullmatch(sealing["sha256"])
     ):
-        yield f"'sealing' is {_shown(sealing)}, which no sealing writes"
+        raise NotWritten(f"'sealing' is {_shown(sealing)}, which no sealing writes")

@@ -21,8 +21,8 @@ from stoplist_nb._atomic import remove_debris
 from stoplist_nb._checks import check_flag
 from stoplist_nb.profiles.dataset.checkpoint import CHECKPOINT, Checkpoint, DatasetSummary, refused
 from stoplist_nb.profiles.dataset.parts import COMMON_METADATA, PART, SEGMENT
-from stoplist_nb.profiles.dataset.seal import checked_files, damaged_file, repaired, seal
-from stoplist_nb.profiles.dataset.writer import PagesFrom, Window, pull_parts, say_what_is_saved
+from stoplist_nb.profiles.dataset.seal import checked_files, seal
+from stoplist_nb.profiles.dataset.writer import PagesFrom, pull_parts, say_what_is_saved
 
 if sys.platform == "win32":
     import msvcrt
@@ -38,6 +38,8 @@ LOCK = ".lock"
 _WRITING: dict[tuple[int, int], str] = {}
 #: Windows locks bytes, and a locked byte cannot be read: the lock is far past the text.
 _WINDOWS_LOCK_AT = 1 << 30
+#: flock's errors that say another holds the lock.
+_HELD = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
 
 
 @contextlib.contextmanager
@@ -50,14 +52,7 @@ def writer_lock(directory: pathlib.Path) -> Iterator[None]:
     if found is not holder:
         raise _locked(directory, found)
     try:
-        try:
-            fd = _lock(directory, exclusive=True)
-        except _NoLocks as exc:
-            raise errors.DatasetLocked(
-                f"{directory / LOCK} cannot be locked: the filesystem refused ({exc}); "
-                "one writer at a time cannot be ensured there, so nothing is written "
-                "(a local disk locks)"
-            ) from None
+        fd = _lock(directory, exclusive=True)
         assert fd is not None
         try:
             os.ftruncate(fd, 0)
@@ -65,27 +60,20 @@ def writer_lock(directory: pathlib.Path) -> Iterator[None]:
             os.write(fd, f"{holder}\n".encode())
             yield
         finally:
-            _unlock(directory / LOCK, fd)
+            if sys.platform == "win32":
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)
+                    os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
+                    msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+                os.close(fd)
+            # Removed while still held on POSIX: a writer that opened it meanwhile finds
+            # it gone once locked, and locks the one at the path. On Windows it keeps it.
+            with contextlib.suppress(OSError):
+                (directory / LOCK).unlink()
+            if sys.platform != "win32":
+                os.close(fd)
     finally:
         del _WRITING[key]
-
-
-def check_no_writer(directory: pathlib.Path) -> None:
-    """Raise :class:`~stoplist_nb.errors.DatasetLocked` if a writer holds the directory now."""
-    # This process writes it: opening the lock file here would end a POSIX lock.
-    mine = _WRITING.get(_identity(directory))
-    if mine is not None:
-        raise _locked(directory, mine, summary=True)
-    try:
-        fd = _lock(directory, exclusive=False)
-    except _NoLocks:
-        return  # a filesystem that locks nothing: nothing to learn
-    if fd is not None:
-        os.close(fd)  # a reader holds nothing while it reads: a writer may start
-
-
-class _NoLocks(Exception):
-    """The filesystem refuses locks (an NFS mount without its lock service)."""
 
 
 def _identity(directory: pathlib.Path) -> tuple[int, int]:
@@ -94,7 +82,7 @@ def _identity(directory: pathlib.Path) -> tuple[int, int]:
 
 
 def _lock(directory: pathlib.Path, *, exclusive: bool) -> int | None:
-    """The descriptor of the locked lock file (``None``: no lock file, no writer)."""
+    """The descriptor of the locked lock file (``None``: no writer, or no locks to learn from)."""
     path = directory / LOCK
     if sys.platform == "win32" and not exclusive:
         return None  # Windows has no shared lock to try without blocking a writer
@@ -104,14 +92,29 @@ def _lock(directory: pathlib.Path, *, exclusive: bool) -> int | None:
         except FileNotFoundError:
             return None
         try:
-            got = _try_lock(fd, exclusive=exclusive)
+            if sys.platform == "win32":
+                os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            else:
+                # flock, not lockf: a POSIX lock ends when the process closes any descriptor
+                # of the file, and two threads of one process would both get it.
+                fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except OSError as exc:
+            if sys.platform != "win32" and exc.errno not in _HELD:
+                os.close(fd)
+                if not exclusive:
+                    return None  # a filesystem that locks nothing: nothing to learn
+                raise errors.DatasetLocked(
+                    f"{path} cannot be locked: the filesystem refused ({exc.strerror or exc}); "
+                    "one writer at a time cannot be ensured there, so nothing is written "
+                    "(a local disk locks)"
+                ) from None
+            holder = ""
+            with contextlib.suppress(OSError):
+                os.lseek(fd, 0, os.SEEK_SET)
+                holder = os.read(fd, 1000).decode("utf-8", "replace").strip()
             os.close(fd)
-            raise _NoLocks(exc.strerror or str(exc)) from None
-        if not got:
-            holder = _holder(fd)
-            os.close(fd)
-            raise _locked(directory, holder, summary=not exclusive)
+            raise _locked(directory, holder, summary=not exclusive) from None
         # A writer that just ended removed the file it locked: lock the one at the path.
         with contextlib.suppress(FileNotFoundError):
             if os.path.samestat(os.fstat(fd), os.stat(path)):
@@ -133,49 +136,6 @@ def _locked(directory: pathlib.Path, holder: str, *, summary: bool = False) -> e
             "a writer that was killed holds no lock"
         )
     return exc
-
-
-def _holder(fd: int) -> str:
-    try:
-        os.lseek(fd, 0, os.SEEK_SET)
-        return os.read(fd, 1000).decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-
-
-def _try_lock(fd: int, *, exclusive: bool) -> bool:
-    if sys.platform == "win32":
-        os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return False
-    else:
-        # flock, not lockf: a POSIX lock ends when the process closes any descriptor
-        # of the file, and two threads of one process would both get it.
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            return False
-    return True
-
-
-def _unlock(path: pathlib.Path, fd: int) -> None:
-    if sys.platform == "win32":
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-            os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
-            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-        os.close(fd)
-    # Removed while still held on POSIX: a writer that opened it meanwhile finds it
-    # gone once it gets the lock, and locks the file at the path instead. On
-    # Windows another writer that has it open keeps it.
-    with contextlib.suppress(OSError):
-        path.unlink()
-    if sys.platform != "win32":
-        os.close(fd)
 
 
 def write_dataset(
@@ -205,7 +165,7 @@ def write_dataset(
         if state.complete:
             return state.summary(directory)
         if not state.ended:
-            window = Window(per_part, commit_seconds, commit_bytes)
+            window = (per_part, commit_seconds, commit_bytes)
             state = pull_parts(directory, state, declared, pages_from, window)
         try:
             state = seal(directory, state)
@@ -239,10 +199,14 @@ def dataset_summary(path: str | os.PathLike[str], *, checksums: bool = True) -> 
     if not (directory / CHECKPOINT).is_file():
         what = "not a directory" if not directory.is_dir() else f"holds no {CHECKPOINT}"
         raise errors.InvalidInput(f"{directory} is {what}: there is no dataset to sum up")
-    check_no_writer(directory)
-    state, damage = checked_files(directory, Checkpoint.read(directory), checksums=checksums)
-    if damage is not None:
-        raise damaged_file(directory, state, damage)
+    # This process writes it: opening the lock file here would end a POSIX lock.
+    mine = _WRITING.get(_identity(directory))
+    if mine is not None:
+        raise _locked(directory, mine, summary=True)
+    fd = _lock(directory, exclusive=False)
+    if fd is not None:
+        os.close(fd)  # a reader holds nothing while it reads: a writer may start
+    state = checked_files(directory, Checkpoint.read(directory), checksums=checksums)
     return state.summary(directory)
 
 
@@ -272,12 +236,17 @@ def _open(
         if CHECKPOINT not in names:
             raise refused(f"{directory} holds part files without a checkpoint")
         state = Checkpoint.read(directory)
-        _check_same_pull(directory, state.pull, pull)
-        state, damage = checked_files(directory, state, checksums=True)
-        if damage is not None:
-            if not repair:
-                raise damaged_file(directory, state, damage)
-            state = repaired(directory, state, damage)
+        # Compared as JSON text: a query that differs in order or in 1 against 1.0
+        # is not provably the same pull, and a mixed dataset cannot be undone.
+        differ = [k for k in pull if json.dumps(state.pull.get(k)) != json.dumps(pull[k])]
+        if differ:
+            said = "; ".join(f"{k}: {state.pull.get(k)!r} there, {pull[k]!r} now" for k in differ)
+            exc = errors.DatasetMismatch(
+                f"{directory} holds the checkpoint of another pull ({said}); it is not carried on"
+            )
+            exc.hint = "use another directory, or pass overwrite=True to replace that dataset"
+            raise exc
+        state = checked_files(directory, state, checksums=True, repair=repair)
         # A file renamed but not checkpointed: its pages come again.
         gone = [] if state.complete else sorted(files - {e.name for e in state.entries})
     # Under the lock, every temporary is an earlier pull's, and goes.
@@ -285,18 +254,3 @@ def _open(
     for name in gone:
         (directory / name).unlink(missing_ok=True)
     return Checkpoint(pull).save(directory) if state is None else state
-
-
-def _check_same_pull(
-    directory: pathlib.Path, saved: Mapping[str, Any], pull: Mapping[str, Any]
-) -> None:
-    # Compared as JSON text: a query that differs in order or in 1 against 1.0
-    # is not provably the same pull, and a mixed dataset cannot be undone.
-    differ = [k for k in pull if json.dumps(saved.get(k)) != json.dumps(pull[k])]
-    if differ:
-        said = "; ".join(f"{k}: {saved.get(k)!r} there, {pull[k]!r} now" for k in differ)
-        exc = errors.DatasetMismatch(
-            f"{directory} holds the checkpoint of another pull ({said}); it is not carried on"
-        )
-        exc.hint = "use another directory, or pass overwrite=True to replace that dataset"
-        raise exc

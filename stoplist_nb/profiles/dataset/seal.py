@@ -7,7 +7,7 @@ has the final schema, and writes it to ``_common_metadata``.
 from __future__ import annotations
 
 import pathlib
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,19 +24,10 @@ from stoplist_nb.profiles.dataset.parts import (
 )
 
 
-@dataclass(frozen=True)
-class Damage:
-    """The first file that is not what was written."""
-
-    index: int | None  # among the checkpoint's entries; None: the common metadata
-    name: str
-    problem: str
-
-
 def checked_files(
-    directory: pathlib.Path, state: Checkpoint, *, checksums: bool
-) -> tuple[Checkpoint, Damage | None]:
-    """The checkpoint as its files are (a part being sealed may be either), and the first damage."""
+    directory: pathlib.Path, state: Checkpoint, *, checksums: bool, repair: bool = False
+) -> Checkpoint:
+    """The checkpoint as its files are (one being sealed: either); damage raises (or is dropped)."""
     parts = list(state.parts)
     for index, entry in enumerate(state.entries):
         path = directory / entry.name
@@ -47,19 +38,20 @@ def checked_files(
             if _file_problem(path, sealed, checksums=checksums) is None:
                 parts[index], problem = sealed, None
         if problem is not None:
-            return replace(state, parts=tuple(parts)), Damage(index, entry.name, problem)
+            state = replace(state, parts=tuple(parts))
+            return _damaged(directory, state, index, entry.name, problem, repair=repair)
     state = replace(state, parts=tuple(parts), sealing=None)
     if state.complete:
-        path = directory / COMMON_METADATA
+        problem = None
         try:
-            same = pq.read_schema(path).equals(
-                pq.read_schema(directory / state.parts[-1].name), check_metadata=True
-            )
+            final = pq.read_schema(directory / state.parts[-1].name)
+            if not pq.read_schema(directory / COMMON_METADATA).equals(final, check_metadata=True):
+                problem = "does not hold the schema of the parts"
         except (OSError, ValueError, pa.ArrowException) as exc:
-            return state, Damage(None, COMMON_METADATA, f"cannot be read ({exc})")
-        if not same:
-            return state, Damage(None, COMMON_METADATA, "does not hold the schema of the parts")
-    return state, None
+            problem = f"cannot be read ({exc})"
+        if problem is not None:
+            return _damaged(directory, state, None, COMMON_METADATA, problem, repair=repair)
+    return state
 
 
 def _file_problem(path: pathlib.Path, entry: Entry, *, checksums: bool) -> str | None:
@@ -83,45 +75,44 @@ def _file_problem(path: pathlib.Path, entry: Entry, *, checksums: bool) -> str |
     return None
 
 
-def damaged_file(
-    directory: pathlib.Path, state: Checkpoint, damage: Damage
-) -> errors.DatasetDamaged:
-    """The error for ``damage``, its hint saying what a repair drops and keeps."""
+def _damaged(
+    directory: pathlib.Path,
+    state: Checkpoint,
+    index: int | None,
+    name: str,
+    problem: str,
+    *,
+    repair: bool,
+) -> Checkpoint:
+    """Drop the entry at ``index`` (``None``: the common metadata) and those after; else raise."""
+    kept = state.entries[:index]
+    if repair:
+        (directory / COMMON_METADATA).unlink(missing_ok=True)
+        if index is None:
+            return replace(state, complete=False).save(directory)
+        parts = kept[: len(state.parts)]
+        return replace(
+            state,
+            parts=parts,
+            open=kept[len(parts) :],
+            cursors=state.cursors[: sum(e.cursors for e in kept)],
+            ended=False,
+            complete=False,
+            sealing=None,
+        ).save(directory)
     exc = errors.DatasetDamaged(
-        f"{directory}: {damage.name}, listed in the checkpoint, {damage.problem}; nothing was sent",
-        part=damage.name,
+        f"{directory}: {name}, listed in the checkpoint, {problem}; nothing was sent", part=name
     )
-    if damage.index is None:
-        exc.hint = f"pass repair=True to seal the dataset again, or {START_OVER}"
-        return exc
-    kept = state.entries[: damage.index]
-    after = len(state.entries) - damage.index - 1
-    dropped = f"{damage.name} and the {after} files after it" if after else damage.name
-    where = f"after {kept[-1].name}" if kept else "from the start"
-    saved = sum(e.profiles for e in kept)
-    exc.hint = (
-        f"pass repair=True to drop {dropped} and pull on {where} ({saved} profiles are "
-        f"kept), or {START_OVER}"
-    )
-    return exc
-
-
-def repaired(directory: pathlib.Path, state: Checkpoint, damage: Damage) -> Checkpoint:
-    """The checkpoint without the damaged file and those after it; the pull goes on from there."""
-    (directory / COMMON_METADATA).unlink(missing_ok=True)
-    if damage.index is None:
-        return replace(state, complete=False).save(directory)
-    kept = state.entries[: damage.index]
-    parts = kept[: len(state.parts)]
-    return replace(
-        state,
-        parts=parts,
-        open=kept[len(parts) :],
-        cursors=state.cursors[: sum(e.cursors for e in kept)],
-        ended=False,
-        complete=False,
-        sealing=None,
-    ).save(directory)
+    exc.hint = f"pass repair=True to seal the dataset again, or {START_OVER}"
+    if index is not None:
+        after = len(state.entries) - index - 1
+        dropped = f"{name} and the {after} files after it" if after else name
+        where = f"after {kept[-1].name}" if kept else "from the start"
+        exc.hint = (
+            f"pass repair=True to drop {dropped} and pull on {where} "
+            f"({sum(e.profiles for e in kept)} profiles are kept), or {START_OVER}"
+        )
+    raise exc
 
 
 def seal(directory: pathlib.Path, state: Checkpoint) -> Checkpoint:

@@ -14,8 +14,7 @@ import concurrent.futures
 import contextlib
 import pathlib
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -49,23 +48,14 @@ DEFAULT_COMMIT_BYTES = 16 * 2**20
 PagesFrom = Callable[[str | None, list[str]], Stream[PageRead]]
 
 
-@dataclass(frozen=True)
-class Window:
-    """When the part being written is closed, and when its progress is committed."""
-
-    per_part: int
-    seconds: float
-    bytes: int
-
-
 def pull_parts(
     directory: pathlib.Path,
     state: Checkpoint,
     declared: Mapping[str, Any],
     pages_from: PagesFrom,
-    window: Window,
+    window: tuple[int, float, int],
 ) -> Checkpoint:
-    """Read the pages after the checkpoint into parts, their progress committed as it goes."""
+    """Read the pages after the checkpoint into parts of ``window``'s profiles, seconds, bytes."""
     schema = (
         StreamSchema.from_dict(state.schema) if state.schema else StreamSchema.from_dtypes(declared)
     )
@@ -78,35 +68,26 @@ def pull_parts(
     # meanwhile, and Ctrl-C (raised in the calling thread) never falls
     # between a page's rows and their record.
     with ThreadPoolExecutor(1, "stoplist-nb-writer", leave_signals_to_main) as thread:
-        writes: deque[Future[None]] = deque()
+        writes: list[Future[None]] = []
         try:
             with stream:
                 for table in stream:
                     # Taken here: the stream's schema changes as the next page is read.
                     writes.append(thread.submit(writer.add, table, schema.to_dict()))
-                    while len(writes) > _WRITES_AHEAD:
-                        writes.popleft().result()
-            while writes:
-                writes.popleft().result()
+                    if len(writes) > 1:  # one page is written while the next is read
+                        writes.pop(0).result()
+            for write in writes:
+                write.result()
             thread.submit(writer.finish, schema).result()
         except BaseException as exc:
-            _settled(writes)
-            _settled([thread.submit(writer.save_what_is_whole)])
+            # Run after the writes; a second Ctrl-C waits too: else a page would be half recorded.
+            pending = {*writes, thread.submit(writer.save_what_is_whole)}
+            while pending:
+                with contextlib.suppress(KeyboardInterrupt):
+                    pending = concurrent.futures.wait(pending).not_done
             say_what_is_saved(exc, directory, writer.state)
             raise
     return writer.state
-
-
-#: Pages handed to the writer and not yet written, beside the one it writes.
-_WRITES_AHEAD = 1
-
-
-def _settled(futures: Iterable[Future[None]]) -> None:
-    # A second Ctrl-C waits too: else a page would be half recorded.
-    pending = set(futures)
-    while pending:
-        with contextlib.suppress(KeyboardInterrupt):
-            pending = concurrent.futures.wait(pending).not_done
 
 
 def say_what_is_saved(exc: BaseException, directory: pathlib.Path, state: Checkpoint) -> None:
@@ -141,12 +122,12 @@ class _Writer:
         directory: pathlib.Path,
         state: Checkpoint,
         declared: Mapping[str, Any],
-        window: Window,
+        window: tuple[int, float, int],
     ) -> None:
         self.directory = directory
         self.state = state
         self.declared = declared
-        self.window = window
+        self.per_part, self.seconds, self.bytes = window
         self.part: File | None = None
         self.segment: File | None = None
         self.pages: list[_Page] = []  # those in the segment
@@ -195,12 +176,12 @@ class _Writer:
             )
             self.read = count
             self.pages.append(page)
-            window, held = self.window, sum(e.profiles for e in self.state.open)
-            if held + sum(p.profiles for p in self.pages) >= window.per_part:
+            held = sum(e.profiles for e in self.state.open)
+            if held + sum(p.profiles for p in self.pages) >= self.per_part:
                 self.close_part(ended=page.ending)
             elif not page.ending and (
-                sum(p.nbytes for p in self.pages) >= window.bytes
-                or time.monotonic() - self.opened >= window.seconds
+                sum(p.nbytes for p in self.pages) >= self.bytes
+                or time.monotonic() - self.opened >= self.seconds
             ):
                 self.commit()
         except BaseException:
