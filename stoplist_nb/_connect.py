@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from stoplist_nb import errors
 from stoplist_nb._checks import check_int
-from stoplist_nb._http import address_fault, secret_in_address
+from stoplist_nb._http.addresses import address_fault, secret_in_address
 from stoplist_nb.client import Client
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""How deeply a JSON text or a Python value nests, found without recursion.
+"""How deeply a JSON text nests, found without recursion.
 
 pyarrow's JSON reader recurses per level on the C stack, in time square in
 the depth: thousands of levels crash or stall it. So no reply reaches it
@@ -10,13 +10,11 @@ prefix XOR of the quotes, as simdjson), :func:`text_depth` measures it above.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 MAX_DEPTH = 128
-"""The deepest nesting of a reply (or a value) that is read; deeper is refused."""
+"""The deepest nesting of a reply (or of records) that is read; deeper is refused."""
 
 # "{" (0x7B) and "[" (0x5B) differ only in bit 0x20; so do "}" (0x7D) and "]" (0x5D).
 _FOLD = 0xDF
@@ -126,31 +124,3 @@ def _escaped(quotes: np.ndarray, slashes: np.ndarray) -> np.ndarray:
     touching = found & (ends[run] == quotes - 1)
     odd: np.ndarray = touching & (((ends[run] - starts[run] + 1) & 1) == 1)
     return odd
-
-
-def value_depth(value: Any, limit: int = MAX_DEPTH) -> int:
-    """Levels of dicts, lists and tuples in a value, up to ``limit + 1`` (also for one in itself).
-
-    >>> value_depth([{"a": [1]}, 2])
-    3
-    """
-    deepest = 0
-    todo: list[tuple[Any, int]] = [(value, 0)]
-    met: dict[int, int] = {}
-    while todo:
-        current, depth = todo.pop()
-        if isinstance(current, Mapping):
-            children: Any = current.values()
-        elif isinstance(current, list | tuple):
-            children = current
-        else:
-            continue
-        depth += 1
-        if depth > limit:
-            return limit + 1
-        if met.get(id(current), 0) >= depth:
-            continue
-        met[id(current)] = depth
-        deepest = max(deepest, depth)
-        todo.extend((child, depth) for child in children)
-    return deepest

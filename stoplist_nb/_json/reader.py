@@ -86,7 +86,7 @@ def read_reply(content: bytes) -> Reply:
     envelope = {
         k: v for k, v in document.items() if k != "data" or (rows is None and v is not None)
     }
-    return Reply(envelope, None if rows is None else records_to_arrow(rows, depth_checked=True))
+    return Reply(envelope, None if rows is None else records_to_arrow(rows))
 
 
 def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from stoplist_nb._json.kinds import ARRAY, FLOAT, INT, OBJECT, json_kind, mixed
 from stoplist_nb._json.mixed import encode, json_array
-from stoplist_nb._json.nesting import MAX_DEPTH, value_depth
+from stoplist_nb._json.nesting import MAX_DEPTH
 from stoplist_nb.errors import InvalidInput
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -23,10 +23,8 @@ _Path = tuple[object, ...]  # keys, and _ITEM for a list's elements
 _EXACT = 2**53  # the largest magnitude below which a float64 holds every integer
 
 
-def records_to_arrow(
-    records: Sequence[Mapping[str, Any]], *, depth_checked: bool = False
-) -> pa.Array:
-    """Convert a list of JSON-like dicts to an Arrow StructArray (``depth_checked``: by the caller).
+def records_to_arrow(records: Sequence[Mapping[str, Any]]) -> pa.Array:
+    """Convert a list of JSON-like dicts to an Arrow StructArray.
 
     The outermost leaf on a path that needs it is the JSON leaf (``[true, 1]`` is one value).
 
@@ -35,10 +33,6 @@ def records_to_arrow(
             too deep (or contain themselves).
     """
     values: list[Any] = list(records)
-    if not depth_checked and value_depth(values) > MAX_DEPTH:
-        raise InvalidInput(
-            f"records nest more than {MAX_DEPTH} levels deep (or contain themselves)"
-        )
     # pa.array takes some mixes without a word (2.5 beside false reads false as 0.0):
     # the kinds of every leaf are looked at first, whatever Arrow would accept.
     kinds: dict[_Path, set[str]] = {}
@@ -134,6 +128,11 @@ def _collect(
         return
     kind = _kind(value)
     kinds.setdefault(path, set()).add(kind)
+    # The list of records is a level, and each record one more.
+    if kind in (OBJECT, ARRAY) and len(path) + 2 > MAX_DEPTH:
+        raise InvalidInput(
+            f"records nest more than {MAX_DEPTH} levels deep (or contain themselves)"
+        )
     if kind == OBJECT:
         assert isinstance(value, Mapping)
         keys = orders.setdefault(path, {}) if orders is not None else {}
