@@ -1,8 +1,7 @@
-"""HTTP for stoplist_nb: the only module that sends requests and catches requests' errors.
+"""The only module that sends requests: requests' errors become ours, chained scrubbed of the token.
 
-Each foreign error becomes one of :mod:`stoplist_nb.errors`, chained to its
-cause scrubbed of the token; redirects are never left to requests, which
-would carry the token wherever ``Location`` says.
+Redirects are never left to requests, which would carry the token (a 307/308
+POST body too) wherever ``Location`` says: only those within the origin are followed.
 """
 
 from __future__ import annotations
@@ -11,15 +10,15 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import IO, Any, NoReturn
+from urllib.parse import urljoin
 
 import requests
 from requests.adapters import BaseAdapter, HTTPAdapter
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
-from stoplist_nb._http.addresses import shown
+from stoplist_nb._http.addresses import same_origin, shown
 from stoplist_nb._http.deadline import Deadline, running, watch_pools
-from stoplist_nb._http.redirects import next_url
 from stoplist_nb._http.replies import check_envelope, error_from_status, too_large, translate
 from stoplist_nb._http.retry import NON_REPLAYABLE, connect_only, deadline_aware, default_retry
 from stoplist_nb._redact import Redactor, filter_logs
@@ -36,6 +35,9 @@ DEFAULT_DEADLINE = 300.0
 #: Bytes per second: each byte a download receives extends its deadline by ``1 / rate`` s.
 DEFAULT_MIN_DOWNLOAD_RATE = 16 * 1024
 
+#: Redirects within the base URL's origin followed for one request.
+MAX_REDIRECTS = 3
+
 
 class _Adapter(HTTPAdapter):
     """``HTTPAdapter`` whose connections a deadline can shut down."""
@@ -51,11 +53,7 @@ class _Adapter(HTTPAdapter):
 
 
 class Transport:
-    """A requests session configured for one service and one token (arguments: see ``Client``).
-
-    Methods that create something (``NON_REPLAYABLE``) go through a second
-    adapter that retries only connections that never opened.
-    """
+    """A requests session for one service and token (arguments: see ``Client``)."""
 
     def __init__(
         self,
@@ -90,6 +88,7 @@ class Transport:
         # (prefix, our adapter, the one it shadows): close() puts a caller's session back.
         self._mounted: list[tuple[str, BaseAdapter, Any]] = []
         self._mount(self.base_url + "/", _Adapter(max_retries=retry))
+        # A method that creates something retries only connections that never opened.
         once = _Adapter(max_retries=connect_only(retry))
         for method in NON_REPLAYABLE:
             self._mount(self.method_url(method), once)
@@ -141,11 +140,8 @@ class Transport:
         chunk_size: int = 1 << 16,
         max_bytes: int | None = None,
     ) -> int:
-        """GET ``/api/download/<path>`` (URL-quoted) into ``out``; return the bytes written.
-
-        The token goes in the query (the contract) and a Bearer header (newer
-        docs); each chunk, kept small, extends the deadline once it arrived.
-        """
+        """GET ``/api/download/<path>`` (URL-quoted) into ``out``; return the bytes written."""
+        # The token goes in the query (the contract) and a Bearer header (newer docs).
         auth: dict[str, Any] = {}
         if self._token:
             auth = {
@@ -206,7 +202,7 @@ class Transport:
         self._mounted.clear()
 
     def _send(self, verb: str, what: str, url: str, **kwargs: Any) -> requests.Response:
-        """Send one request, following redirects as ``redirects.next_url`` says."""
+        """Send one request, following redirects within the origin (a POST only on 307/308)."""
         hop = 0
         while True:
             response = self.session.request(
@@ -217,7 +213,22 @@ class Transport:
                 return response
             response.close()
             location = response.headers.get("Location")
-            url = next_url(what, verb, status, location, response.url or url, self.base_url, hop)
+            if location is None:
+                raise errors.InvalidReply(f"{what}: an HTTP {status} reply with no Location")
+            url = urljoin(response.url or url, location)
+            if not same_origin(url, self.base_url):
+                raise errors.InvalidReply(
+                    f"{what}: the service redirects (HTTP {status}) to another origin, "
+                    f"{shown(url)}; not followed, so the token stays with {shown(self.base_url)}. "
+                    "If that is the service's address, use it as base_url"
+                )
+            if verb != "GET" and status not in (307, 308):  # the API serves no GET
+                raise errors.InvalidReply(
+                    f"{what}: the service redirects (HTTP {status}) to {shown(url)} "
+                    "with a GET, which the API does not serve; not followed"
+                )
+            if hop >= MAX_REDIRECTS:
+                raise errors.InvalidReply(f"{what}: more than {MAX_REDIRECTS} redirects")
             hop += 1
             extra = {"api_method": what, "http_status": status}
             message = "%s %s -> HTTP %d, redirect to %s followed"
@@ -268,7 +279,6 @@ class Transport:
     def _log(
         self, verb: str, what: str, response: requests.Response, size: int, deadline: Deadline
     ) -> None:
-        # urllib3 keeps the retries it made on the reply (history: one entry per retry)
         retries = getattr(response.raw, "retries", None)
         attempts = 1 + len(getattr(retries, "history", ()) or ())
         status, elapsed = response.status_code, deadline.elapsed()

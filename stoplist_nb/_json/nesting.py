@@ -1,10 +1,9 @@
 """How deeply a JSON text nests, found without recursion.
 
-pyarrow's JSON reader recurses per level on the C stack, in time square in
-the depth: thousands of levels crash or stall it. So no reply reaches it
-deeper than :data:`MAX_DEPTH` (MongoDB's 100 plus the reply's two, with
-room): :func:`depth_bound` bounds the depth in a few vectorised passes (a
-prefix XOR of the quotes, as simdjson), :func:`text_depth` measures it above.
+pyarrow's JSON reader recurses per level on the C stack, in time square in the
+depth: no reply deeper than :data:`MAX_DEPTH` (MongoDB's 100, the reply's two,
+room) reaches it. :func:`depth_bound` bounds the depth vectorised (a prefix XOR
+of the quotes, as simdjson); :func:`text_depth` measures it above.
 """
 
 from __future__ import annotations
@@ -63,7 +62,7 @@ _local = threading.local()
 
 
 def _scratch(size: int) -> tuple[np.ndarray, np.ndarray]:
-    """A bool and a byte array of ``size``, kept per thread; fresh ones cost page faults"""
+    # A bool and a byte array of size, kept per thread: fresh ones cost page faults.
     if size > _SCRATCH_BYTES:
         return np.empty(size, np.bool_), np.empty(size, np.uint8)
     kept = getattr(_local, "arrays", None)
@@ -83,7 +82,6 @@ def _words(mask: np.ndarray) -> np.ndarray:
 
 
 def _per_block(words: np.ndarray) -> np.ndarray:
-    """Set bits per block of :data:`_BLOCK_WORDS` words."""
     counts = np.bitwise_count(words).astype(np.int32)
     blocks: np.ndarray = counts[0::_BLOCK_WORDS].copy()
     for i in range(1, _BLOCK_WORDS):

@@ -1,8 +1,7 @@
-"""Arrow views of the service's JSON replies (pure: no I/O).
+"""The service's replies as Arrow: ``pyarrow.json`` parses the bytes (pure: no I/O).
 
-``pyarrow.json`` parses the raw bytes into Arrow; only a reply it cannot take
-exactly (too deep, or a float of 2**53 or more, maybe a rounded integer) goes
-through ``json`` and :func:`~stoplist_nb._json.records.records_to_arrow`.
+Only a reply it cannot take exactly (too deep, or a float of 2**53 or more,
+maybe a rounded integer) goes through ``json`` and ``records_to_arrow``.
 """
 
 from __future__ import annotations
@@ -38,11 +37,7 @@ class Reply:
 
 
 def read_reply(content: bytes) -> Reply:
-    """Parse one reply body into its envelope and an Arrow ``data`` array.
-
-    Raises:
-        ValueError: Not UTF-8, not a JSON object, or nested too deep.
-    """
+    """A reply as envelope and ``data`` (``ValueError``: not UTF-8, not an object, too deep)."""
     if not isinstance(content, bytes | bytearray | memoryview):
         raise ValueError(_NOT_AN_OBJECT)
     # pyarrow.json does not check that keys and strings are UTF-8: Arrow's own
@@ -90,7 +85,7 @@ def read_reply(content: bytes) -> Reply:
 
 
 def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
-    """The reply as a one-row Arrow table, or None when pyarrow cannot take it exactly."""
+    # The reply as a one-row table, or None when pyarrow cannot take it exactly.
     if not _OBJECT_START.match(content):
         return None
     try:
@@ -122,7 +117,7 @@ _TIMESTAMP = pa.timestamp("s").id
 
 
 def _timestamps_as_text(content: bytes | bytearray | memoryview, table: pa.Table) -> pa.Table:
-    """``table`` with the text pyarrow made into timestamps read again as strings."""
+    # table with the text pyarrow made into timestamps read again as strings
     wanted = [pa.field(f.name, t) for f in table.schema if (t := _text_type(f.type)) is not None]
     if not wanted:
         return table

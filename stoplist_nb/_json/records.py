@@ -1,8 +1,7 @@
-"""Python records as Arrow arrays, for replies pyarrow.json cannot take.
+"""Python records as Arrow arrays, for replies pyarrow.json cannot take (keys in first-seen order).
 
 A leaf of varying JSON type, or of numbers a float64 would round, is a
-:data:`~stoplist_nb._json.mixed.JSON` leaf; struct fields keep their keys'
-first-seen order, as pyarrow.json's do.
+:data:`~stoplist_nb._json.mixed.JSON` leaf.
 """
 
 from __future__ import annotations
@@ -24,14 +23,7 @@ _EXACT = 2**53  # the largest magnitude below which a float64 holds every intege
 
 
 def records_to_arrow(records: Sequence[Mapping[str, Any]]) -> pa.Array:
-    """Convert a list of JSON-like dicts to an Arrow StructArray.
-
-    The outermost leaf on a path that needs it is the JSON leaf (``[true, 1]`` is one value).
-
-    Raises:
-        InvalidInput: The records hold values Arrow cannot represent, or nest
-            too deep (or contain themselves).
-    """
+    """Convert JSON-like dicts to a StructArray (``InvalidInput``: not for Arrow, or too deep)."""
     values: list[Any] = list(records)
     # pa.array takes some mixes without a word (2.5 beside false reads false as 0.0):
     # the kinds of every leaf are looked at first, whatever Arrow would accept.
