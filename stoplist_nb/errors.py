@@ -73,10 +73,7 @@ class APIError(StoplistError):
     """
 
     def __init__(self, code: int, text: str, *, method: str, http_status: int = 200) -> None:
-        self.code = code
-        self.text = text
-        self.method = method
-        self.http_status = http_status
+        self.code, self.text, self.method, self.http_status = code, text, method, http_status
         where = f"HTTP {http_status}, " if http_status != 200 else ""
         super().__init__(f"{method}: error {code} ({where}{text or 'no error text'})")
 

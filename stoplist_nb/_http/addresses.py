@@ -11,8 +11,7 @@ from stoplist_nb._redact import redact
 
 _DOWNLOADS = "/api/download/"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-# Characters no plain path may hold; checked before urlsplit, which drops tabs
-# and newlines from a URL without a word.
+# Checked before urlsplit too, which drops tabs and newlines from a URL without a word.
 _CONTROL = ("Cc", "Cf", "Cs", "Zl", "Zp")
 
 

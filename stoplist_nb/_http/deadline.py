@@ -90,8 +90,7 @@ def _shut_down(connection: Any) -> None:
         sock = getattr(sock, "socket", None)
     if sock is not None:
         with contextlib.suppress(OSError):
-            # socket.socket's own shutdown: SSLSocket.shutdown would also drop its SSL
-            # object under the thread that is reading through it.
+            # SSLSocket.shutdown would also drop its SSL object under the reading thread.
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 

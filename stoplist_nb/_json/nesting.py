@@ -36,8 +36,7 @@ def depth_bound(content: bytes | bytearray | memoryview) -> int:
         quotes = np.flatnonzero(quote)
         if len(quotes):
             quote[quotes[_escaped(quotes, np.flatnonzero(raw == _BACKSLASH))]] = False
-    # Bit i of a word is set when byte i is inside a string: a prefix XOR of the
-    # quotes, within the word by shifts, then carried across words.
+    # Bit i of a word: byte i is inside a string (a prefix XOR by shifts, carried across words).
     inside = _words(quote)
     for shift in (1, 2, 4, 8, 16, 32):
         inside ^= inside << np.uint64(shift)

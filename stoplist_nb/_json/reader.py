@@ -18,8 +18,7 @@ import pyarrow.json as pa_json
 from stoplist_nb._json.nesting import MAX_DEPTH, depth_bound, text_depth
 from stoplist_nb._json.records import exact_floats, records_to_arrow
 
-# pyarrow.json crashes the interpreter on a body that is a bare `null`, so the
-# fast route only sees bodies that open with an object.
+# pyarrow.json crashes the interpreter on a bare `null`: it only sees bodies that open an object.
 _OBJECT_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
 _NOT_AN_OBJECT = "the reply is not a JSON object"
 
@@ -40,8 +39,7 @@ def read_reply(content: bytes) -> Reply:
     """A reply as envelope and ``data`` (``ValueError``: not UTF-8, not an object, too deep)."""
     if not isinstance(content, bytes | bytearray | memoryview):
         raise ValueError(_NOT_AN_OBJECT)
-    # pyarrow.json does not check that keys and strings are UTF-8: Arrow's own
-    # validator does, over the bytes as they are (no copy).
+    # pyarrow.json does not check UTF-8: Arrow's validator does, over the bytes (no copy).
     offsets = pa.py_buffer(struct.pack("<qq", 0, len(content)))
     text = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(content)])
     try:
@@ -92,8 +90,7 @@ def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
         table = _read_json(content, None)
         if table.num_rows != 1:
             return None
-        # pyarrow.json drops a null that opens a list of objects or lists and
-        # leaves the offsets pointing past the values: that fails validation.
+        # A null opening a list of objects or lists leaves offsets past the values: invalid.
         table.validate()
         table = _timestamps_as_text(content, table)
         table.validate()

@@ -25,8 +25,7 @@ _EXACT = 2**53  # the largest magnitude below which a float64 holds every intege
 def records_to_arrow(records: Sequence[Mapping[str, Any]]) -> pa.Array:
     """Convert JSON-like dicts to a StructArray (``InvalidInput``: not for Arrow, or too deep)."""
     values: list[Any] = list(records)
-    # pa.array takes some mixes without a word (2.5 beside false reads false as 0.0):
-    # the kinds of every leaf are looked at first, whatever Arrow would accept.
+    # pa.array takes some mixes without a word (false beside 2.5 reads 0.0): kinds come first.
     kinds: dict[_Path, set[str]] = {}
     orders: dict[_Path, dict[str, None]] | None = {} if _SORTS_KEYS else None
     for value in values:
@@ -46,8 +45,7 @@ def records_to_arrow(records: Sequence[Mapping[str, Any]]) -> pa.Array:
     return array
 
 
-# Older pyarrow sorts the keys of inferred structs; pyarrow.json keeps them in
-# first-seen order, and so must the dict route, for the same columns in both.
+# Older pyarrow sorts inferred struct keys; pyarrow.json keeps first-seen order, as must we.
 _SORTS_KEYS = pa.array([{"b": 0, "a": 0}]).type.field(0).name != "b"
 
 
@@ -154,7 +152,6 @@ def json_text(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT:
-        # A whole number within 2**53 as its digits, as it would have been
-        # sent (2.0 -> "2"); beyond, a float may not be the integer it reads as.
+        # As it was sent (2.0 -> "2"); beyond 2**53 a float may not be the integer it reads as.
         return str(int(value))
     return encode(value)

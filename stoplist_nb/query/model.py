@@ -95,8 +95,7 @@ class _Group(Query):
         if len(flat) < cls._least:
             raise InvalidQuery(cls._too_few)
         object.__setattr__(self, "items", tuple(flat))
-        # {"$op": [item, ...]} puts a dict and a list around the deepest item; an And
-        # that merges is one dict of fields, an empty one {}.
+        # {"$op": [item, ...]} adds two levels; a merging And adds none, nor does {}.
         deepest = max((item._depth for item in flat), default=1)
         merged = cls is And and (not flat or _merges(self.items))
         _set_depth(self, deepest if merged else deepest + 2, cls.__name__)
@@ -191,8 +190,7 @@ def _merges(items: tuple[Query, ...]) -> bool:
 
 
 def _wrap(item: Query, group: type[_Group]) -> str:
-    # & binds tighter than ==, so comparisons need brackets; a group of the
-    # other kind gets them for the reader.
+    # & binds tighter than ==; a group of the other kind gets brackets for the reader.
     comparison = isinstance(item, Condition) and item.op in _SYMBOL and not item.negated
     if comparison or isinstance(item, group):
         return f"({item!r})"

@@ -94,8 +94,7 @@ def _check_condition(value: Any, where: str) -> None:
 
 
 def _is_element_filter(arg: Mapping[str, Any], where: str) -> bool:
-    # MongoDB reads $and/$or/$nor in $elemMatch as a filter on the elements'
-    # fields, not as operators on the elements themselves.
+    # MongoDB reads $and/$or/$nor in $elemMatch as a filter on the elements' fields.
     return any(k in rules.LOGICAL_OPERATORS for k in arg) or not _is_operator_dict(arg, where)
 
 
