@@ -124,10 +124,9 @@ class Client:
     ) -> Stream[Page]:
         """Walk a cursor endpoint (``from_id``, ``next_from_id``) page by page, to an empty page.
 
-        The stream joins its threads however it ends and sends nothing after;
-        its errors carry ``resume_from``; rows that come while the cursor stays
-        are ``CursorStalled`` (the cursor rules: :mod:`stoplist_nb._paging`).
-        ``from_id``, ``lookahead`` and ``workers``: as in :class:`~stoplist_nb.ProfilesRequest`.
+        The stream joins its threads however it ends; its errors carry ``resume_from``;
+        a cursor that stays is ``CursorStalled``. ``from_id``, ``lookahead``, ``workers``:
+        as in :class:`~stoplist_nb.ProfilesRequest`.
 
         Args:
             method: The method, e.g. ``"profiles/list"``.

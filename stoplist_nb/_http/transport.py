@@ -112,8 +112,8 @@ class Transport:
                 if response.status_code >= 400:
                     raise error_from_status(method, response)
             except Exception as exc:
-                self._fail("POST", method, deadline, exc)
-            self._log("POST", method, response, len(content), deadline)
+                self._fail(method, deadline, exc)
+            self._log(method, response, len(content), deadline)
         return content
 
     def call(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -175,14 +175,12 @@ class Transport:
                 if broke and not deadline.passed:
                     of = expected if expected is not None else "unknown"
                     message = f"download: the connection broke after {written} of {of} bytes"
-                    self._raise(
-                        "GET", "download", deadline, errors.IncompleteDownload(message), exc
-                    )
-                self._fail("GET", "download", deadline, exc, received=written)
+                    self._raise("download", deadline, errors.IncompleteDownload(message), exc)
+                self._fail("download", deadline, exc, received=written)
             if expected is not None and written != expected:
                 message = f"download: {written} of {expected} bytes arrived"
-                self._raise("GET", "download", deadline, errors.IncompleteDownload(message))
-            self._log("GET", "download", response, written, deadline)
+                self._raise("download", deadline, errors.IncompleteDownload(message))
+            self._log("download", response, written, deadline)
         return written
 
     def close(self) -> None:
@@ -235,7 +233,7 @@ class Transport:
             log.debug(message, verb, what, status, shown(url), extra=extra)
 
     def _fail(
-        self, verb: str, what: str, deadline: Deadline, exc: Exception, *, received: int = 0
+        self, what: str, deadline: Deadline, exc: Exception, *, received: int = 0
     ) -> NoReturn:
         if deadline.passed and not isinstance(exc, errors.ArchiveTooLarge):
             if what != "download":
@@ -252,23 +250,18 @@ class Transport:
                     f"{earned}; {received} bytes arrived). "
                     "Client(deadline=..., min_download_rate=...) sets it"
                 )
-            self._raise(verb, what, deadline, errors.RequestTimeout(message), exc)
+            self._raise(what, deadline, errors.RequestTimeout(message), exc)
         if isinstance(exc, errors.StoplistError):
-            self._raise(verb, what, deadline, exc)
+            self._raise(what, deadline, exc)
         if isinstance(exc, requests.exceptions.RequestException):
-            self._raise(verb, what, deadline, translate(what, exc, self.base_url), exc)
+            self._raise(what, deadline, translate(what, exc, self.base_url), exc)
         raise exc
 
     def _raise(
-        self,
-        verb: str,
-        what: str,
-        deadline: Deadline,
-        error: Exception,
-        cause: Exception | None = None,
+        self, what: str, deadline: Deadline, error: Exception, cause: Exception | None = None
     ) -> NoReturn:
         status, elapsed = getattr(error, "http_status", None), deadline.elapsed()
-        name = type(error).__name__
+        name, verb = type(error).__name__, "GET" if what == "download" else "POST"
         extra = {"api_method": what, "http_status": status, "elapsed": elapsed, "error": name}
         http = f" (HTTP {status})" if status is not None else ""
         log.debug("%s %s failed after %.3f s: %s%s", verb, what, elapsed, name, http, extra=extra)
@@ -276,12 +269,11 @@ class Transport:
             raise error
         raise error from self.redact.scrub(cause)
 
-    def _log(
-        self, verb: str, what: str, response: requests.Response, size: int, deadline: Deadline
-    ) -> None:
+    def _log(self, what: str, response: requests.Response, size: int, deadline: Deadline) -> None:
         retries = getattr(response.raw, "retries", None)
         attempts = 1 + len(getattr(retries, "history", ()) or ())
         status, elapsed = response.status_code, deadline.elapsed()
+        verb = "GET" if what == "download" else "POST"
         extra = {"api_method": what, "http_status": status, "nbytes": size, "elapsed": elapsed}
         extra |= {"attempts": attempts}
         message = "%s %s -> HTTP %d, %d bytes in %.3f s, attempt %d"

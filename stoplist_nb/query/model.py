@@ -1,12 +1,9 @@
 """The query model behind :mod:`stoplist_nb.query`: ``F``, its conditions, and their groups.
 
-Nodes are immutable and compare by value and value type, as MongoDB does.
-``~`` swaps ``$eq``/``$ne``, ``$in``/``$nin`` and ``$exists`` True/False (they
-agree on documents without the field); any other condition gets ``$not``
-(``$lte`` would drop documents without the field); ``~And(x)`` is
-``Nor([x])``, ``~Or`` a ``Nor`` and back, so ``~~q == q``. No node nests
-deeper than :data:`~stoplist_nb.query.values.MAX_DEPTH`: its recursive
-methods cannot exhaust the stack.
+Nodes are immutable, compare by value and value type (as MongoDB) and nest at
+most :data:`~stoplist_nb.query.values.MAX_DEPTH` levels. ``~`` swaps ``$eq``/``$ne``,
+``$in``/``$nin``, ``$exists`` True/False (alike on documents without the field); any
+other condition gets ``$not``; ``~And(x)`` is ``Nor([x])``, ``~Or`` a ``Nor`` and back.
 """
 
 from __future__ import annotations
