@@ -1,7 +1,4 @@
-"""A caller's plain arguments: each check returns the value or raises ``InvalidInput`` naming it.
-
-A ``bool`` is never taken for a number.
-"""
+"""A caller's plain arguments: each check returns the value or raises ``InvalidInput`` naming it."""
 
 from __future__ import annotations
 
@@ -38,9 +35,7 @@ def check_flag(name: str, value: Any) -> bool:
 def check_number(
     name: str, value: Any, *, unit: str = "", zero: bool = False, none: bool = False
 ) -> Any:
-    """``value`` if it is a number above 0 (``zero``: at least 0; ``none``: or ``None``).
-
-    ``unit`` names what it counts in the message; NaN is refused.
+    """``value`` if a number above 0 (``zero``: at least 0; ``none``: or None; ``unit``: of what).
 
     >>> check_number("deadline", -1, none=True)
     Traceback (most recent call last):

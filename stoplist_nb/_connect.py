@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from stoplist_nb import errors
 from stoplist_nb._checks import check_int
-from stoplist_nb._http import address_fault, secret_in_address
+from stoplist_nb._http.addresses import address_fault, secret_in_address
 from stoplist_nb.client import Client
 
 if TYPE_CHECKING:
@@ -77,8 +77,7 @@ def settings_from_env(*, ask: Callable[[str], str] | None = None) -> EnvSettings
 #: ``1`` (or ``true``, ``yes``, ``on``): with no account set, ``connect()`` reads the demo.
 ENV_DEMO = "STOPLIST_NB_DEMO"
 
-# One demo service per data set for the life of the kernel: re-running the
-# connect() cell must not start a new server (and a new token) every time.
+# One demo service per data set for the kernel's life: re-running connect() starts no new one.
 _services: dict[tuple[int, int], DemoService] = {}
 _lock = threading.Lock()
 

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from stoplist_nb._checks import check_int
-from stoplist_nb._json import Reply
+from stoplist_nb._json.reader import Reply
 from stoplist_nb._threads import join, leave_signals_to_main
 
 _KEY = b'"next_from_id"'

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from stoplist_nb import errors
-from stoplist_nb._json import Reply
+from stoplist_nb._json.reader import Reply
 from stoplist_nb._lookahead import Ahead, Post, Prepared, as_cursor, default_workers
 from stoplist_nb._stream import Owner, Stream
 

@@ -1,9 +1,4 @@
-"""Keeping the API token out of messages, chained exceptions and log records, in every form.
-
-Tokens of ``MIN_SECRET`` characters or more are scrubbed process-wide by
-:func:`redact` (every ``StoplistError`` does); shorter ones, which would match
-ordinary words, only by their own client.
-"""
+"""Keeping the API token out of messages, chained exceptions and log records, in every form."""
 
 from __future__ import annotations
 
@@ -14,7 +9,7 @@ import threading
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-#: Tokens shorter than this are not scrubbed from text unrelated to their client.
+#: Tokens shorter than this (they would match ordinary words) are scrubbed only by their client.
 MIN_SECRET = 8
 
 _MASK = "***"
@@ -40,8 +35,7 @@ def _forms(secret: str) -> set[str]:
 def _pattern(forms: set[str]) -> re.Pattern[str] | None:
     if not forms:
         return None
-    # Longest first, so a form is not half-replaced by a shorter one it contains;
-    # case-insensitive for the percent escapes (%2f and %2F).
+    # Longest first, not to half-replace a form; case-insensitive for %2f and %2F.
     alternatives = sorted(forms, key=len, reverse=True)
     return re.compile("|".join(map(re.escape, alternatives)), re.IGNORECASE)
 

@@ -15,18 +15,16 @@ from urllib3.util.retry import Retry
 from stoplist_nb import errors
 from stoplist_nb._atomic import Output
 from stoplist_nb._checks import check_int, check_number
-from stoplist_nb._http import (
+from stoplist_nb._http.addresses import address_fault, safe_download_path, secret_in_address
+from stoplist_nb._http.deadline import Exchanges, settle
+from stoplist_nb._http.replies import check_envelope
+from stoplist_nb._http.transport import (
     DEFAULT_DEADLINE,
     DEFAULT_MIN_DOWNLOAD_RATE,
     DEFAULT_TIMEOUT,
     Transport,
-    address_fault,
-    check_envelope,
-    safe_download_path,
-    secret_in_address,
 )
-from stoplist_nb._http.deadline import Exchanges, settle
-from stoplist_nb._json import Reply, read_reply
+from stoplist_nb._json.reader import Reply, read_reply
 from stoplist_nb._lookahead import check_threads
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
 from stoplist_nb._progress import Bar
@@ -126,10 +124,9 @@ class Client:
     ) -> Stream[Page]:
         """Walk a cursor endpoint (``from_id``, ``next_from_id``) page by page, to an empty page.
 
-        The stream joins its threads however it ends and sends nothing after;
-        its errors carry ``resume_from``; rows that come while the cursor stays
-        are ``CursorStalled`` (the cursor rules: :mod:`stoplist_nb._paging`).
-        ``from_id``, ``lookahead`` and ``workers``: as in :class:`~stoplist_nb.ProfilesRequest`.
+        The stream joins its threads however it ends; its errors carry ``resume_from``;
+        a cursor that stays is ``CursorStalled``. ``from_id``, ``lookahead``, ``workers``:
+        as in :class:`~stoplist_nb.ProfilesRequest`.
 
         Args:
             method: The method, e.g. ``"profiles/list"``.

@@ -1,29 +1,4 @@
-"""Every exception stoplist_nb raises, in one tree::
-
-    StoplistError
-    ├── APIError                  the service answered, with a non-zero `error`
-    │   ├── BadRequest            400 (also a ValueError)
-    │   ├── AuthError             401/403 (also a PermissionError)
-    │   ├── TariffLimit           402
-    │   ├── RateLimited           429, after every retry
-    │   └── ServerError           5xx, after every retry
-    ├── TransportError            no usable reply at all
-    │   ├── ConnectError          connection failed or reset (also a ConnectionError)
-    │   ├── RequestTimeout        no reply in time (also a TimeoutError)
-    │   ├── InvalidReply          a 2xx reply that is not the JSON envelope
-    │   └── IncompleteDownload    a download ended before its last byte
-    ├── InvalidInput              bad arguments, before anything is sent (ValueError)
-    │   ├── InvalidQuery          a query MongoDB would not accept
-    │   ├── UnsafePath            a download path that would leave the service
-    │   ├── OutputExists          the output is there, overwrite not asked (FileExistsError)
-    │   └── DatasetMismatch       a dataset directory that holds another pull, or other files
-    │       └── DatasetDamaged    a checkpoint or part differs from its record (part)
-    ├── DatasetLocked             another writer holds the dataset directory (holder; RuntimeError)
-    ├── CursorStalled             paging: the cursor stopped advancing (RuntimeError)
-    ├── TaskFailed                an export task failed (task_id, status)
-    ├── TaskTimeout               an export task outran the deadline (TimeoutError)
-    └── BadArchive                not a readable ZIP of CSV files (ValueError)
-        └── ArchiveTooLarge       over max_bytes, or unpacks beyond max_size / max_ratio
+"""Every exception stoplist_nb raises, rooted at :class:`StoplistError` (the tree: docs/errors.md).
 
 Leaves also inherit the builtin they resemble (``except ValueError`` works);
 no message ever holds the token of one of this process's clients.
@@ -98,10 +73,7 @@ class APIError(StoplistError):
     """
 
     def __init__(self, code: int, text: str, *, method: str, http_status: int = 200) -> None:
-        self.code = code
-        self.text = text
-        self.method = method
-        self.http_status = http_status
+        self.code, self.text, self.method, self.http_status = code, text, method, http_status
         where = f"HTTP {http_status}, " if http_status != 200 else ""
         super().__init__(f"{method}: error {code} ({where}{text or 'no error text'})")
 

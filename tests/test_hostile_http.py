@@ -24,9 +24,8 @@ import pytest
 from demo_fixtures import served_and_cleared
 
 import stoplist_nb as sn
-from stoplist_nb._http.redirects import MAX_REDIRECTS
 from stoplist_nb._http.retry import default_retry
-from stoplist_nb._http.transport import DEFAULT_DEADLINE
+from stoplist_nb._http.transport import DEFAULT_DEADLINE, MAX_REDIRECTS
 from stoplist_nb.demo import DemoService, serve
 
 # Characters that URL-quoting and JSON-escaping both rewrite, so each form differs.

@@ -23,8 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stoplist_nb as sn
-from stoplist_nb._json.nesting import MAX_DEPTH, depth_bound, text_depth, value_depth
+from stoplist_nb._json.nesting import MAX_DEPTH, depth_bound, text_depth
+from stoplist_nb._json.records import records_to_arrow
 from stoplist_nb.demo import DemoService
+from stoplist_nb.errors import InvalidInput
 from stoplist_nb.profiles.normalize import normalize_profiles
 
 PARSE_THREAD = "stoplist_nb-parse"
@@ -207,9 +209,24 @@ def test_text_depth_is_the_depth_of_the_parsed_value(
     value: Any, ascii_only: bool, pad: int
 ) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only).encode()
-    assert text_depth(text) == reference_depth(value) == value_depth(value)
+    assert text_depth(text) == reference_depth(value)
     padded = b" " * pad + text  # blocks of 256 bytes start anywhere in the text
     assert depth_bound(padded) >= text_depth(padded) == text_depth(text)
+
+
+def test_records_are_read_to_max_depth_levels_the_list_of_them_counted() -> None:
+    def nest(levels: int) -> dict[str, Any]:
+        value: dict[str, Any] = {}
+        for _ in range(levels - 2):
+            value = {"x": value}
+        return value
+
+    assert len(records_to_arrow([{"id": "a"}, nest(MAX_DEPTH)])) == 2
+    looped: list[Any] = []
+    looped.append(looped)
+    for records in ([nest(MAX_DEPTH + 1)], [{"a": looped}]):
+        with pytest.raises(InvalidInput, match=f"more than {MAX_DEPTH} levels deep"):
+            records_to_arrow(records)
 
 
 def test_depth_bound_reads_each_text_alone_after_a_longer_one() -> None:

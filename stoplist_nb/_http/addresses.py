@@ -1,8 +1,4 @@
-"""Every rule about a URL: the service's address, its origin, and the download paths under it.
-
-A base URL is checked where it comes in; a download path or a redirect's
-target each time, since the token travels with it.
-"""
+"""Every rule about a URL: the service's address, its origin, and the download paths under it."""
 
 from __future__ import annotations
 
@@ -15,15 +11,12 @@ from stoplist_nb._redact import redact
 
 _DOWNLOADS = "/api/download/"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-# Characters no plain path may hold; checked before urlsplit, which drops tabs
-# and newlines from a URL without a word.
+# Checked before urlsplit too, which drops tabs and newlines from a URL without a word.
 _CONTROL = ("Cc", "Cf", "Cs", "Zl", "Zp")
 
 
 def address_fault(url: object) -> Literal["scheme", "secret"] | None:
-    """What is wrong with ``url`` as a service's address: ``None``, ``"scheme"`` or ``"secret"``.
-
-    A user name, password, query or fragment is a ``"secret"``: the address is shown.
+    """What is wrong with ``url`` as a service's address (user info, query, fragment: ``"secret"``).
 
     >>> address_fault("https://api.example.com:8443/altcraft/")
     >>> address_fault("api.example.com"), address_fault("https://api.example.com/?token=x")
@@ -57,11 +50,7 @@ def _port(parts: SplitResult) -> int | None:
 
 
 def address(base_url: str) -> str:
-    """The host and port a checked base URL reaches, the port always said.
-
-    >>> address("https://API.example.com/platform/"), address("http://[::1]:8000")
-    ('api.example.com:443', '[::1]:8000')
-    """
+    """The host and port a checked base URL reaches, the port always said."""
     parts = urlsplit(base_url)
     host = parts.hostname or ""
     return f"[{host}]:{_port(parts)}" if ":" in host else f"{host}:{_port(parts)}"
@@ -70,8 +59,8 @@ def address(base_url: str) -> str:
 def origin(base_url: str) -> str:
     """The service at a checked base URL: scheme, host, port (always said) and base path.
 
-    >>> origin("https://API.example.com/platform/")
-    'https://api.example.com:443/platform'
+    >>> origin("https://API.example.com/platform/"), origin("http://[::1]:8000")
+    ('https://api.example.com:443/platform', 'http://[::1]:8000')
     """
     parts = urlsplit(base_url)
     return f"{parts.scheme}://{address(base_url)}{parts.path.rstrip('/')}"
@@ -103,7 +92,6 @@ def _refuse(why: str) -> NoReturn:
 
 
 def _under_downloads(path: str, base_url: str) -> str:
-    """The decoded path under ``/api/download/`` a URL or rooted path on ``base_url`` names."""
     base = urlsplit(base_url)
     if path.startswith("//"):  # scheme-relative: the client's scheme, its own host
         path = f"{base.scheme}:{path}"
@@ -146,11 +134,9 @@ def _bad_characters(path: str) -> str | None:
 
 
 def safe_download_path(path: str, *, base_url: str | None = None) -> str:
-    """Check a download path and return it URL-quoted for ``/api/download/``.
+    """Check a download path (a plain relative one, or with ``base_url`` one on its origin).
 
-    The token travels with it, so only a plain relative path is taken, or with
-    ``base_url`` the same file from the root or by a URL on that origin;
-    anything else is ``UnsafePath``.
+    The token travels with it: anything else is ``UnsafePath``; the path is returned URL-quoted.
 
     >>> safe_download_path("suppress/1f0c/Стоп-лист 1.md5.zip")
     'suppress/1f0c/%D0%A1%D1%82%D0%BE%D0%BF-%D0%BB%D0%B8%D1%81%D1%82%201.md5.zip'

@@ -1,10 +1,7 @@
-"""An overall deadline for one HTTP exchange, enforced by shutting its socket down.
+"""An overall deadline for one HTTP exchange: a watchdog thread shuts its sockets down once due.
 
-requests' timeouts bound each socket operation, not the exchange. One
-watchdog thread shuts down an exchange's sockets once its deadline passes
-(the blocked read returns), and the retry policy asks :func:`current` before
-each attempt. A connection being opened has no socket yet: the connect
-timeout, capped at the deadline, bounds it.
+requests' timeouts bound each socket operation, not the exchange; the retry
+policy asks :func:`current` before each attempt.
 """
 
 from __future__ import annotations
@@ -93,8 +90,7 @@ def _shut_down(connection: Any) -> None:
         sock = getattr(sock, "socket", None)
     if sock is not None:
         with contextlib.suppress(OSError):
-            # socket.socket's own shutdown: SSLSocket.shutdown would also drop its SSL
-            # object under the thread that is reading through it.
+            # SSLSocket.shutdown would also drop its SSL object under the reading thread.
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 

@@ -47,11 +47,9 @@ _Row = tuple[_Test, type[errors.TransportError], str, str | None]
 _CONNECT, _TIMEOUT = errors.ConnectError, errors.RequestTimeout
 _CHECK = "check {var} ({address}), and that this machine may reach it"
 
-# requests' and urllib3's errors, by what lies under them; the first row that fits wins:
-# (test, error, what happened, for a connection that never opened what to check).
-# urllib3 derives NewConnectionError (refused, unreachable, no such name) from its
-# ConnectTimeoutError, and requests reports a read timeout that used up the retries as
-# ConnectionError(MaxRetryError(ReadTimeoutError)): hence the tests of the chain.
+# (test of the chain, error, what happened, what to check if no connection opened); first fits.
+# The chain, since NewConnectionError is a ConnectTimeoutError, and a read timeout that used
+# up the retries is ConnectionError(MaxRetryError(ReadTimeoutError)).
 # fmt: off
 _TABLE: tuple[_Row, ...] = (
     (_kind(*_RESOLVE), _CONNECT,

@@ -1,8 +1,7 @@
-"""HTTP for stoplist_nb: the only module that sends requests and catches requests' errors.
+"""The only module that sends requests: requests' errors become ours, chained scrubbed of the token.
 
-Each foreign error becomes one of :mod:`stoplist_nb.errors`, chained to its
-cause scrubbed of the token; redirects are never left to requests, which
-would carry the token wherever ``Location`` says.
+Redirects are never left to requests, which would carry the token (a 307/308
+POST body too) wherever ``Location`` says: only those within the origin are followed.
 """
 
 from __future__ import annotations
@@ -11,15 +10,15 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import IO, Any, NoReturn
+from urllib.parse import urljoin
 
 import requests
 from requests.adapters import BaseAdapter, HTTPAdapter
 from urllib3.util.retry import Retry
 
 from stoplist_nb import errors
-from stoplist_nb._http.addresses import shown
+from stoplist_nb._http.addresses import same_origin, shown
 from stoplist_nb._http.deadline import Deadline, running, watch_pools
-from stoplist_nb._http.redirects import next_url
 from stoplist_nb._http.replies import check_envelope, error_from_status, too_large, translate
 from stoplist_nb._http.retry import NON_REPLAYABLE, connect_only, deadline_aware, default_retry
 from stoplist_nb._redact import Redactor, filter_logs
@@ -36,6 +35,9 @@ DEFAULT_DEADLINE = 300.0
 #: Bytes per second: each byte a download receives extends its deadline by ``1 / rate`` s.
 DEFAULT_MIN_DOWNLOAD_RATE = 16 * 1024
 
+#: Redirects within the base URL's origin followed for one request.
+MAX_REDIRECTS = 3
+
 
 class _Adapter(HTTPAdapter):
     """``HTTPAdapter`` whose connections a deadline can shut down."""
@@ -51,11 +53,7 @@ class _Adapter(HTTPAdapter):
 
 
 class Transport:
-    """A requests session configured for one service and one token (arguments: see ``Client``).
-
-    Methods that create something (``NON_REPLAYABLE``) go through a second
-    adapter that retries only connections that never opened.
-    """
+    """A requests session for one service and token (arguments: see ``Client``)."""
 
     def __init__(
         self,
@@ -90,6 +88,7 @@ class Transport:
         # (prefix, our adapter, the one it shadows): close() puts a caller's session back.
         self._mounted: list[tuple[str, BaseAdapter, Any]] = []
         self._mount(self.base_url + "/", _Adapter(max_retries=retry))
+        # A method that creates something retries only connections that never opened.
         once = _Adapter(max_retries=connect_only(retry))
         for method in NON_REPLAYABLE:
             self._mount(self.method_url(method), once)
@@ -113,8 +112,8 @@ class Transport:
                 if response.status_code >= 400:
                     raise error_from_status(method, response)
             except Exception as exc:
-                self._fail("POST", method, deadline, exc)
-            self._log("POST", method, response, len(content), deadline)
+                self._fail(method, deadline, exc)
+            self._log(method, response, len(content), deadline)
         return content
 
     def call(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -141,11 +140,8 @@ class Transport:
         chunk_size: int = 1 << 16,
         max_bytes: int | None = None,
     ) -> int:
-        """GET ``/api/download/<path>`` (URL-quoted) into ``out``; return the bytes written.
-
-        The token goes in the query (the contract) and a Bearer header (newer
-        docs); each chunk, kept small, extends the deadline once it arrived.
-        """
+        """GET ``/api/download/<path>`` (URL-quoted) into ``out``; return the bytes written."""
+        # The token goes in the query (the contract) and a Bearer header (newer docs).
         auth: dict[str, Any] = {}
         if self._token:
             auth = {
@@ -179,14 +175,12 @@ class Transport:
                 if broke and not deadline.passed:
                     of = expected if expected is not None else "unknown"
                     message = f"download: the connection broke after {written} of {of} bytes"
-                    self._raise(
-                        "GET", "download", deadline, errors.IncompleteDownload(message), exc
-                    )
-                self._fail("GET", "download", deadline, exc, received=written)
+                    self._raise("download", deadline, errors.IncompleteDownload(message), exc)
+                self._fail("download", deadline, exc, received=written)
             if expected is not None and written != expected:
                 message = f"download: {written} of {expected} bytes arrived"
-                self._raise("GET", "download", deadline, errors.IncompleteDownload(message))
-            self._log("GET", "download", response, written, deadline)
+                self._raise("download", deadline, errors.IncompleteDownload(message))
+            self._log("download", response, written, deadline)
         return written
 
     def close(self) -> None:
@@ -206,7 +200,7 @@ class Transport:
         self._mounted.clear()
 
     def _send(self, verb: str, what: str, url: str, **kwargs: Any) -> requests.Response:
-        """Send one request, following redirects as ``redirects.next_url`` says."""
+        """Send one request, following redirects within the origin (a POST only on 307/308)."""
         hop = 0
         while True:
             response = self.session.request(
@@ -217,14 +211,29 @@ class Transport:
                 return response
             response.close()
             location = response.headers.get("Location")
-            url = next_url(what, verb, status, location, response.url or url, self.base_url, hop)
+            if location is None:
+                raise errors.InvalidReply(f"{what}: an HTTP {status} reply with no Location")
+            url = urljoin(response.url or url, location)
+            if not same_origin(url, self.base_url):
+                raise errors.InvalidReply(
+                    f"{what}: the service redirects (HTTP {status}) to another origin, "
+                    f"{shown(url)}; not followed, so the token stays with {shown(self.base_url)}. "
+                    "If that is the service's address, use it as base_url"
+                )
+            if verb != "GET" and status not in (307, 308):  # the API serves no GET
+                raise errors.InvalidReply(
+                    f"{what}: the service redirects (HTTP {status}) to {shown(url)} "
+                    "with a GET, which the API does not serve; not followed"
+                )
+            if hop >= MAX_REDIRECTS:
+                raise errors.InvalidReply(f"{what}: more than {MAX_REDIRECTS} redirects")
             hop += 1
             extra = {"api_method": what, "http_status": status}
             message = "%s %s -> HTTP %d, redirect to %s followed"
             log.debug(message, verb, what, status, shown(url), extra=extra)
 
     def _fail(
-        self, verb: str, what: str, deadline: Deadline, exc: Exception, *, received: int = 0
+        self, what: str, deadline: Deadline, exc: Exception, *, received: int = 0
     ) -> NoReturn:
         if deadline.passed and not isinstance(exc, errors.ArchiveTooLarge):
             if what != "download":
@@ -241,23 +250,18 @@ class Transport:
                     f"{earned}; {received} bytes arrived). "
                     "Client(deadline=..., min_download_rate=...) sets it"
                 )
-            self._raise(verb, what, deadline, errors.RequestTimeout(message), exc)
+            self._raise(what, deadline, errors.RequestTimeout(message), exc)
         if isinstance(exc, errors.StoplistError):
-            self._raise(verb, what, deadline, exc)
+            self._raise(what, deadline, exc)
         if isinstance(exc, requests.exceptions.RequestException):
-            self._raise(verb, what, deadline, translate(what, exc, self.base_url), exc)
+            self._raise(what, deadline, translate(what, exc, self.base_url), exc)
         raise exc
 
     def _raise(
-        self,
-        verb: str,
-        what: str,
-        deadline: Deadline,
-        error: Exception,
-        cause: Exception | None = None,
+        self, what: str, deadline: Deadline, error: Exception, cause: Exception | None = None
     ) -> NoReturn:
         status, elapsed = getattr(error, "http_status", None), deadline.elapsed()
-        name = type(error).__name__
+        name, verb = type(error).__name__, "GET" if what == "download" else "POST"
         extra = {"api_method": what, "http_status": status, "elapsed": elapsed, "error": name}
         http = f" (HTTP {status})" if status is not None else ""
         log.debug("%s %s failed after %.3f s: %s%s", verb, what, elapsed, name, http, extra=extra)
@@ -265,13 +269,11 @@ class Transport:
             raise error
         raise error from self.redact.scrub(cause)
 
-    def _log(
-        self, verb: str, what: str, response: requests.Response, size: int, deadline: Deadline
-    ) -> None:
-        # urllib3 keeps the retries it made on the reply (history: one entry per retry)
+    def _log(self, what: str, response: requests.Response, size: int, deadline: Deadline) -> None:
         retries = getattr(response.raw, "retries", None)
         attempts = 1 + len(getattr(retries, "history", ()) or ())
         status, elapsed = response.status_code, deadline.elapsed()
+        verb = "GET" if what == "download" else "POST"
         extra = {"api_method": what, "http_status": status, "nbytes": size, "elapsed": elapsed}
         extra |= {"attempts": attempts}
         message = "%s %s -> HTTP %d, %d bytes in %.3f s, attempt %d"

@@ -1,22 +1,19 @@
-"""How deeply a JSON text or a Python value nests, found without recursion.
+"""How deeply a JSON text nests, found without recursion.
 
-pyarrow's JSON reader recurses per level on the C stack, in time square in
-the depth: thousands of levels crash or stall it. So no reply reaches it
-deeper than :data:`MAX_DEPTH` (MongoDB's 100 plus the reply's two, with
-room): :func:`depth_bound` bounds the depth in a few vectorised passes (a
-prefix XOR of the quotes, as simdjson), :func:`text_depth` measures it above.
+pyarrow's JSON reader recurses per level on the C stack, in time square in the
+depth: no reply deeper than :data:`MAX_DEPTH` (MongoDB's 100, the reply's two,
+room) reaches it. :func:`depth_bound` bounds the depth vectorised (a prefix XOR
+of the quotes, as simdjson); :func:`text_depth` measures it above.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 MAX_DEPTH = 128
-"""The deepest nesting of a reply (or a value) that is read; deeper is refused."""
+"""The deepest nesting of a reply (or of records) that is read; deeper is refused."""
 
 # "{" (0x7B) and "[" (0x5B) differ only in bit 0x20; so do "}" (0x7D) and "]" (0x5D).
 _FOLD = 0xDF
@@ -39,8 +36,7 @@ def depth_bound(content: bytes | bytearray | memoryview) -> int:
         quotes = np.flatnonzero(quote)
         if len(quotes):
             quote[quotes[_escaped(quotes, np.flatnonzero(raw == _BACKSLASH))]] = False
-    # Bit i of a word is set when byte i is inside a string: a prefix XOR of the
-    # quotes, within the word by shifts, then carried across words.
+    # Bit i of a word: byte i is inside a string (a prefix XOR by shifts, carried across words).
     inside = _words(quote)
     for shift in (1, 2, 4, 8, 16, 32):
         inside ^= inside << np.uint64(shift)
@@ -65,7 +61,7 @@ _local = threading.local()
 
 
 def _scratch(size: int) -> tuple[np.ndarray, np.ndarray]:
-    """A bool and a byte array of ``size``, kept per thread; fresh ones cost page faults"""
+    # A bool and a byte array of size, kept per thread: fresh ones cost page faults.
     if size > _SCRATCH_BYTES:
         return np.empty(size, np.bool_), np.empty(size, np.uint8)
     kept = getattr(_local, "arrays", None)
@@ -85,7 +81,6 @@ def _words(mask: np.ndarray) -> np.ndarray:
 
 
 def _per_block(words: np.ndarray) -> np.ndarray:
-    """Set bits per block of :data:`_BLOCK_WORDS` words."""
     counts = np.bitwise_count(words).astype(np.int32)
     blocks: np.ndarray = counts[0::_BLOCK_WORDS].copy()
     for i in range(1, _BLOCK_WORDS):
@@ -126,31 +121,3 @@ def _escaped(quotes: np.ndarray, slashes: np.ndarray) -> np.ndarray:
     touching = found & (ends[run] == quotes - 1)
     odd: np.ndarray = touching & (((ends[run] - starts[run] + 1) & 1) == 1)
     return odd
-
-
-def value_depth(value: Any, limit: int = MAX_DEPTH) -> int:
-    """Levels of dicts, lists and tuples in a value, up to ``limit + 1`` (also for one in itself).
-
-    >>> value_depth([{"a": [1]}, 2])
-    3
-    """
-    deepest = 0
-    todo: list[tuple[Any, int]] = [(value, 0)]
-    met: dict[int, int] = {}
-    while todo:
-        current, depth = todo.pop()
-        if isinstance(current, Mapping):
-            children: Any = current.values()
-        elif isinstance(current, list | tuple):
-            children = current
-        else:
-            continue
-        depth += 1
-        if depth > limit:
-            return limit + 1
-        if met.get(id(current), 0) >= depth:
-            continue
-        met[id(current)] = depth
-        deepest = max(deepest, depth)
-        todo.extend((child, depth) for child in children)
-    return deepest

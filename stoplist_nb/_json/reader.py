@@ -1,8 +1,7 @@
-"""Arrow views of the service's JSON replies (pure: no I/O).
+"""The service's replies as Arrow: ``pyarrow.json`` parses the bytes (pure: no I/O).
 
-``pyarrow.json`` parses the raw bytes into Arrow; only a reply it cannot take
-exactly (too deep, or a float of 2**53 or more, maybe a rounded integer) goes
-through ``json`` and :func:`~stoplist_nb._json.records.records_to_arrow`.
+Only a reply it cannot take exactly (too deep, or a float of 2**53 or more,
+maybe a rounded integer) goes through ``json`` and ``records_to_arrow``.
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ import pyarrow.json as pa_json
 from stoplist_nb._json.nesting import MAX_DEPTH, depth_bound, text_depth
 from stoplist_nb._json.records import exact_floats, records_to_arrow
 
-# pyarrow.json crashes the interpreter on a body that is a bare `null`, so the
-# fast route only sees bodies that open with an object.
+# pyarrow.json crashes the interpreter on a bare `null`: it only sees bodies that open an object.
 _OBJECT_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
 _NOT_AN_OBJECT = "the reply is not a JSON object"
 
@@ -38,15 +36,10 @@ class Reply:
 
 
 def read_reply(content: bytes) -> Reply:
-    """Parse one reply body into its envelope and an Arrow ``data`` array.
-
-    Raises:
-        ValueError: Not UTF-8, not a JSON object, or nested too deep.
-    """
+    """A reply as envelope and ``data`` (``ValueError``: not UTF-8, not an object, too deep)."""
     if not isinstance(content, bytes | bytearray | memoryview):
         raise ValueError(_NOT_AN_OBJECT)
-    # pyarrow.json does not check that keys and strings are UTF-8: Arrow's own
-    # validator does, over the bytes as they are (no copy).
+    # pyarrow.json does not check UTF-8: Arrow's validator does, over the bytes (no copy).
     offsets = pa.py_buffer(struct.pack("<qq", 0, len(content)))
     text = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(content)])
     try:
@@ -86,19 +79,18 @@ def read_reply(content: bytes) -> Reply:
     envelope = {
         k: v for k, v in document.items() if k != "data" or (rows is None and v is not None)
     }
-    return Reply(envelope, None if rows is None else records_to_arrow(rows, depth_checked=True))
+    return Reply(envelope, None if rows is None else records_to_arrow(rows))
 
 
 def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
-    """The reply as a one-row Arrow table, or None when pyarrow cannot take it exactly."""
+    # The reply as a one-row table, or None when pyarrow cannot take it exactly.
     if not _OBJECT_START.match(content):
         return None
     try:
         table = _read_json(content, None)
         if table.num_rows != 1:
             return None
-        # pyarrow.json drops a null that opens a list of objects or lists and
-        # leaves the offsets pointing past the values: that fails validation.
+        # A null opening a list of objects or lists leaves offsets past the values: invalid.
         table.validate()
         table = _timestamps_as_text(content, table)
         table.validate()
@@ -122,7 +114,7 @@ _TIMESTAMP = pa.timestamp("s").id
 
 
 def _timestamps_as_text(content: bytes | bytearray | memoryview, table: pa.Table) -> pa.Table:
-    """``table`` with the text pyarrow made into timestamps read again as strings."""
+    # table with the text pyarrow made into timestamps read again as strings
     wanted = [pa.field(f.name, t) for f in table.schema if (t := _text_type(f.type)) is not None]
     if not wanted:
         return table

@@ -1,8 +1,7 @@
-"""Python records as Arrow arrays, for replies pyarrow.json cannot take.
+"""Python records as Arrow arrays, for replies pyarrow.json cannot take (keys in first-seen order).
 
 A leaf of varying JSON type, or of numbers a float64 would round, is a
-:data:`~stoplist_nb._json.mixed.JSON` leaf; struct fields keep their keys'
-first-seen order, as pyarrow.json's do.
+:data:`~stoplist_nb._json.mixed.JSON` leaf.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import pyarrow.compute as pc
 
 from stoplist_nb._json.kinds import ARRAY, FLOAT, INT, OBJECT, json_kind, mixed
 from stoplist_nb._json.mixed import encode, json_array
-from stoplist_nb._json.nesting import MAX_DEPTH, value_depth
+from stoplist_nb._json.nesting import MAX_DEPTH
 from stoplist_nb.errors import InvalidInput
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -23,24 +22,10 @@ _Path = tuple[object, ...]  # keys, and _ITEM for a list's elements
 _EXACT = 2**53  # the largest magnitude below which a float64 holds every integer
 
 
-def records_to_arrow(
-    records: Sequence[Mapping[str, Any]], *, depth_checked: bool = False
-) -> pa.Array:
-    """Convert a list of JSON-like dicts to an Arrow StructArray (``depth_checked``: by the caller).
-
-    The outermost leaf on a path that needs it is the JSON leaf (``[true, 1]`` is one value).
-
-    Raises:
-        InvalidInput: The records hold values Arrow cannot represent, or nest
-            too deep (or contain themselves).
-    """
+def records_to_arrow(records: Sequence[Mapping[str, Any]]) -> pa.Array:
+    """Convert JSON-like dicts to a StructArray (``InvalidInput``: not for Arrow, or too deep)."""
     values: list[Any] = list(records)
-    if not depth_checked and value_depth(values) > MAX_DEPTH:
-        raise InvalidInput(
-            f"records nest more than {MAX_DEPTH} levels deep (or contain themselves)"
-        )
-    # pa.array takes some mixes without a word (2.5 beside false reads false as 0.0):
-    # the kinds of every leaf are looked at first, whatever Arrow would accept.
+    # pa.array takes some mixes without a word (false beside 2.5 reads 0.0): kinds come first.
     kinds: dict[_Path, set[str]] = {}
     orders: dict[_Path, dict[str, None]] | None = {} if _SORTS_KEYS else None
     for value in values:
@@ -60,8 +45,7 @@ def records_to_arrow(
     return array
 
 
-# Older pyarrow sorts the keys of inferred structs; pyarrow.json keeps them in
-# first-seen order, and so must the dict route, for the same columns in both.
+# Older pyarrow sorts inferred struct keys; pyarrow.json keeps first-seen order, as must we.
 _SORTS_KEYS = pa.array([{"b": 0, "a": 0}]).type.field(0).name != "b"
 
 
@@ -134,6 +118,11 @@ def _collect(
         return
     kind = _kind(value)
     kinds.setdefault(path, set()).add(kind)
+    # The list of records is a level, and each record one more.
+    if kind in (OBJECT, ARRAY) and len(path) + 2 > MAX_DEPTH:
+        raise InvalidInput(
+            f"records nest more than {MAX_DEPTH} levels deep (or contain themselves)"
+        )
     if kind == OBJECT:
         assert isinstance(value, Mapping)
         keys = orders.setdefault(path, {}) if orders is not None else {}
@@ -163,7 +152,6 @@ def json_text(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT:
-        # A whole number within 2**53 as its digits, as it would have been
-        # sent (2.0 -> "2"); beyond, a float may not be the integer it reads as.
+        # As it was sent (2.0 -> "2"); beyond 2**53 a float may not be the integer it reads as.
         return str(int(value))
     return encode(value)

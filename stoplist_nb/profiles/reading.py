@@ -14,7 +14,7 @@ import pyarrow as pa
 from stoplist_nb import errors
 from stoplist_nb._atomic import check_target
 from stoplist_nb._checks import check_flag, check_int, check_number
-from stoplist_nb._http import origin
+from stoplist_nb._http.addresses import origin
 from stoplist_nb._json.frozen import thaw
 from stoplist_nb._lookahead import check_threads, default_workers
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD

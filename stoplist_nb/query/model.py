@@ -1,12 +1,9 @@
 """The query model behind :mod:`stoplist_nb.query`: ``F``, its conditions, and their groups.
 
-Nodes are immutable and compare by value and value type, as MongoDB does.
-``~`` swaps ``$eq``/``$ne``, ``$in``/``$nin`` and ``$exists`` True/False (they
-agree on documents without the field); any other condition gets ``$not``
-(``$lte`` would drop documents without the field); ``~And(x)`` is
-``Nor([x])``, ``~Or`` a ``Nor`` and back, so ``~~q == q``. No node nests
-deeper than :data:`~stoplist_nb.query.values.MAX_DEPTH`: its recursive
-methods cannot exhaust the stack.
+Nodes are immutable, compare by value and value type (as MongoDB) and nest at
+most :data:`~stoplist_nb.query.values.MAX_DEPTH` levels. ``~`` swaps ``$eq``/``$ne``,
+``$in``/``$nin``, ``$exists`` True/False (alike on documents without the field); any
+other condition gets ``$not``; ``~And(x)`` is ``Nor([x])``, ``~Or`` a ``Nor`` and back.
 """
 
 from __future__ import annotations
@@ -95,8 +92,7 @@ class _Group(Query):
         if len(flat) < cls._least:
             raise InvalidQuery(cls._too_few)
         object.__setattr__(self, "items", tuple(flat))
-        # {"$op": [item, ...]} puts a dict and a list around the deepest item; an And
-        # that merges is one dict of fields, an empty one {}.
+        # {"$op": [item, ...]} adds two levels; a merging And adds none, nor does {}.
         deepest = max((item._depth for item in flat), default=1)
         merged = cls is And and (not flat or _merges(self.items))
         _set_depth(self, deepest if merged else deepest + 2, cls.__name__)
@@ -191,8 +187,7 @@ def _merges(items: tuple[Query, ...]) -> bool:
 
 
 def _wrap(item: Query, group: type[_Group]) -> str:
-    # & binds tighter than ==, so comparisons need brackets; a group of the
-    # other kind gets them for the reader.
+    # & binds tighter than ==; a group of the other kind gets brackets for the reader.
     comparison = isinstance(item, Condition) and item.op in _SYMBOL and not item.negated
     if comparison or isinstance(item, group):
         return f"({item!r})"

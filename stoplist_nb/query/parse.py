@@ -94,8 +94,7 @@ def _check_condition(value: Any, where: str) -> None:
 
 
 def _is_element_filter(arg: Mapping[str, Any], where: str) -> bool:
-    # MongoDB reads $and/$or/$nor in $elemMatch as a filter on the elements'
-    # fields, not as operators on the elements themselves.
+    # MongoDB reads $and/$or/$nor in $elemMatch as a filter on the elements' fields.
     return any(k in rules.LOGICAL_OPERATORS for k in arg) or not _is_operator_dict(arg, where)
 
 
@@ -179,12 +178,21 @@ def loads_query(text: str | bytes, where: str = "the query") -> dict[str, Any]:
     ...
     stoplist_nb.errors.InvalidQuery: the query has the key '_city' twice in one object
     """
+
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, item in pairs:
+            if key in found:
+                raise InvalidQuery(f"{where} has the key {key!r} twice in one object")
+            found[key] = item
+        return found
+
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        value = json.loads(text, object_pairs_hook=_unique_keys)
-    except _RepeatedKey as exc:
-        raise InvalidQuery(f"{where} has the key {exc.key!r} twice in one object") from None
+        value = json.loads(text, object_pairs_hook=unique_keys)
+    except InvalidQuery:
+        raise
     except json.JSONDecodeError as exc:
         raise InvalidQuery(f"{where} is not valid JSON: {exc}") from None
     except UnicodeDecodeError:
@@ -198,20 +206,3 @@ def loads_query(text: str | bytes, where: str = "the query") -> dict[str, Any]:
         like, kind = '{"_city": "Moscow"}', type(value).__name__
         raise InvalidQuery(f"{where} must be a JSON object like {like}, not a {kind}")
     return validate_query(value)
-
-
-class _RepeatedKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)
-    if len(found) < len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _RepeatedKey(key)
-            seen.add(key)
-    return found

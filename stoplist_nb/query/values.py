@@ -1,7 +1,6 @@
 """Query values and the operator rules, said once for ``validate_query`` and ``Condition``.
 
-:func:`json_depth` is the gate every value passes before anything recurses
-into it (too deep or self-containing is ``InvalidQuery``, not ``RecursionError``).
+Every value passes :func:`json_depth` before anything recurses into it.
 """
 
 from __future__ import annotations
@@ -32,10 +31,10 @@ def value_key(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-def too_deep(where: str, limit: int = MAX_DEPTH) -> InvalidQuery:
-    """The error for a query that would nest deeper than ``limit`` levels."""
+def too_deep(where: str) -> InvalidQuery:
+    """The error for a query that would nest deeper than :data:`MAX_DEPTH` levels."""
     return InvalidQuery(
-        f"{where}: nests deeper than {limit} levels, the most MongoDB takes"
+        f"{where}: nests deeper than {MAX_DEPTH} levels, the most MongoDB takes"
         " (each dict and each list is a level)"
     )
 
@@ -83,15 +82,11 @@ def _children(value: Any) -> Iterator[tuple[Any, Any]] | None:
     return None
 
 
-def json_depth(value: Any, where: str, *, limit: int = MAX_DEPTH) -> int:
-    """Check that ``value`` is JSON the service takes and return its depth (a scalar is 0).
+def json_depth(value: Any, where: str) -> int:
+    """The depth of ``value`` (a scalar: 0), once it is JSON the service takes.
 
-    ``where`` starts each message (``"query['_city']"``). The walk recurses at
-    most ``limit`` levels; a part met twice is counted from what it held.
-
-    Raises:
-        InvalidQuery: Deeper than ``limit``, self-containing, over
-            :data:`MAX_VALUES` values, or not JSON; the message names the part.
+    ``InvalidQuery`` (after ``where``, naming the part): deeper than :data:`MAX_DEPTH`,
+    self-containing, over :data:`MAX_VALUES` values (a part met twice counts twice), or not JSON.
 
     >>> json_depth({"a": float("nan")}, "query")
     Traceback (most recent call last):
@@ -132,12 +127,12 @@ def json_depth(value: Any, where: str, *, limit: int = MAX_DEPTH) -> int:
                 fail(here, "contains itself")
             elif id(item) in finished:
                 _, below, values = finished[id(item)]
-                if len(here) + below > limit:
-                    raise too_deep(place(here), limit)
+                if len(here) + below > MAX_DEPTH:
+                    raise too_deep(place(here))
                 depth = max(depth, below + 1)
                 total += values
-            elif len(here) >= limit:
-                raise too_deep(place(here), limit)
+            elif len(here) >= MAX_DEPTH:
+                raise too_deep(place(here))
             else:
                 depth = max(depth, walk(item, children, here) + 1)
             if total > MAX_VALUES:
@@ -151,8 +146,6 @@ def json_depth(value: Any, where: str, *, limit: int = MAX_DEPTH) -> int:
         if problem := _scalar_problem(value):
             fail((), problem)
         return 0
-    if limit < 1:
-        raise too_deep(where, limit)
     return walk(value, items, ())
 
 
