@@ -77,6 +77,9 @@ def download_export(
             ``task_timeout``, ``poll_interval`` and ``max_interval``; then
             ``TaskTimeout``); without it a 404 is an ``APIError``.
 
+    Returns:
+        The path the ZIP was saved to.
+
     >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
     PosixPath('exports/Stop list.md5.zip')
     """

@@ -181,6 +181,9 @@ def wait_for_task(
         task_timeout: Seconds to wait (not the client's socket ``timeout``).
         progress: Show a bar driven by the reported progress.
 
+    Returns:
+        The task's :class:`TaskStatus` once it is done.
+
     Raises:
         TaskFailed: The task reported failure.
         TaskTimeout: The deadline passed; ``exc.task_id`` resumes the wait.
