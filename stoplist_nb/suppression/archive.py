@@ -1,9 +1,8 @@
 """Read a suppression-list export (``<list name>.md5.zip``, or a bare CSV) into a DataFrame.
 
-Each member's layout is detected from its first 64 KiB (docs/suppression.md), and
-it is streamed into pyarrow's CSV reader, never to disk. Against zip bombs, the end
-record is checked before :mod:`zipfile` parses the directory, the members' sizes
-before any is unpacked, and each is read through a :class:`Capped` stream.
+Each member's layout is detected from its first 64 KiB and it is streamed into pyarrow's
+CSV reader. Against zip bombs, the end record is checked before :mod:`zipfile` parses the
+directory, the members' sizes before any is unpacked, and each is read through :class:`Capped`.
 """
 
 from __future__ import annotations
@@ -109,25 +108,20 @@ def open_archive(file: IO[bytes]) -> tuple[zipfile.ZipFile, int]:
     here = file.tell()
     size, entries, directory = _directory(file)
     file.seek(here)
-    if entries > MAX_MEMBERS or directory > MAX_DIRECTORY:
-        found = (
-            f"lists {entries:,} members"
-            if entries > MAX_MEMBERS
-            else f"has a directory of {_mib(directory)}"
-        )
-        raise ArchiveTooLarge(
-            f"the ZIP archive {found}, beyond the {MAX_MEMBERS:,} members "
-            f"({_mib(MAX_DIRECTORY)} of directory) read_hashed_csv accepts; {_TRUSTED}"
-        )
-    archive = zipfile.ZipFile(file)
-    listed = len(archive.infolist())
-    if listed > MAX_MEMBERS:  # the end record's count understated it
-        archive.close()
-        raise ArchiveTooLarge(
-            f"the ZIP archive holds {listed:,} members, beyond the {MAX_MEMBERS:,} "
-            f"read_hashed_csv accepts; {_TRUSTED}"
-        )
-    return archive, size
+    found = f"lists {entries:,} members"
+    if entries <= MAX_MEMBERS and directory <= MAX_DIRECTORY:
+        archive = zipfile.ZipFile(file)
+        entries = len(archive.infolist())
+        if entries <= MAX_MEMBERS:
+            return archive, size
+        archive.close()  # the end record's count understated it
+        found = f"holds {entries:,} members"
+    elif entries <= MAX_MEMBERS:
+        found = f"has a directory of {_mib(directory)}"
+    raise ArchiveTooLarge(
+        f"the ZIP archive {found}, beyond the {MAX_MEMBERS:,} members "
+        f"({_mib(MAX_DIRECTORY)} of directory) read_hashed_csv accepts; {_TRUSTED}"
+    )
 
 
 class Capped:
@@ -522,13 +516,8 @@ class HashedBatches:
 
     @property
     def attrs(self) -> dict[str, Any]:
-        """The frame's ``attrs``."""
-        found = self.layout
-        layout = found and {
-            "delimiter": found.delimiter,
-            "header": found.header,
-            "md5_column": found.md5_index,
-        }
+        f = self.layout
+        layout = f and {"delimiter": f.delimiter, "header": f.header, "md5_column": f.md5_index}
         kinds = {} if self.kinds is None else {"kinds": self.kinds}
         return {"members": list(self.members), "layout": layout, **kinds}
 

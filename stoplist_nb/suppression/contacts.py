@@ -1,9 +1,7 @@
 """The kinds of contact: ``email``, ``phone``, ``domain``, and the words a list uses for them.
 
-One vocabulary for the whole package: what a suppression list's rows hold
-(their kind words, counted per kind), what :func:`~stoplist_nb.flag_suppressed`
-checks and names in ``suppressed_by``, and the order in which charts and the
-command line show them. The order is the precedence, most specific first.
+One vocabulary for the list's rows, :func:`~stoplist_nb.flag_suppressed`'s
+``suppressed_by``, the charts and the command line.
 """
 
 from __future__ import annotations
@@ -21,15 +19,7 @@ KINDS = ("email", "phone", "domain")
 ANY_KIND = len(KINDS)
 #: The names a column of kind words goes by (any case).
 KIND_COLUMNS = ("type", "kind")
-_WORDS = {
-    "email": "email",
-    "emails": "email",
-    "phone": "phone",
-    "phones": "phone",
-    "sms": "phone",
-    "domain": "domain",
-    "domains": "domain",
-}
+_WORDS = {word: kind for kind in KINDS for word in (kind, kind + "s")} | {"sms": "phone"}
 _CODES = np.array([KINDS.index(kind) for kind in _WORDS.values()] + [ANY_KIND], dtype=np.int8)
 
 

@@ -67,18 +67,18 @@ def download_export(
     poll_interval: float = 2.0,
     max_interval: float = 30.0,
 ) -> pathlib.Path:
-    """Download an export's ZIP of hashed contacts, as :meth:`~stoplist_nb.client.Client.download`.
+    """Same as :meth:`~stoplist_nb.client.Client.download`, for an export's ZIP of hashed contacts.
 
     Args:
         hashed_file: ``result.hashed_file`` of the task (a path, or a list of one).
-        dest: A file or a directory; default: the current directory.
-        progress: Show a byte progress bar.
-        overwrite: Replace a file already where the download goes.
         task_id: The task that named the file: then the download must be a ZIP
             and a file not served yet (404) is asked for again, as
-            :func:`~stoplist_nb.suppression.tasks.wait_for_task` polls (with its
+            :func:`~stoplist_nb.suppression.tasks.wait_for_task` polls (its
             ``task_timeout``, ``poll_interval`` and ``max_interval``; then
             ``TaskTimeout``); without it a 404 is an ``APIError``.
+
+    Returns:
+        The path the ZIP was saved to.
 
     >>> download_export(client, status.hashed_files[0], "exports/")  # doctest: +SKIP
     PosixPath('exports/Stop list.md5.zip')
@@ -124,11 +124,9 @@ def download_zip(
     replaceable: Collection[pathlib.Path] = (),
     wait: tuple[float, float, float, float] | None = None,
 ) -> pathlib.Path:
-    """Download one file of the export of ``status``, a ZIP archive.
+    """Download one ZIP of ``status``'s export, replacing a file of ``replaceable`` of its name.
 
-    ``replaceable``: files of the same export, already read, that one of the same name
-    replaces. ``wait``: ``(start, task_timeout, poll_interval, max_interval)`` to ask
-    again after a 404 until ``start + task_timeout``.
+    ``wait``: ``(start, task_timeout, poll_interval, max_interval)`` to ask again after a 404.
     """
     start, timeout, poll_interval, max_interval = wait or (0, 0, 0, 0)
     for attempt in backoff(start + timeout, poll_interval, max_interval) if wait else [0]:

@@ -1,7 +1,6 @@
 """A suppression list's export (start or pick up, wait, download, read) into a DataFrame or Parquet.
 
-The ZIPs a call does not keep go to a hidden directory (beside the Parquet file, or in
-the system's temporary directory).
+The ZIPs not kept go to a hidden directory (beside the Parquet file, or a temporary one).
 """
 
 from __future__ import annotations
@@ -82,22 +81,20 @@ def read_suppression_list(
 ) -> pd.DataFrame:
     """Export a suppression list and read its MD5 hashes into a DataFrame.
 
-    Starts the export (or picks up ``task_id``), waits for it, downloads the
-    ZIP and reads it as :func:`~stoplist_nb.suppression.archive.read_hashed_csv`
-    does, whose arguments (and those of
-    :func:`~stoplist_nb.suppression.tasks.wait_for_task`) it takes. Once the
-    task exists, every error names it (``exc.task_id``), and ``exc.hint`` says
-    how to pick it up when the task or its file is still there.
+    Starts the export (or picks up ``task_id``), waits for it as
+    :func:`~stoplist_nb.suppression.tasks.wait_for_task` and reads the ZIP as
+    :func:`~stoplist_nb.suppression.archive.read_hashed_csv`, whose arguments it
+    takes. Once the task exists, every error names it (``exc.task_id``), and
+    ``exc.hint`` says how to pick it up when the task or its file is still there.
 
     Args:
-        list_id: Needed unless ``task_id`` is given.
-        type: For a new export only.
-        task_id: An export already started (``exc.task_id`` of a ``TaskTimeout``, say).
+        list_id: Needed unless ``task_id`` (an export already started) is given.
+        type: As :func:`~stoplist_nb.start_suppression_export`; for a new export only.
         dest: Where the ZIP is kept (a file, or a directory for several files);
             default: a hidden temporary directory, removed afterwards.
         overwrite: Replace a ZIP already in ``dest`` (else ``OutputExists``).
-        task_timeout: Also how long a file not served yet (404) is waited for.
-        max_size: Also caps the download.
+        task_timeout: Also how long a file not served yet (404) is waited for;
+            ``max_size`` also caps the download.
 
     Returns:
         The hashes; ``attrs`` hold ``task_id``, ``list_id``, ``type`` (``None``
@@ -105,9 +102,8 @@ def read_suppression_list(
         ``kinds``, scrubbed of the token.
 
     Raises:
-        InvalidInput: No ``list_id`` nor ``task_id``, or a bad argument.
-        TaskFailed, TaskTimeout: The task failed or ran past ``task_timeout``.
-        ArchiveTooLarge: The download or the archive is beyond the limits.
+        InvalidInput: No ``list_id`` nor ``task_id``, or a bad argument; else as
+            ``wait_for_task`` and ``read_hashed_csv`` (of the download too).
 
     Warns:
         UserWarning: As ``read_hashed_csv``, or a row count other than the service's total.
@@ -136,9 +132,8 @@ def read_export_files(
 ) -> tuple[pd.DataFrame, list[pathlib.Path]]:
     """Download the files of a finished export task into ``dest`` and read them as one frame.
 
-    The step of :func:`read_suppression_list` after the wait (arguments as
-    there; ``what`` names the export in messages); a file not served yet
-    (404) is not waited for.
+    Same as the step of :func:`read_suppression_list` after the wait; ``what`` names
+    the export in messages, and a file not served yet (404) is not waited for.
 
     Returns:
         The hashes of every file, in order, and the paths they were saved to.
@@ -182,8 +177,9 @@ def _read_files(
             frames.append(read_hashed_csv(path, max_size=o.max_size, max_ratio=o.max_ratio))
         else:
             label = f"{what}: {redact(name)!r}"
-            limits: dict[str, Any] = {"max_size": o.max_size, "max_ratio": o.max_ratio}
-            sink.add(path, label=label, stacklevel=stacklevel, **limits)
+            sink.add(
+                path, max_size=o.max_size, max_ratio=o.max_ratio, label=label, stacklevel=stacklevel
+            )
         paths.append(path)
     frame, rows = None, 0 if sink is None else sink.rows
     if frames:

@@ -10,7 +10,7 @@ import functools
 import sys
 import warnings
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -37,12 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["flag_suppressed"]
 
 _Frame = TypeVar("_Frame", pd.DataFrame, "dd.DataFrame")
-
-
-def _is_dask_frame(obj: Any) -> TypeGuard[dd.DataFrame]:
-    # A Dask frame can exist only once dask.dataframe is imported: no import needed to tell.
-    module = sys.modules.get("dask.dataframe")
-    return module is not None and isinstance(obj, module.DataFrame)
 
 
 def flag_suppressed(
@@ -103,15 +97,16 @@ def flag_suppressed(
     """
     columns = {"email": email, "phone": phone, "domain": domain}
     rules = {"email": email_canonical, "phone": phone_canonical}
-    frame: Any = contacts  # the result is of the same kind
-    if _is_dask_frame(frame):
+    frame: Any = contacts
+    # A Dask frame can exist only once dask.dataframe is imported: no import needed to tell.
+    dask = sys.modules.get("dask.dataframe")
+    if dask is not None and isinstance(frame, dask.DataFrame):
         frame = flag_partitions(frame, suppressed, columns, rules, domains=domains, hashed=hashed)
     else:
         check_args(frame, columns, rules, hashed, domains)
         text, words = suppressed_text(suppressed)
         frame = flag_frame(frame, text, words, columns, rules, domains=domains, hashed=hashed)
-    flagged: _Frame = frame
-    return flagged
+    return cast(_Frame, frame)
 
 
 def check_args(
@@ -149,10 +144,8 @@ def flag_frame(
     hashed: bool,
     stacklevel: int = 3,
 ) -> pd.DataFrame:
-    """:func:`flag_suppressed` on one pandas frame (or partition) whose arguments were checked.
-
-    ``text`` and ``words`` as :func:`~stoplist_nb.suppression.matching.match_kinds` takes them.
-    """
+    """:func:`flag_suppressed` on one checked pandas frame; ``text`` and ``words`` as
+    :func:`~stoplist_nb.suppression.matching.match_kinds` takes them."""
     n = len(contacts)
     checks: list[tuple[str, np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
     notes, sources = [], []
@@ -201,7 +194,6 @@ def flag_frame(
 
 
 def warn_not_md5(notes: list[str], *, stacklevel: int) -> None:
-    """Warn that the values counted in ``notes`` (blank ones left out) can never match."""
     if message := " and ".join(note for note in notes if note):
         warnings.warn(
             f"{message} are not 32-hex MD5 values and can never match", stacklevel=stacklevel
@@ -234,10 +226,7 @@ def flag_partitions(
     domains: bool,
     hashed: bool,
 ) -> dd.DataFrame:
-    """:func:`flag_suppressed` for a Dask DataFrame: a lazy copy of its partitions and divisions.
-
-    A Dask ``suppressed`` is computed first, since every partition is matched against all of it.
-    """
+    """:func:`flag_suppressed` for a Dask DataFrame (a Dask ``suppressed`` is computed first)."""
     from dask.base import is_dask_collection, tokenize
     from dask.delayed import delayed
 
@@ -247,10 +236,8 @@ def flag_partitions(
     if is_dask_collection(suppressed):
         suppressed = suppressed.compute()
     listed = hashed_list(suppressed)
-    warn_not_md5(
-        [f"{listed.invalid:,} values of the suppression list" if listed.invalid else ""],
-        stacklevel=4,
-    )
+    bad = listed.invalid
+    warn_not_md5([f"{bad:,} values of the suppression list" if bad else ""], stacklevel=4)
     flag = functools.partial(
         flag_frame, columns=columns, rules=rules, domains=domains, hashed=hashed
     )

@@ -1,7 +1,6 @@
 """MD5 hashes of contacts: the lowercase hex MD5 of their canonical forms (docs/suppression.md).
 
-``None``, ``NaN``, ``pd.NA`` and an empty form have no hash. The vectorized functions
-agree with the scalar ones: ASCII values go through pyarrow.compute, others the scalar rule.
+The vectorized functions agree with the scalar ones (non-ASCII values take the scalar rule).
 """
 
 from __future__ import annotations
@@ -104,9 +103,7 @@ def canonical_email(value: Any) -> str | None:
 
 
 def canonical_phone(value: Any) -> str | None:
-    """Return ``"+"`` and the ASCII digits of a phone number; ``None`` if it has none.
-
-    No country code is added or rewritten.
+    """Return ``"+"`` and the ASCII digits of a phone number (no country code added); or ``None``.
 
     >>> canonical_phone("8 (900) 123-45-67"), canonical_phone(79001234567.0)
     ('+89001234567', '+79001234567')
@@ -266,12 +263,8 @@ def _idna_forms(domain: str) -> set[str]:
 
 
 def domain_digests(sources: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Digests of the distinct canonical domains and their IDNA spellings.
-
-    Returns the digests, the distinct domain each one spells, and for every
-    value of ``sources`` (one row per source) its distinct domain, or the
-    count of them where it has none.
-    """
+    """Digests of the distinct domains and their IDNA spellings, the domain each spells, and
+    each source value's domain (a row per source; the count of domains where it has none)."""
     raw = sources[0] if len(sources) == 1 else pa.concat_arrays(sources)
     # Domains repeat (a few providers hold most addresses): the hashing and the
     # IDNA conversion run once per distinct value.

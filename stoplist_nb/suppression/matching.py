@@ -1,9 +1,7 @@
 """MD5 lookups in a suppression list, behind :func:`~stoplist_nb.flag_suppressed`.
 
-Hex MD5 strings are decoded to 16-byte digests (two uint64), the list is
-thinned to the buckets the queries occupy, and ``pc.is_in`` does the rest; with
-kinds, each kind of query is looked up among its own rows and those of no
-known kind. A list matched against many frames is decoded once (:class:`HashedList`).
+Hex MD5 strings are decoded to 16-byte digests (two uint64), the list is thinned to
+the buckets the queries occupy, and ``pc.is_in`` does the rest.
 """
 
 from __future__ import annotations
@@ -23,19 +21,23 @@ from stoplist_nb.suppression.contacts import ANY_KIND, kind_codes, kind_column
 from stoplist_nb.suppression.hashing import arrow_text
 
 
+def _ends(chunk: Any) -> np.ndarray:
+    width = 8 if pa.types.is_large_string(chunk.type) else 4
+    offsets = chunk.buffers()[1]
+    return np.frombuffer(offsets, f"<i{width}", count=len(chunk) + 1, offset=chunk.offset * width)
+
+
 def hex_bytes(chunk: Any) -> bytes | None:
     """Decode a chunk of 32-character hex strings at once; ``None`` if it is not one."""
     n = len(chunk)
     if n == 0 or chunk.null_count:
         return b"" if n == 0 else None
-    width = 8 if pa.types.is_large_string(chunk.type) else 4
-    buffers = chunk.buffers()
-    ends = np.frombuffer(buffers[1], f"<i{width}", count=n + 1, offset=chunk.offset * width)
+    ends = _ends(chunk)
     start, end = int(ends[0]), int(ends[-1])
     if end - start != 32 * n or not (np.diff(ends) == 32).all():
         return None
     try:
-        return binascii.a2b_hex(memoryview(buffers[2])[start:end])
+        return binascii.a2b_hex(memoryview(chunk.buffers()[2])[start:end])
     except binascii.Error:
         return None
 
@@ -56,10 +58,7 @@ def unquoted(chunk: Any) -> Any:
     buffers = chunk.buffers()
     if not len(chunk) or buffers[2] is None:
         return chunk
-    width = 8 if pa.types.is_large_string(chunk.type) else 4
-    ends = np.frombuffer(
-        buffers[1], f"<i{width}", count=len(chunk) + 1, offset=chunk.offset * width
-    )
+    ends = _ends(chunk)
     # A copy of the bytes and one memchr: a few times faster than any compute kernel.
     if b'"' not in memoryview(buffers[2])[int(ends[0]) : int(ends[-1])].tobytes():
         return chunk
@@ -110,12 +109,7 @@ def md5_digests(text: Any) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class HashedList:
-    """A suppression list decoded once, to be matched against many frames.
-
-    ``digests`` are its valid MD5 values as ``(n, 2)`` uint64, ``codes`` their
-    kinds (as :func:`~stoplist_nb.suppression.contacts.kind_codes`; ``None``
-    without a kind column), ``invalid`` how many values were not MD5.
-    """
+    """A list decoded once for many frames: valid digests, their kind codes, values not MD5."""
 
     digests: np.ndarray
     codes: np.ndarray | None
@@ -144,8 +138,7 @@ def _decoded(listed: Any) -> Iterator[tuple[int, np.ndarray, np.ndarray | None, 
 def lookup(text: Any, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """The list's digests that may be among ``queries``, their rows, and how many were not MD5.
 
-    ``text`` is the list's MD5 strings, or a :class:`HashedList` (its rows are
-    then positions in ``text.digests``).
+    ``text`` is the list's MD5 strings, or a :class:`HashedList` (rows then index its digests).
     """
     occupied, shift = None, np.uint64(0)
     size = len(text.digests) if isinstance(text, HashedList) else len(text)
@@ -191,8 +184,7 @@ def match_kinds(
 ) -> tuple[list[np.ndarray], int]:
     """Which digests of each ``(kind, digests)`` group the list holds, and its values not MD5.
 
-    ``text`` and ``words`` as :func:`suppressed_text` gives them, or a
-    :class:`HashedList` and ``None``.
+    ``text`` and ``words`` as :func:`suppressed_text` gives them, or a :class:`HashedList`.
     """
     # All groups in one lookup, so the list is decoded and thinned once.
     everyone = np.concatenate([np.zeros((0, 2), dtype=np.uint64), *(d for _, d in groups)])

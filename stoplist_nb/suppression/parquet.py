@@ -28,7 +28,6 @@ _STR = pd.StringDtype("pyarrow")
 
 
 def _pandas_metadata(names: list[str], attrs: dict[str, Any]) -> dict[bytes, bytes]:
-    """The schema metadata of the file of a frame of these text columns and ``attrs``."""
     empty = pd.DataFrame({name: pd.array([], dtype=_STR) for name in names})
     empty.attrs.update(attrs)
     return pandas_metadata(empty)
@@ -89,9 +88,7 @@ class HashedParquet:
         self._writer = pq.ParquetWriter(
             self._part,
             schema,
-            # Metadata added at the end (the attrs) is read back only from a file without
-            # the Arrow schema, whose own metadata would win; pandas' metadata gives the
-            # dtypes.
+            # The attrs added at the end are read back only without the Arrow schema's own.
             store_schema=False,
             # MD5 values are all distinct: a dictionary of them is work for nothing.
             use_dictionary=[name for name in names if name != "md5"] or False,
@@ -117,10 +114,7 @@ class HashedParquet:
         label: str = "the archive",
         stacklevel: int = 1,
     ) -> None:
-        """Stream the hashes of one archive (as :func:`read_hashed_csv` takes it) into the file.
-
-        ``label`` names the archive in an error; ``stacklevel`` counts from this method's caller.
-        """
+        """Stream one archive (as :func:`read_hashed_csv` takes it, ``label`` naming it) in."""
         with HashedBatches(
             source, max_size=max_size, max_ratio=max_ratio, block_size=BLOCK_SIZE
         ) as reader:
@@ -135,10 +129,7 @@ class HashedParquet:
         reader.warn(stacklevel=stacklevel + 1)
 
     def finish(self, attrs: dict[str, Any] | None = None) -> None:
-        """Close the file, with ``attrs`` (and ``kinds``) as its frame's attrs, and put it in place.
-
-        ``attrs`` must be JSON (pandas keeps them so).
-        """
+        """Close the file with ``attrs`` (JSON) and ``kinds`` as its frame's; put it in place."""
         attrs = dict(attrs or {})
         if self.kinds is not None:
             attrs["kinds"] = self.kinds

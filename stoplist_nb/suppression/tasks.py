@@ -1,7 +1,6 @@
 """Export tasks: what ``tasks/status`` says of a task, and waiting for one to finish.
 
-Words other than ``completed`` (or ``success``) mean "running" unless they say failure;
-every word of the service is scrubbed of the token before it is shown.
+Words other than ``completed`` (or ``success``) mean "running" unless they say failure.
 """
 
 from __future__ import annotations
@@ -41,33 +40,28 @@ def how_to_resume(task_id: str) -> str:
     return f"the task goes on: wait_for_task(client, {redact(task_id)!r}) picks it up"
 
 
-# A file too large for the limits given is read with larger ones.
-_RESUMABLE = (*_PASSING, errors.ArchiveTooLarge)
-
-
 @contextmanager
-def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterator[None]:
-    """Within the block, a StoplistError gets ``exc.task_id``, a resumable one ``say``'s hint."""
-    token = _RESUME.set(_RESUME.get() or say)
-    try:
-        yield
-    except errors.StoplistError as exc:
-        exc.task_id = task_id
-        if exc.hint is None and isinstance(exc, _RESUMABLE):
-            exc.hint = how_to_resume(task_id)
-        raise
-    finally:
-        _RESUME.reset(token)
-
-
-@contextmanager
-def resume_said_as(say: Callable[[str], str]) -> Iterator[None]:
+def resume_said_as(say: Callable[[str], str] | None) -> Iterator[None]:
     """Within the block, tell how to pick up a task with ``say(task_id)`` (a command line's way)."""
     token = _RESUME.set(say)
     try:
         yield
     finally:
         _RESUME.reset(token)
+
+
+@contextmanager
+def naming_task(task_id: str, say: Callable[[str], str] | None = None) -> Iterator[None]:
+    """Within the block, a StoplistError gets ``exc.task_id``, a resumable one ``say``'s hint."""
+    with resume_said_as(_RESUME.get() or say):
+        try:
+            yield
+        except errors.StoplistError as exc:
+            exc.task_id = task_id
+            # A file too large for the limits given is read with larger ones.
+            if exc.hint is None and isinstance(exc, (*_PASSING, errors.ArchiveTooLarge)):
+                exc.hint = how_to_resume(task_id)
+            raise
 
 
 @dataclass(frozen=True)
@@ -98,7 +92,6 @@ class TaskStatus:
 
     @property
     def failed(self) -> bool:
-        """Whether the status word says the task failed."""
         return self.status.strip().lower() in _FAILED
 
     @property
@@ -144,8 +137,7 @@ def get_task(client: Client, task_id: str) -> TaskStatus:
 
 
 def backoff(deadline: float, poll_interval: float, max_interval: float) -> Iterator[int]:
-    """Yield each try's number: the first at once, each later one after a wait 1.5 times
-    the last (from ``poll_interval`` up to ``max_interval``), none past ``deadline``."""
+    """Yield try numbers: the first at once, then after waits growing 1.5-fold to ``deadline``."""
     interval = max(poll_interval, 0.01)
     for attempt in itertools.count():
         yield attempt
@@ -189,6 +181,9 @@ def wait_for_task(
         task_timeout: Seconds to wait (not the client's socket ``timeout``).
         progress: Show a bar driven by the reported progress.
 
+    Returns:
+        The task's :class:`TaskStatus` once it is done.
+
     Raises:
         TaskFailed: The task reported failure.
         TaskTimeout: The deadline passed; ``exc.task_id`` resumes the wait.
@@ -203,9 +198,8 @@ def wait_for_task(
     shown = repr(redact(task_id))  # the id is the service's: it may echo anything
     resume = how_to_resume(task_id)
     deadline = time.monotonic() + task_timeout
-    with Bar(
-        total=100, desc=f"export task {redact(task_id)}", unit="%", disable=not progress
-    ) as bar:
+    desc = f"export task {redact(task_id)}"
+    with Bar(total=100, desc=desc, unit="%", disable=not progress) as bar:
         try:
             for _ in backoff(deadline, poll_interval, max_interval):
                 status = get_task(client, task_id)
@@ -218,16 +212,14 @@ def wait_for_task(
                     return status
             # Progress 100 without a file: the work is done, the file is not (yet).
             no_file = " with no file yet" if status.progress == 100 else ""
-            late = errors.TaskTimeout(
-                f"export task {shown} still {word or 'running'} at "
-                f"{status.progress if status.progress is not None else '?'}%{no_file} "
+            at = status.progress if status.progress is not None else "?"
+            raise errors.TaskTimeout(
+                f"export task {shown} still {word or 'running'} at {at}%{no_file} "
                 f"after {task_timeout:g} s",
                 task_id=task_id,
                 progress=status.progress,
             )
-            late.hint = resume
-            raise late
-        except _PASSING as exc:
+        except (*_PASSING, errors.TaskTimeout) as exc:
             exc.hint = resume
             raise
         except KeyboardInterrupt as exc:
