@@ -113,6 +113,22 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         )
     where, dataset = args.out
     more: dict[str, Any] = {"query": args.query, "fields": args.fields, "limit": args.limit}
+    left = output.what_is_kept(where)
+
+    def kept() -> tuple[str, str]:  # what is there now, and how to go on
+        if not dataset:
+            return left(), "the same command reads the profiles again"
+        try:
+            saved = dataset_summary(where, checksums=False)
+        except errors.StoplistError:  # no checkpoint yet, or not one to carry on
+            return f"nothing was saved in {where}/", "the same command starts again"
+        drop = {"--overwrite": False, "--resume": False}
+        return (
+            f"{plural(saved.profiles, 'profile')} {'is' if saved.profiles == 1 else 'are'} "
+            f"saved in {where}/",
+            f"to carry on from there, run: {command_line(args.argv, drop=drop, add=['--resume'])}",
+        )
+
     if dataset:
         if args.from_id is not None or args.max_profiles is not None:
             raise CliError(
@@ -120,21 +136,6 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
                 "carries on by itself (--resume)",
                 code=output.EXIT_USAGE,
             )
-        resume = command_line(
-            args.argv, drop={"--overwrite": False, "--resume": False}, add=["--resume"]
-        )
-
-        def kept() -> tuple[str, str]:  # what is there now, and how to go on
-            try:
-                saved = dataset_summary(where, checksums=False)
-            except errors.StoplistError:  # no checkpoint yet, or not one to carry on
-                return f"nothing was saved in {where}/", "the same command starts again"
-            return (
-                f"{plural(saved.profiles, 'profile')} {'is' if saved.profiles == 1 else 'are'} "
-                f"saved in {where}/",
-                f"to carry on from there, run: {resume}",
-            )
-
     else:
         given = carry_on + [
             f"--{n.replace('_', '-')}" for n in _DATASET_OPTIONS if getattr(args, n) is not None
@@ -146,11 +147,6 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
                 code=output.EXIT_USAGE,
             )
         output.refuse_existing([where], overwrite=args.overwrite)
-        left = output.what_is_kept(where)
-
-        def kept() -> tuple[str, str]:
-            return left(), "the same command reads the profiles again"
-
         more |= {"from_id": args.from_id, "max_profiles": args.max_profiles}
     options = {n: getattr(args, n) for n in _DATASET_OPTIONS if getattr(args, n) is not None}
     with client_from_env(args) as client, _advising(client):

@@ -52,10 +52,9 @@ def _command(sub: Any, name: str, help: str, about: str, epilog: str) -> argpars
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument_group("output").add_argument
-    overwrite = "replace what is at --out (default: refuse it, before anything is sent)"
-    add("--overwrite", action="store_true", help=overwrite)
-    progress = "progress bars on stderr (default: when stderr is a terminal)"
-    add("--progress", action=argparse.BooleanOptionalAction, help=progress)
+    add("--overwrite", action="store_true", help="replace what is at --out (default: refuse)")
+    on = "progress bars on stderr (default: when it is a terminal)"
+    add("--progress", action=argparse.BooleanOptionalAction, help=on)
     add("-q", "--quiet", action="store_true", help="print only errors and warnings, no progress")
     return parser
 
@@ -98,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--seed", type=int, default=0, metavar="N", help="seed of the demo data (default: 0)")
     limit = "profiles per request (default: %(default)s)"
     add("--limit", type=positive_int, default=250, metavar="N", help=limit)
-    plots = "write the PNG plots (default: yes, when matplotlib is installed)"
+    plots = "write the PNG plots (default: yes, with matplotlib)"
     add("--plots", action=argparse.BooleanOptionalAction, default=True, help=plots)
     demo.set_defaults(run=run_demo)
 
@@ -121,30 +120,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add = profiles.add_argument
     add("--db-id", type=int, required=True, metavar="N", help="database id")
-    checked = "MongoDB filter as JSON, or @path to a JSON file; checked before sending"
-    add("--query", type=query, metavar="JSON|@FILE", help=checked)
-    names = "profile fields, comma-separated (_id names the id; subscriptions their columns)"
-    add("--fields", type=fields, metavar="A,B", help=names)
+    add("--query", type=query, metavar="JSON|@FILE", help="MongoDB filter, JSON or @FILE")
+    add("--fields", type=fields, metavar="A,B", help="fields, comma-separated (_id: the id)")
     add("--limit", type=positive_int, default=1000, metavar="N", help=limit)
     add("--max-profiles", type=positive_int, metavar="N", help="stop after N profiles")
     add("--from-id", metavar="CURSOR", help="start after this cursor (a next_from_id)")
-    out = "FILE.parquet, FILE.csv, or DIR/ (a directory, created if missing) for a dataset"
-    out_type = out_file(*FRAME_SUFFIXES, dataset=True)
-    add("--out", type=out_type, required=True, metavar="FILE|DIR/", help=out)
+    out_type, out = out_file(*FRAME_SUFFIXES, dataset=True), "FILE.parquet, FILE.csv, or DIR/"
+    add("--out", type=out_type, required=True, metavar="FILE|DIR/", help=out + " (a dataset)")
     add = profiles.add_argument_group(
         "a dataset (--out DIR/)",
         "A stopped pull keeps its parts, and the part being written as far as it was committed.",
     ).add_argument
-    resume = "carry on the unfinished dataset there (same --db-id, --query, --fields)"
-    add("--resume", action="store_true", help=resume)
+    add("--resume", action="store_true", help="carry on the unfinished dataset there")
     repair = "carry on past a damaged file (changed, cut short, missing) and the ones after it"
     add("--repair", action="store_true", help=repair)
     per_part = f"profiles per part file (default: {DEFAULT_PROFILES_PER_PART})"
     add("--profiles-per-part", type=positive_int, metavar="N", help=per_part)
-    every = (
-        "commit the part being written once its pages since the last commit span this long, "
-        f"0 for every page (default: {DEFAULT_COMMIT_SECONDS:g})"
-    )
+    every = f"commit the part written this often, 0 each page (default: {DEFAULT_COMMIT_SECONDS:g})"
     add("--commit-seconds", type=lambda t: seconds(t, zero=True), metavar="SECONDS", help=every)
     size = f"or once they hold N bytes, whichever first (default: {DEFAULT_COMMIT_BYTES}, 16 MiB)"
     add("--commit-bytes", type=positive_int, metavar="N", help=size)
@@ -170,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--type", choices=EXPORT_TYPES, default="all", help="contacts to export (default: all)")
     out = "FILE.zip, FILE.csv or FILE.parquet"
     add("--out", type=out_file(".zip", *FRAME_SUFFIXES), required=True, metavar="FILE", help=out)
-    poll = "seconds before the second status poll; it grows by half each time (default: 1)"
+    poll = "seconds between status polls, growing by half each time (default: 1)"
     add("--poll-interval", type=seconds, default=1.0, metavar="SECONDS", help=poll)
     wait = "seconds to wait for the export task (default: 600)"
     add("--task-timeout", type=seconds, default=600.0, metavar="SECONDS", help=wait)

@@ -118,9 +118,8 @@ def load(profiles: list[dict[str, Any]]) -> Any:
 def authorize(svc: DemoService, call: Call) -> None:
     """Check the token of the body (or query), else of ``Authorization: Bearer``."""
     token = call.params.get("token")
-    if token is None or token == "":
-        token = call.bearer
-    if token is None or token == "":
+    token = call.bearer if token in (None, "") else token
+    if token in (None, ""):
         raise ApiError(401, "API token required")
     if not isinstance(token, str) or not secrets.compare_digest(
         token.encode("utf-8"), svc.token.encode("utf-8")
@@ -161,8 +160,7 @@ def _exists_false_as_nor(query: Any) -> Any:
 def profiles_list(svc: DemoService, call: Call) -> Reply:
     params = call.params
     _check_id(params.get("db_id"), "db_id", svc.db_id, "database")
-    fmt = params.get("format")
-    if fmt is not None and fmt != "json":
+    if (fmt := params.get("format")) not in (None, "json"):
         raise ApiError(400, f"unsupported format: {fmt!r}")
     from_id = param(params, "from_id", "")
     if not isinstance(from_id, str):

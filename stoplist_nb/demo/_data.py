@@ -10,6 +10,7 @@ e-mail addresses mix Cyrillic, accented Latin and plain ASCII on purpose.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 import string
 import unicodedata
@@ -98,12 +99,9 @@ CUSTOM_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 # Cyrillic to Latin for the local part of generated e-mail addresses.
-TRANSLIT = {
-    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh", "з": "z",
-    "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r",
-    "с": "s", "т": "t", "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh",
-    "щ": "shch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu", "я": "ya", "ß": "ss",
-}  # fmt: skip
+TRANSLIT = dict(zip("абвгдеёзийклмнопрстуфыэ", "abvgdeeziyklmnoprstufye", strict=True)) | {
+    "ж": "zh", "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ь": "",
+    "ю": "yu", "я": "ya", "ß": "ss"}  # fmt: skip
 
 # (name, title, type, category) of every profile field the generator writes; the
 # databases/fields_get endpoint answers from this table.
@@ -170,12 +168,9 @@ class _Generator:
         else:
             local = {1: f"{f}.{l_}", 2: f"{f[0]}.{l_}", 4: f"{f}{l_}"}[style]
         domain = _weighted(rng, locale.domains)
-        address, n = f"{local}@{domain}", 1
-        while address in self.emails:
-            n += 1
-            address = f"{local}{n}@{domain}"
-        self.emails.add(address)
-        return address
+        # The first of local@, local2@, local3@... not taken yet.
+        numbered = (f"{local}{n if n > 1 else ''}@{domain}" for n in itertools.count(1))
+        return unique(numbered.__next__, self.emails)
 
     def phone(self, locale: Locale) -> str:
         def draw() -> str:

@@ -211,9 +211,7 @@ class DemoHTTPServer(ThreadingHTTPServer):
         # HTTPServer.server_bind resolves the host name (socket.getfqdn), which can
         # stall for seconds on a machine with slow DNS; the name is never used here.
         TCPServer.server_bind(self)
-        host, port = self.server_address[:2]
-        self.server_name = str(host)
-        self.server_port = int(port)
+        self.server_name, self.server_port = str(self.server_address[0]), self.server_address[1]
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up (timeouts, reset faults) is routine, not an error.
@@ -422,8 +420,7 @@ class DemoService:
         """``http://host:port`` of the running server, without a trailing slash."""
         if self._server is None:
             raise RuntimeError("the demo service is not running; call start() first")
-        host, port = self._server.server_address[:2]
-        host = str(host)
+        host, port = str(self._server.server_address[0]), self._server.server_address[1]
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     @property
@@ -465,9 +462,7 @@ class DemoService:
             thread.join(timeout=5)
 
     def __enter__(self) -> DemoService:
-        if self._server is None:
-            self.start()
-        return self
+        return self if self._server is not None else self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
