@@ -100,10 +100,7 @@ _DATASET_OPTIONS = ("profiles_per_part", "commit_seconds", "commit_bytes")
 
 
 def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
-    """``stoplist-nb profiles``: read a database's profiles into a file, or a Parquet dataset.
-
-    ``--out DIR/`` writes a dataset, carried on with ``--resume`` or ``--repair``.
-    """
+    """``stoplist-nb profiles``: profiles into a file, or a dataset (``--out DIR/``)."""
     carry_on = [name for name in ("--resume", "--repair") if getattr(args, name[2:])]
     if carry_on and args.overwrite:
         raise CliError(
@@ -196,14 +193,11 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
         number = int(m.group(1)) + 1 if (m := re.search(r"-(\d+)$", where.stem)) else 2
         stem = re.sub(r"-(\d+)$", "", where.stem)
         after = str(where.with_name(f"{stem}-{number}{where.suffix}"))
+        drop = dict.fromkeys(("--from-id", "--max-profiles", "--out"), True)
+        again = command_line(args.argv, drop=drop, add=["--from-id", cursor, "--out", after])
         ui.say(
             f"stopped at --max-profiles {args.max_profiles}; --from-id {shlex.quote(cursor)} "
-            "reads on: "
-            + command_line(
-                args.argv,
-                drop={"--from-id": True, "--max-profiles": True, "--out": True},
-                add=["--from-id", cursor, "--out", after],
-            )
+            f"reads on: {again}"
         )
     elif stopped:
         ui.say(f"the read is complete: no profile follows the {plural(count, 'profile')} read")
@@ -216,14 +210,11 @@ def _say_how_on(
     """Put the library's advice in the words of the command line, with the command to run."""
     if isinstance(exc, errors.DatasetMismatch):
         if exc.hint:
-            exc.hint = re.sub(r"pass (\w+)=True", lambda m: f"add --{m[1]}", exc.hint)
-            exc.hint = re.sub(r"\b(resume|overwrite|repair)=True", r"--\1", exc.hint)
+            hint = re.sub(r"pass (\w+)=True", r"add --\1", exc.hint)
+            exc.hint = re.sub(r"\b(resume|overwrite|repair)=True", r"--\1", hint)
         if isinstance(exc, errors.DatasetDamaged) and not args.repair:
-            repair = command_line(
-                args.argv,
-                drop={"--overwrite": False, "--resume": False, "--repair": False},
-                add=["--repair"],
-            )
+            drop = dict.fromkeys(("--overwrite", "--resume", "--repair"), False)
+            repair = command_line(args.argv, drop=drop, add=["--repair"])
             exc.hint = f"{exc.hint}; to repair it, run: {repair}"
         return
     if args.out.dataset:
@@ -247,11 +238,7 @@ def _say_how_on(
 
 
 def _more_after(client: Client, args: argparse.Namespace, cursor: str) -> bool:
-    """Whether a profile follows ``cursor`` (one request of one profile).
-
-    Stopped at exactly ``--max-profiles`` the service still hands out a
-    cursor, even when nothing follows it.
-    """
+    """Whether a profile follows ``cursor``, which the service hands out even when none does."""
     one: dict[str, Any] = {"limit": 1, "max_profiles": 1, "progress": False, "lookahead": 0}
     try:
         probe = read_profiles(
@@ -268,11 +255,7 @@ _PASSING = (errors.TransportError, errors.ServerError, errors.RateLimited)
 
 
 def run_export(args: argparse.Namespace, ui: Ui) -> int:
-    """``stoplist-nb export``: export a suppression list into a ZIP, CSV or Parquet file.
-
-    The task's id is printed first, so that an interrupted or timed-out wait
-    can be picked up; a ZIP is downloaded unread.
-    """
+    """``stoplist-nb export``: a suppression list into a ZIP (downloaded unread), CSV or Parquet."""
     try:
         return _export(args, ui)
     except errors.StoplistError:
@@ -296,12 +279,8 @@ def _export(args: argparse.Namespace, ui: Ui) -> int:
             again = command_line(args.argv, drop=drop, add=["--task-id", task])
             return f"the export task goes on at the service; to pick it up, run: {again}"
 
-        waiting: dict[str, Any] = {
-            "task_id": task_id,
-            "progress": ui.progress,
-            "poll_interval": args.poll_interval,
-            "task_timeout": args.task_timeout,
-        }
+        waiting: dict[str, Any] = {"task_id": task_id, "progress": ui.progress}
+        waiting |= {"poll_interval": args.poll_interval, "task_timeout": args.task_timeout}
         try:
             with resume_said_as(say):
                 if out.suffix.lower() == ".zip":

@@ -70,11 +70,7 @@ def appeared(path: object) -> CliError:
 
 
 def cannot_write(path: pathlib.Path | str, exc: OSError) -> CliError:
-    """The error of a write that failed: ``cannot write <path>: <reason>`` (exit 1).
-
-    A file the error names elsewhere (a download in the temporary directory) is named
-    instead; the reason is the system's words for the error number (not pyarrow's).
-    """
+    """``cannot write <path>: <reason>`` (exit 1): a file named elsewhere instead, OS words."""
     where = pathlib.Path(path)
     named = pathlib.Path(os.fsdecode(exc.filename)) if exc.filename else None
     if named is not None and where.parent != named.parent and where not in named.parents:
@@ -152,11 +148,7 @@ def _for_parquet(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_frame(frame: pd.DataFrame, path: pathlib.Path, *, overwrite: bool = False) -> None:
-    """Write a frame as Parquet or CSV (by the suffix of ``path``), whole or not at all.
-
-    CSV is UTF-8 with a header and no index; list and object cells are JSON, missing
-    values empty.
-    """
+    """Write a frame as Parquet or CSV (UTF-8, no index, lists as JSON), whole or not at all."""
     suffix = path.suffix.lower()
     if suffix not in FRAME_SUFFIXES:
         raise CliError(f"{path}: the file name must end in .parquet or .csv", code=EXIT_USAGE)

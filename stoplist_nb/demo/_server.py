@@ -519,8 +519,7 @@ class DemoService:
         with self._log_lock:
             # A fault for the method itself wins over a catch-all one.
             for key in (method, "*"):
-                queue = self._faults.get(key)
-                if queue:
+                if queue := self._faults.get(key):
                     fault = queue[0]
                     if fault.passed < fault.after:
                         fault.passed += 1

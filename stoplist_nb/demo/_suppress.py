@@ -157,11 +157,9 @@ def render_csv(rows: Sequence[Row], layout: CsvLayout) -> bytes:
 
 def _info(name: str, *, directory: bool = False) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, _STAMP)
-    if directory:
-        info.external_attr = (0o40755 << 16) | 0x10  # Unix mode plus the MS-DOS dir bit
-    else:
-        info.compress_type = zipfile.ZIP_DEFLATED
-        info.external_attr = 0o644 << 16
+    info.compress_type = zipfile.ZIP_STORED if directory else zipfile.ZIP_DEFLATED
+    # A directory: its Unix mode plus the MS-DOS dir bit.
+    info.external_attr = (0o40755 << 16) | 0x10 if directory else 0o644 << 16
     return info
 
 
