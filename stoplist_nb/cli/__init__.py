@@ -52,11 +52,7 @@ def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
 
 @contextlib.contextmanager
 def _signals() -> Iterator[dict[str, Any]]:
-    """For the length of a run, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` as Ctrl-C does.
-
-    A signal ignored at the start (``nohup``) stays ignored; the handlers found are put
-    back at the end, since ``main`` is also called inside a Python process.
-    """
+    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` for a run; ignored ones (nohup) stay so."""
     state: dict[str, Any] = {"received": None, "over": False}
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -71,7 +67,7 @@ def _signals() -> Iterator[dict[str, Any]]:
                 saved[signum] = signal.signal(signum, stop)
     try:
         yield state
-    finally:
+    finally:  # the handlers found go back: main may run inside a Python process
         for signum, handler in saved.items():
             signal.signal(signum, handler)
 

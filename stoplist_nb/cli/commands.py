@@ -35,8 +35,7 @@ def command_line(
 ) -> str:
     """The command that was run, as one line to paste: less the options ``drop``, plus ``add``.
 
-    ``drop`` maps an option to whether it takes a value; it is found whole, as
-    ``--opt=value``, or shortened as argparse allows.
+    ``drop`` maps an option to whether it takes a value; found whole, as ``--opt=v``, or short.
 
     >>> command_line(["export", "--list-id", "7", "--out", "s.zip"],
     ...              drop={"--list-id": True}, add=["--task-id", "exp-1"])

@@ -225,11 +225,7 @@ class Out(NamedTuple):
 
 
 def out_file(*suffixes: str, dataset: bool = False) -> Callable[[str], Any]:
-    """``--out``: a file named with one of ``suffixes``, in a directory that exists.
-
-    With ``dataset``, an :class:`Out`, where a path ending in ``/``, or a directory
-    that exists, names a dataset's directory.
-    """
+    """``--out``: a file ending in one of ``suffixes``; with ``dataset`` an :class:`Out` (DIR/)."""
 
     def check(text: str) -> Any:
         path = pathlib.Path(text)

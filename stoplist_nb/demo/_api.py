@@ -57,9 +57,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
     def encode(self) -> bytes:
-        if self.payload is None:
-            return self.body
-        return json.dumps(self.payload, ensure_ascii=False).encode("utf-8")
+        payload = self.payload
+        return self.body if payload is None else json.dumps(payload, ensure_ascii=False).encode()
 
 
 @dataclass(frozen=True)
@@ -93,8 +92,7 @@ def method_name(path: str) -> str:
 
 
 def param(params: dict[str, Any], name: str, default: Any) -> Any:
-    value = params.get(name)
-    return default if value is None else value
+    return default if (value := params.get(name)) is None else value
 
 
 def _check_id(value: Any, name: str, expected: int, what: str) -> None:
@@ -121,9 +119,7 @@ def authorize(svc: DemoService, call: Call) -> None:
     token = call.bearer if token in (None, "") else token
     if token in (None, ""):
         raise ApiError(401, "API token required")
-    if not isinstance(token, str) or not secrets.compare_digest(
-        token.encode("utf-8"), svc.token.encode("utf-8")
-    ):
+    if not (isinstance(token, str) and secrets.compare_digest(token.encode(), svc.token.encode())):
         raise ApiError(403, "Access denied")
 
 
@@ -216,8 +212,7 @@ def tasks_status(svc: DemoService, call: Call) -> Reply:
         raise ApiError(400, "task_id is required")
     if not isinstance(task_id, str):
         raise ApiError(400, "task_id must be a string")
-    data = svc.exports.poll(task_id)
-    if data is None:
+    if (data := svc.exports.poll(task_id)) is None:
         raise ApiError(400, "task not found")
     return success(data=data)
 
@@ -229,8 +224,7 @@ def download(svc: DemoService, call: Call) -> Reply:
     except ApiError:
         # Missing or wrong, the file server says the same: no access.
         return Reply(403, {"error": 403, "error_text": "Access denied"})
-    data = svc.exports.file(call.path[len(DOWNLOAD_PREFIX) :])
-    if data is None:
+    if (data := svc.exports.file(call.path[len(DOWNLOAD_PREFIX) :])) is None:
         return Reply(404, {"error": 404, "error_text": "file not found"})
     filename = quote(call.path.rsplit("/", 1)[-1], safe="")
     disposition = f"attachment; filename*=UTF-8''{filename}"

@@ -40,8 +40,7 @@ def canonical(kind: str, value: str) -> str:
 
 def canonicalize(suppressed: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
     """A given list checked, as sorted unique canonical forms per kind (missing: empty)."""
-    unknown = set(suppressed) - set(KINDS)
-    if unknown:
+    if unknown := set(suppressed) - set(KINDS):
         raise ValueError(f"unknown suppressed keys {sorted(unknown)}; use {list(KINDS)}")
     result: dict[str, list[str]] = {}
     for kind in KINDS:
@@ -319,8 +318,7 @@ class ExportStore:
         # One lock per task: building a large archive does not hold up other tasks.
         with task.lock:
             task.polls += 1
-            plan = task.plan
-            steps = plan.steps
+            plan, steps = task.plan, task.plan.steps
             last = (steps - 1) * 200 // (2 * steps - 1) if steps else 0  # the last step's
             if task.polls <= steps:
                 word = plan.words[min(task.polls - 1, len(plan.words) - 1)]
@@ -342,9 +340,7 @@ class ExportStore:
     def _complete(self, task: _Task) -> dict[str, Any]:
         kinds = KINDS if task.type == "all" else (task.type,)
         rows = [
-            (kind[:-1], hashlib.md5(v.encode()).hexdigest())
-            for kind in kinds
-            for v in self.suppressed[kind]
+            (k[:-1], hashlib.md5(v.encode()).hexdigest()) for k in kinds for v in self.suppressed[k]
         ]
         plan = task.plan
         data = build_archive(self.suppress_name, rows, layout=plan.csv_layout, kind=plan.archive)
