@@ -108,14 +108,14 @@ class Ahead:
         self,
         post: Post,
         parse: Callable[[bytes], Reply],
-        *,
-        lookahead: int,
         plan: Callable[[str | None, int], dict[str, Any] | None],
         seen: set[str],
-        workers: int,
-        prepare: Callable[[pa.Array, bytes], Any] | None = None,
-        cut: Callable[[], None] | None = None,
+        lookahead: int,
+        workers: int | None,
+        prepare: Callable[[pa.Array, bytes], Any] | None,
+        cut: Callable[[], None] | None,
     ) -> None:
+        workers = workers or default_workers()
         self._post, self._parse = post, parse
         self._plan, self._seen = plan, seen  # the walk's rules and the cursors it moved to
         self._prepare, self._cut = prepare, cut

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from stoplist_nb import errors
 from stoplist_nb._json.reader import Reply
-from stoplist_nb._lookahead import Ahead, Post, Prepared, as_cursor, default_workers
+from stoplist_nb._lookahead import Ahead, Post, Prepared, as_cursor
 from stoplist_nb._stream import Owner, Stream
 
 DEFAULT_LOOKAHEAD = 2
@@ -110,16 +110,7 @@ def walk(
         # Every cursor moved to, the first one included: coming back to one is a stall.
         visited = {cursor for cursor in (from_id, *seen) if cursor}
         fetched = 0
-        ahead = Ahead(
-            post,
-            parse,
-            lookahead=lookahead,
-            plan=plan,
-            seen=visited,
-            workers=default_workers() if workers is None else workers,
-            prepare=prepare,
-            cut=cut,
-        )
+        ahead = Ahead(post, parse, plan, visited, lookahead, workers, prepare, cut)
         owner.adopt(ahead.close)
         while (body := plan(from_id, fetched)) is not None:
             try:
@@ -139,13 +130,12 @@ def walk(
                 yield Page(data, from_id, None, reply.envelope, content, prepared)
                 if limit is None or len(data) < limit:
                     return  # a short page without a cursor can only be the last one
-                lost = errors.CursorStalled(
+                raise errors.CursorStalled(
                     f"{method}: {len(data)} rows (as many as the limit of {limit} asked) came "
                     "without next_from_id, and the last of them has no id to go on from: "
                     "they were kept, but whether more rows follow cannot be told; read with "
                     "a larger limit, or with fields that include _id"
                 )
-                raise lost
             if next_id is None or next_id == last:
                 # The cursor is (or stands in for) the last row's id: any row's id is one.
                 next_id = last
@@ -162,13 +152,12 @@ def walk(
                     if as_cursor(raw_next) is not None
                     else f"no next_from_id, and the last one's id {next_id!r}"
                 )
-                stalled = errors.CursorStalled(
+                raise errors.CursorStalled(
                     f"{method}: {len(data)} rows came with {said}, which does not move "
                     "the cursor forward (it was reached before); the rows of that page "
-                    "were not taken"
+                    "were not taken",
+                    resume_from=from_id or "",
                 )
-                stalled.resume_from = from_id or ""
-                raise stalled
             yield page
             visited.add(next_id)
             from_id = next_id

@@ -34,16 +34,11 @@ class Owner:
 
     def close(self) -> None:
         """End everything adopted, each once, even when one of them raises."""
-        with _signals_held():
-            self._close_rest()
-
-    def _close_rest(self) -> None:
-        try:
-            if self._closers:
-                self._closers.pop()()
-        finally:
-            if self._closers:  # an exception above still leaves nothing running
-                self._close_rest()
+        with _signals_held(), contextlib.ExitStack() as stack:
+            # ExitStack runs them last first, each even when one before raises.
+            for close in self._closers:
+                stack.callback(close)
+            self._closers.clear()
 
 
 class Stream(Generic[T]):

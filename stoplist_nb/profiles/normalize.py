@@ -204,11 +204,7 @@ def _contacts_of_every_channel(
         if at is None:
             continue
         extra = cols.to_text(arrays[source])
-        if column not in arrays:
-            arrays[column] = extra
-            del arrays[source], dynamic[at]
-            continue
-        own = cols.to_text(arrays[column])
+        own = cols.to_text(arrays.get(column, pa.nulls(len(extra))))
         arrays[column] = pc.coalesce(own, extra)
         clash = pc.and_(own.is_valid(), pc.not_equal(own, extra))
         if pc.any(clash).as_py():
@@ -338,14 +334,13 @@ _Column = tuple[str, list[pa.Array | int] | list[FlatPage]]
 
 
 def _pieces(pages: Sequence[FlatPage]) -> tuple[list[_Column], int]:
+    names: dict[str, dict[str, None]] = {role: {} for role in cols.ROLES}
     for page in pages:
         if not isinstance(page, FlatPage):
             raise InvalidInput(
                 "frame_from_tables takes the pages flatten_profiles returns, not "
                 f"{type(page).__name__} (wrap a table with FlatPage.from_table)"
             )
-    names: dict[str, dict[str, None]] = {role: {} for role in cols.ROLES}
-    for page in pages:
         for column, role, _ in page.roles:
             names[role].setdefault(column)
     names["id"], names["cats"] = {"profile_id": None}, {cols.CATS: None}

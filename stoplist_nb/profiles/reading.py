@@ -42,10 +42,9 @@ __all__ = ["ProfilesRequest", "read_profiles"]
 class ProfilesRequest:
     """A request of a database's profiles (``profiles/list``), checked once, read many ways.
 
-    Every argument is checked before anything is sent; ``repr`` never shows the
-    token. :meth:`pages`, :meth:`tables` and :meth:`frames` are streams that stop
-    their threads once closed, exhausted or left by an exception. A failed read
-    keeps what it read (``exc.partial``) and says where to go on (``exc.resume_from``).
+    Every argument is checked before anything is sent; ``repr`` never shows the token.
+    Streams stop their threads once closed, exhausted or left by an exception; a failed
+    read keeps what it read (``exc.partial``) and says where to go on (``exc.resume_from``).
 
     Args:
         client: The API client.
@@ -59,8 +58,8 @@ class ProfilesRequest:
         progress: Show a progress bar counting profiles (not for :meth:`pages`).
         workers: Threads that parse pages (``None``: one per core, at most 8).
 
-    The methods' ``dtypes`` is ``{column: dtype}`` (pandas dtypes, their names or
-    pyarrow types): those columns are there from the start, in that type.
+    The methods' ``dtypes``: ``{column: dtype}`` (pandas dtypes, their names or pyarrow
+    types), each column there from the start, in that dtype.
 
     Raises:
         InvalidInput: An argument is wrong (nothing was sent).
@@ -225,8 +224,7 @@ class ProfilesRequest:
     ) -> FileSummary:
         """Write the profiles to one Parquet file, page by page, complete or not there at all.
 
-        ``pd.read_parquet(path)`` gives the dtypes of :meth:`to_frame`; a failed
-        pull leaves no file (one already at ``path`` stays as it was).
+        ``pd.read_parquet(path)`` gives the dtypes of :meth:`to_frame`; a file at ``path`` is kept.
 
         Args:
             path: The file; its directory must exist.

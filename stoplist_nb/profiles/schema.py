@@ -93,7 +93,9 @@ class StreamSchema:
             value, rest = cols.fit(kind, array)
             arrays[column] = cols.arrow_chunks(kind, [value])[0].cast(cols.arrow_type(kind))
             if rest is not None:
-                arrays[self._twin(column)] = rest
+                twin = column + TWIN_SUFFIX
+                self._columns.setdefault(twin, _Column(self._columns[column].role, kinds.STRING))
+                arrays[twin] = rest
         return pa.Table.from_arrays(
             [
                 arrays[n] if n in arrays else pa.nulls(rows, cols.arrow_type(self.kind(n)))
@@ -113,12 +115,6 @@ class StreamSchema:
         self._columns[column] = _Column(role, kind)
         self._sources[(role, column)] = column
         return True
-
-    def _twin(self, name: str) -> str:
-        twin = name + TWIN_SUFFIX
-        if twin not in self._columns:
-            self._columns[twin] = _Column(self._columns[name].role, kinds.STRING)
-        return twin
 
     def to_dict(self) -> dict[str, Any]:
         """The state as plain JSON values (see :meth:`from_dict`)."""

@@ -76,9 +76,7 @@ def flat_pages(
                 else:
                     flat = flatten_profiles(data, lambda: page.records)  # noqa: B023
             except errors.InvalidInput as exc:  # the service's rows, not the caller's input
-                invalid = errors.InvalidReply(f"{request.METHOD}: {exc}")
-                invalid.resume_from = cursor
-                raise invalid from None
+                raise errors.InvalidReply(f"{request.METHOD}: {exc}", resume_from=cursor) from None
             except errors.StoplistError as exc:
                 if exc.resume_from is None:
                     exc.resume_from = cursor
