@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-import urllib3.poolmanager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.poolmanager import pool_classes_by_scheme
 
 from stoplist_nb._threads import join, leave_signals_to_main
 
@@ -98,9 +98,6 @@ class _Watchdog:
     """One daemon thread that cuts deadlines as they pass; it ends once idle (or :meth:`settle`)."""
 
     def __init__(self) -> None:
-        self._reset()
-
-    def _reset(self) -> None:
         self._cond = threading.Condition()
         self._armed: set[Deadline] = set()  # the exchanges running now
         self._thread: threading.Thread | None = None
@@ -164,7 +161,7 @@ _IDLE_SECONDS = 1.0
 
 _WATCHDOG = _Watchdog()
 if hasattr(os, "register_at_fork"):  # a forked child has no watchdog thread, maybe a held lock
-    os.register_at_fork(after_in_child=_WATCHDOG._reset)
+    os.register_at_fork(after_in_child=_WATCHDOG.__init__)
 
 
 class Exchanges:
@@ -282,8 +279,5 @@ _WATCHED_POOLS = {
 
 def watch_pools(manager: Any) -> None:
     """Make the standard pools ``manager`` creates use connections a deadline can shut down."""
-    if (
-        getattr(manager, "pool_classes_by_scheme", None)
-        is urllib3.poolmanager.pool_classes_by_scheme
-    ):
+    if getattr(manager, "pool_classes_by_scheme", None) is pool_classes_by_scheme:
         manager.pool_classes_by_scheme = _WATCHED_POOLS

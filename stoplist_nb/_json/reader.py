@@ -30,10 +30,6 @@ class Reply:
     envelope: dict[str, Any]
     data: pa.Array | None
 
-    @property
-    def rows(self) -> int:
-        return 0 if self.data is None else len(self.data)
-
 
 def read_reply(content: bytes) -> Reply:
     """A reply as envelope and ``data`` (``ValueError``: not UTF-8, not an object, too deep)."""
