@@ -52,15 +52,12 @@ class Deadline:
             if not self.fired:
                 self.expires_at += seconds
 
-    def watch(self, connection: Any) -> None:
-        """Make ``connection`` this exchange's; shut it down now if the deadline fired."""
+    def watch(self, connection: Any) -> bool:
+        """Count ``connection`` among those a cut shuts down; return whether it fired already."""
         with self._lock:
-            connection.stoplist_deadline = self
             if not self.closed and all(c is not connection for c in self._connections):
                 self._connections.append(connection)
-            fired = self.fired
-        if fired:
-            _shut_down(connection)
+            return self.fired
 
     def cut(self, *, due: bool = False) -> None:
         """End the exchange now (``due``: only if its time has passed): shut down its sockets."""
@@ -161,7 +158,7 @@ _IDLE_SECONDS = 1.0
 
 _WATCHDOG = _Watchdog()
 if hasattr(os, "register_at_fork"):  # a forked child has no watchdog thread, maybe a held lock
-    os.register_at_fork(after_in_child=_WATCHDOG.__init__)
+    os.register_at_fork(after_in_child=lambda: _Watchdog.__init__(_WATCHDOG))
 
 
 class Exchanges:
@@ -242,11 +239,9 @@ def running(seconds: float | None) -> Iterator[Deadline]:
 
 
 def _watch(connection: Any) -> None:
-    deadline = _CURRENT.get()
-    if deadline is None:
-        connection.stoplist_deadline = None
-    else:
-        deadline.watch(connection)
+    deadline = connection.stoplist_deadline = _CURRENT.get()
+    if deadline is not None and deadline.watch(connection):
+        _shut_down(connection)
 
 
 class _Watched:

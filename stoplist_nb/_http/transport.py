@@ -142,12 +142,9 @@ class Transport:
     ) -> int:
         """GET ``/api/download/<path>`` (URL-quoted) into ``out``; return the bytes written."""
         # The token goes in the query (the contract) and a Bearer header (newer docs).
-        auth: dict[str, Any] = {}
-        if self._token:
-            auth = {
-                "params": {"token": self._token},
-                "headers": {"Authorization": f"Bearer {self._token}"},
-            }
+        token = self._token
+        bearer = {"Authorization": f"Bearer {token}"}
+        auth: dict[str, Any] = {"params": {"token": token}, "headers": bearer} if token else {}
         url = f"{self.base_url}/api/download/{path}"
         written, expected, started = 0, None, False
         with running(self.deadline) as deadline:
