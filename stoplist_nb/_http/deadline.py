@@ -272,7 +272,8 @@ _WATCHED_POOLS = {
 }
 
 
-def watch_pools(manager: Any) -> None:
+def watch_pools(manager: Any) -> Any:
     """Make the standard pools ``manager`` creates use connections a deadline can shut down."""
     if getattr(manager, "pool_classes_by_scheme", None) is pool_classes_by_scheme:
         manager.pool_classes_by_scheme = _WATCHED_POOLS
+    return manager

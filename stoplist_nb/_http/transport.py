@@ -47,9 +47,7 @@ class _Adapter(HTTPAdapter):
         watch_pools(self.poolmanager)
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        watch_pools(manager)
-        return manager
+        return watch_pools(super().proxy_manager_for(proxy, **proxy_kwargs))
 
 
 class Transport:
@@ -102,9 +100,7 @@ class Transport:
 
     def post(self, method: str, params: Mapping[str, Any]) -> bytes:
         """POST ``params`` (with the token) to ``method``; return a 2xx reply's raw body."""
-        body = dict(params)
-        if self._token is not None:
-            body["token"] = self._token
+        body = dict(params) if self._token is None else {**params, "token": self._token}
         with running(self.deadline) as deadline:
             try:
                 response = self._send("POST", method, self.method_url(method), json=body)
