@@ -36,8 +36,7 @@ def _pattern(forms: set[str]) -> re.Pattern[str] | None:
     if not forms:
         return None
     # Longest first, not to half-replace a form; case-insensitive for %2f and %2F.
-    alternatives = sorted(forms, key=len, reverse=True)
-    return re.compile("|".join(map(re.escape, alternatives)), re.IGNORECASE)
+    return re.compile("|".join(map(re.escape, sorted(forms, key=len, reverse=True))), re.I)
 
 
 # The secrets of every client of this process (only ever added to).

@@ -19,10 +19,7 @@ from stoplist_nb._redact import exception_chain, redact
 
 
 def _kind(*kinds: type[BaseException], but: tuple[type[BaseException], ...] = ()) -> _Test:
-    def test(chain: list[BaseException]) -> bool:
-        return any(isinstance(e, kinds) and not isinstance(e, but) for e in chain)
-
-    return test
+    return lambda chain: any(isinstance(e, kinds) and not isinstance(e, but) for e in chain)
 
 
 _Test = Callable[[list[BaseException]], bool]

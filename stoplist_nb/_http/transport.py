@@ -264,10 +264,9 @@ class Transport:
 
     def _log(self, what: str, response: requests.Response, size: int, deadline: Deadline) -> None:
         retries = getattr(response.raw, "retries", None)
-        attempts = 1 + len(getattr(retries, "history", ()) or ())
         status, elapsed = response.status_code, deadline.elapsed()
         verb = "GET" if what == "download" else "POST"
         extra = {"api_method": what, "http_status": status, "nbytes": size, "elapsed": elapsed}
-        extra |= {"attempts": attempts}
+        extra["attempts"] = attempts = 1 + len(getattr(retries, "history", ()) or ())
         message = "%s %s -> HTTP %d, %d bytes in %.3f s, attempt %d"
         log.debug(message, verb, what, status, size, elapsed, attempts, extra=extra)
