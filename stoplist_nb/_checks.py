@@ -15,11 +15,8 @@ def check_int(name: str, value: Any, *, minimum: int | None = None) -> int:
     ...
     stoplist_nb.errors.InvalidInput: limit must be an int of at least 1, not 0
     """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or (minimum is not None and value < minimum)
-    ):
+    low = minimum is not None and isinstance(value, int) and value < minimum
+    if isinstance(value, bool) or not isinstance(value, int) or low:
         floor = f" of at least {minimum}" if minimum is not None else ""
         raise InvalidInput(f"{name} must be an int{floor}, not {value!r}")
     return value

@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 
 
 #: The account's address and API token, kept in the environment, out of the notebook.
-ENV_URL = "STOPLIST_NB_URL"
-ENV_TOKEN = "STOPLIST_NB_TOKEN"
+ENV_URL, ENV_TOKEN = "STOPLIST_NB_URL", "STOPLIST_NB_TOKEN"
 
 
 @dataclass(frozen=True)

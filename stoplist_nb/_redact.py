@@ -36,8 +36,7 @@ def _pattern(forms: set[str]) -> re.Pattern[str] | None:
     if not forms:
         return None
     # Longest first, not to half-replace a form; case-insensitive for %2f and %2F.
-    alternatives = sorted(forms, key=len, reverse=True)
-    return re.compile("|".join(map(re.escape, alternatives)), re.IGNORECASE)
+    return re.compile("|".join(map(re.escape, sorted(forms, key=len, reverse=True))), re.I)
 
 
 # The secrets of every client of this process (only ever added to).
@@ -55,6 +54,20 @@ def redact(text: str) -> str:
     """
     pattern = _known_pattern
     return text if pattern is None else pattern.sub(_MASK, text)
+
+
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception under it: in its args (tuples too), reason, cause, context."""
+    todo: list[Any] = [exc]
+    found: dict[int, BaseException] = {}
+    while todo:
+        item = todo.pop(0)
+        if isinstance(item, tuple):
+            todo.extend(item)
+        elif isinstance(item, BaseException) and id(item) not in found:
+            found[id(item)] = item
+            todo += [*item.args, getattr(item, "reason", None), item.__cause__, item.__context__]
+    return list(found.values())
 
 
 class _TokenFilter(logging.Filter):
@@ -96,18 +109,8 @@ class Redactor:
 
     def scrub(self, exc: BaseException) -> BaseException:
         """Rewrite the messages of ``exc`` and of everything chained to it."""
-        seen: set[int] = set()
-        todo: list[BaseException] = [exc]
-        while todo:
-            item = todo.pop()
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
+        for item in exception_chain(exc):
             item.args = tuple(self._clean(a) for a in item.args)
-            for attr in ("reason", "__cause__", "__context__"):
-                linked = getattr(item, attr, None)
-                if isinstance(linked, BaseException):
-                    todo.append(linked)
             # requests keeps the whole prepared request (URL and body) on its errors
             for attr in ("request", "response"):
                 if getattr(item, attr, None) is not None:
@@ -120,8 +123,7 @@ class Redactor:
         if isinstance(value, str):
             return self(value)
         if isinstance(value, BaseException):
-            self.scrub(value)
-            return value
+            return value  # scrubbed as a part of the chain
         if isinstance(value, tuple):
             return tuple(self._clean(v) for v in value)
         return value if isinstance(value, int | float | type(None)) else self(repr(value))

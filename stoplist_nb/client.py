@@ -201,16 +201,10 @@ class Client:
         target.parent.mkdir(parents=True, exist_ok=True)
         with Output(target, overwrite=overwrite) as output:
             part = output.temporary("part")
-            new_bar = partial(
-                Bar, unit="B", unit_scale=True, unit_divisor=1024, disable=not progress
-            )
-            with open(part, "wb") as file, new_bar(desc=target.name) as bar:
+            new_bar = partial(Bar, unit="B", unit_scale=True, unit_divisor=1024)
+            with open(part, "wb") as file, new_bar(desc=target.name, disable=not progress) as bar:
                 self._transport.download(
-                    quoted,
-                    file,
-                    on_start=lambda size: bar.reset(total=size),
-                    on_chunk=bar.update,
-                    max_bytes=max_bytes,
+                    quoted, file, on_start=bar.reset, on_chunk=bar.update, max_bytes=max_bytes
                 )
             return output.put(part)
 

@@ -582,7 +582,7 @@ def test_frame_from_tables_refuses_a_bare_table() -> None:
 def test_read_reply_normal_page() -> None:
     reply = read_reply(page_bytes(SPEC_PAGE, next_from_id="abc", total_count=4))
     assert isinstance(reply, Reply)
-    assert reply.rows == 4
+    assert len(reply.data) == 4
     assert pa.types.is_struct(reply.data.type)
     assert reply.envelope == {
         "error": 0,
@@ -599,7 +599,7 @@ def test_bytes_and_dicts_give_equal_frames() -> None:
 def test_read_reply_type_drift_falls_back() -> None:
     records = [profile("1", [sms_sub(priority=2)]), profile("2", [sms_sub(priority="3")])]
     reply = read_reply(page_bytes(records, next_from_id="n"))
-    assert reply.rows == 2
+    assert len(reply.data) == 2
     assert reply.envelope["next_from_id"] == "n"
     df = frame_from_tables([flatten_profiles(reply.data)])
     assert df["priority"].tolist() == [2, 3]
@@ -661,7 +661,7 @@ def test_read_reply_leading_null_in_list() -> None:
 )
 def test_read_reply_without_rows(body: bytes, rows: int) -> None:
     reply = read_reply(body)
-    assert reply.rows == rows
+    assert reply.data is None or len(reply.data) == rows
     assert reply.envelope["error"] == 0
     if reply.data is not None:
         assert len(frame_from_tables([flatten_profiles(reply.data)])) == 0
@@ -677,7 +677,7 @@ def test_read_reply_data_object_goes_to_envelope() -> None:
 def test_read_reply_pretty_printed() -> None:
     body = json.dumps({"data": SPEC_PAGE, "error": 0}, indent=2, ensure_ascii=False).encode()
     reply = read_reply(body)
-    assert reply.rows == 4
+    assert len(reply.data) == 4
     pd.testing.assert_frame_equal(
         frame_from_tables([flatten_profiles(reply.data)]), normalize_profiles(SPEC_PAGE)
     )

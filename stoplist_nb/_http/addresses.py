@@ -32,9 +32,7 @@ def address_fault(url: object) -> Literal["scheme", "secret"] | None:
         good = False
     if not good:
         return "scheme"
-    if "@" in parts.netloc or "?" in url or "#" in url:
-        return "secret"
-    return None
+    return "secret" if "@" in parts.netloc or "?" in url or "#" in url else None
 
 
 def secret_in_address(name: str, where: str) -> errors.InvalidInput:

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-import urllib3.poolmanager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.poolmanager import pool_classes_by_scheme
 
 from stoplist_nb._threads import join, leave_signals_to_main
 
@@ -52,15 +52,12 @@ class Deadline:
             if not self.fired:
                 self.expires_at += seconds
 
-    def watch(self, connection: Any) -> None:
-        """Make ``connection`` this exchange's; shut it down now if the deadline fired."""
+    def watch(self, connection: Any) -> bool:
+        """Count ``connection`` among those a cut shuts down; return whether it fired already."""
         with self._lock:
-            connection.stoplist_deadline = self
             if not self.closed and all(c is not connection for c in self._connections):
                 self._connections.append(connection)
-            fired = self.fired
-        if fired:
-            _shut_down(connection)
+            return self.fired
 
     def cut(self, *, due: bool = False) -> None:
         """End the exchange now (``due``: only if its time has passed): shut down its sockets."""
@@ -98,9 +95,6 @@ class _Watchdog:
     """One daemon thread that cuts deadlines as they pass; it ends once idle (or :meth:`settle`)."""
 
     def __init__(self) -> None:
-        self._reset()
-
-    def _reset(self) -> None:
         self._cond = threading.Condition()
         self._armed: set[Deadline] = set()  # the exchanges running now
         self._thread: threading.Thread | None = None
@@ -164,7 +158,7 @@ _IDLE_SECONDS = 1.0
 
 _WATCHDOG = _Watchdog()
 if hasattr(os, "register_at_fork"):  # a forked child has no watchdog thread, maybe a held lock
-    os.register_at_fork(after_in_child=_WATCHDOG._reset)
+    os.register_at_fork(after_in_child=lambda: _Watchdog.__init__(_WATCHDOG))
 
 
 class Exchanges:
@@ -245,11 +239,9 @@ def running(seconds: float | None) -> Iterator[Deadline]:
 
 
 def _watch(connection: Any) -> None:
-    deadline = _CURRENT.get()
-    if deadline is None:
-        connection.stoplist_deadline = None
-    else:
-        deadline.watch(connection)
+    deadline = connection.stoplist_deadline = _CURRENT.get()
+    if deadline is not None and deadline.watch(connection):
+        _shut_down(connection)
 
 
 class _Watched:
@@ -280,10 +272,8 @@ _WATCHED_POOLS = {
 }
 
 
-def watch_pools(manager: Any) -> None:
+def watch_pools(manager: Any) -> Any:
     """Make the standard pools ``manager`` creates use connections a deadline can shut down."""
-    if (
-        getattr(manager, "pool_classes_by_scheme", None)
-        is urllib3.poolmanager.pool_classes_by_scheme
-    ):
+    if getattr(manager, "pool_classes_by_scheme", None) is pool_classes_by_scheme:
         manager.pool_classes_by_scheme = _WATCHED_POOLS
+    return manager

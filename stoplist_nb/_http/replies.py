@@ -15,29 +15,11 @@ import urllib3
 
 from stoplist_nb import errors
 from stoplist_nb._http.addresses import address
-from stoplist_nb._redact import redact
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    # exc and everything under it: args, urllib3's reason, causes, contexts
-    todo: list[Any] = [exc]
-    found: list[BaseException] = []
-    seen: set[int] = set()
-    while todo:
-        item = todo.pop(0)
-        if id(item) in seen or not isinstance(item, BaseException):
-            continue
-        seen.add(id(item))
-        found.append(item)
-        todo.extend([*item.args, getattr(item, "reason", None), item.__cause__, item.__context__])
-    return found
+from stoplist_nb._redact import exception_chain, redact
 
 
 def _kind(*kinds: type[BaseException], but: tuple[type[BaseException], ...] = ()) -> _Test:
-    def test(chain: list[BaseException]) -> bool:
-        return any(isinstance(e, kinds) and not isinstance(e, but) for e in chain)
-
-    return test
+    return lambda chain: any(isinstance(e, kinds) and not isinstance(e, but) for e in chain)
 
 
 _Test = Callable[[list[BaseException]], bool]
@@ -76,7 +58,7 @@ _TABLE: tuple[_Row, ...] = (
 
 
 def _row(exc: BaseException) -> _Row:
-    chain = _chain(exc)
+    chain = exception_chain(exc)
     return next(row for row in _TABLE if row[0](chain))
 
 

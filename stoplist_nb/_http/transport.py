@@ -47,9 +47,7 @@ class _Adapter(HTTPAdapter):
         watch_pools(self.poolmanager)
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        watch_pools(manager)
-        return manager
+        return watch_pools(super().proxy_manager_for(proxy, **proxy_kwargs))
 
 
 class Transport:
@@ -102,9 +100,7 @@ class Transport:
 
     def post(self, method: str, params: Mapping[str, Any]) -> bytes:
         """POST ``params`` (with the token) to ``method``; return a 2xx reply's raw body."""
-        body = dict(params)
-        if self._token is not None:
-            body["token"] = self._token
+        body = dict(params) if self._token is None else {**params, "token": self._token}
         with running(self.deadline) as deadline:
             try:
                 response = self._send("POST", method, self.method_url(method), json=body)
@@ -142,12 +138,9 @@ class Transport:
     ) -> int:
         """GET ``/api/download/<path>`` (URL-quoted) into ``out``; return the bytes written."""
         # The token goes in the query (the contract) and a Bearer header (newer docs).
-        auth: dict[str, Any] = {}
-        if self._token:
-            auth = {
-                "params": {"token": self._token},
-                "headers": {"Authorization": f"Bearer {self._token}"},
-            }
+        token = self._token
+        bearer = {"Authorization": f"Bearer {token}"}
+        auth: dict[str, Any] = {"params": {"token": token}, "headers": bearer} if token else {}
         url = f"{self.base_url}/api/download/{path}"
         written, expected, started = 0, None, False
         with running(self.deadline) as deadline:
@@ -271,10 +264,9 @@ class Transport:
 
     def _log(self, what: str, response: requests.Response, size: int, deadline: Deadline) -> None:
         retries = getattr(response.raw, "retries", None)
-        attempts = 1 + len(getattr(retries, "history", ()) or ())
         status, elapsed = response.status_code, deadline.elapsed()
         verb = "GET" if what == "download" else "POST"
         extra = {"api_method": what, "http_status": status, "nbytes": size, "elapsed": elapsed}
-        extra |= {"attempts": attempts}
+        extra["attempts"] = attempts = 1 + len(getattr(retries, "history", ()) or ())
         message = "%s %s -> HTTP %d, %d bytes in %.3f s, attempt %d"
         log.debug(message, verb, what, status, size, elapsed, attempts, extra=extra)

@@ -46,9 +46,7 @@ def arrow_kind(type_: pa.DataType) -> str | None:
         return FLOAT
     if pa.types.is_string(type_) or pa.types.is_large_string(type_):
         return STRING
-    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
-        return ARRAY
-    if pa.types.is_fixed_size_list(type_):
+    if isinstance(type_, pa.ListType | pa.LargeListType | pa.FixedSizeListType):
         return ARRAY
     return OBJECT
 

@@ -30,10 +30,6 @@ class Reply:
     envelope: dict[str, Any]
     data: pa.Array | None
 
-    @property
-    def rows(self) -> int:
-        return 0 if self.data is None else len(self.data)
-
 
 def read_reply(content: bytes) -> Reply:
     """A reply as envelope and ``data`` (``ValueError``: not UTF-8, not an object, too deep)."""
@@ -74,12 +70,11 @@ def read_reply(content: bytes) -> Reply:
         raise ValueError(_NOT_AN_OBJECT) from None
     if not isinstance(document, dict):
         raise ValueError(_NOT_AN_OBJECT)
-    data = document.get("data")
-    rows = data if isinstance(data, list) else None
-    envelope = {
-        k: v for k, v in document.items() if k != "data" or (rows is None and v is not None)
-    }
-    return Reply(envelope, None if rows is None else records_to_arrow(rows))
+    rows = document.get("data")
+    if not isinstance(rows, list):
+        return Reply({k: v for k, v in document.items() if k != "data" or v is not None}, None)
+    del document["data"]
+    return Reply(document, records_to_arrow(rows))
 
 
 def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
@@ -96,9 +91,7 @@ def _arrow_table(content: bytes | bytearray | memoryview) -> pa.Table | None:
         table.validate()
     except pa.ArrowException:
         return None
-    if not all(exact_floats(column.chunk(0)) for column in table.columns):
-        return None
-    return table
+    return table if all(exact_floats(column.chunk(0)) for column in table.columns) else None
 
 
 def _read_json(content: bytes | bytearray | memoryview, schema: pa.Schema | None) -> pa.Table:
@@ -118,9 +111,8 @@ def _timestamps_as_text(content: bytes | bytearray | memoryview, table: pa.Table
     wanted = [pa.field(f.name, t) for f in table.schema if (t := _text_type(f.type)) is not None]
     if not wanted:
         return table
-    schema = pa.schema(wanted)
-    text = _read_json(content, schema)
-    for name in schema.names:
+    text = _read_json(content, pa.schema(wanted))
+    for name in text.column_names:
         i = table.schema.get_field_index(name)
         column = _with_text(table.column(i).chunk(0), text.column(name).chunk(0))
         table = table.set_column(i, name, column)

@@ -90,9 +90,8 @@ _WIDE, _BIG = "wide", "big"
 
 
 def _needs_text(seen: set[str]) -> bool:
-    if _BIG in seen or {_WIDE, FLOAT} <= seen:
-        return True
-    return mixed(INT if kind in (_WIDE, _BIG) else kind for kind in seen)
+    ints = {INT if kind in (_WIDE, _BIG) else kind for kind in seen}
+    return _BIG in seen or {_WIDE, FLOAT} <= seen or mixed(ints)
 
 
 def _kind(value: object) -> str:

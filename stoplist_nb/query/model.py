@@ -38,12 +38,10 @@ class Query:
 
     __slots__ = ()
     _depth: int  # how many levels to_mongo() nests
+    _key: Callable[[], Any]  # what equality and hashing compare
 
     def to_mongo(self) -> dict[str, Any]:
         """Return the MongoDB filter, a fresh dict of plain lists and dicts."""
-        raise NotImplementedError
-
-    def _key(self) -> Any:
         raise NotImplementedError
 
     def __eq__(self, other: object) -> bool:
