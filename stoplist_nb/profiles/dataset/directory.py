@@ -228,11 +228,10 @@ def _open(
         gone = [n for n in names if n in files or n in (CHECKPOINT, COMMON_METADATA)]
     else:
         if not resume:
-            exc = errors.DatasetMismatch(f"{directory} holds a dataset already")
-            exc.hint = (
+            said = (
                 "pass resume=True to carry on from its checkpoint, or overwrite=True to start again"
             )
-            raise exc
+            raise errors.DatasetMismatch(f"{directory} holds a dataset already", hint=said)
         if CHECKPOINT not in names:
             raise refused(f"{directory} holds part files without a checkpoint")
         state = Checkpoint.read(directory)
@@ -241,11 +240,10 @@ def _open(
         differ = [k for k in pull if json.dumps(state.pull.get(k)) != json.dumps(pull[k])]
         if differ:
             said = "; ".join(f"{k}: {state.pull.get(k)!r} there, {pull[k]!r} now" for k in differ)
-            exc = errors.DatasetMismatch(
-                f"{directory} holds the checkpoint of another pull ({said}); it is not carried on"
+            raise errors.DatasetMismatch(
+                f"{directory} holds the checkpoint of another pull ({said}); it is not carried on",
+                hint="use another directory, or pass overwrite=True to replace that dataset",
             )
-            exc.hint = "use another directory, or pass overwrite=True to replace that dataset"
-            raise exc
         state = checked_files(directory, state, checksums=True, repair=repair)
         # A file renamed but not checkpointed: its pages come again.
         gone = [] if state.complete else sorted(files - {e.name for e in state.entries})

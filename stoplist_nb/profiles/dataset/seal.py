@@ -100,19 +100,18 @@ def _damaged(
             complete=False,
             sealing=None,
         ).save(directory)
-    exc = errors.DatasetDamaged(
-        f"{directory}: {name}, listed in the checkpoint, {problem}; nothing was sent", part=name
-    )
-    exc.hint = f"pass repair=True to seal the dataset again, or {START_OVER}"
+    hint = "seal the dataset again"
     if index is not None:
         after = len(state.entries) - index - 1
         dropped = f"{name} and the {after} files after it" if after else name
         where = f"after {kept[-1].name}" if kept else "from the start"
-        exc.hint = (
-            f"pass repair=True to drop {dropped} and pull on {where} "
-            f"({sum(e.profiles for e in kept)} profiles are kept), or {START_OVER}"
-        )
-    raise exc
+        kept_profiles = sum(e.profiles for e in kept)
+        hint = f"drop {dropped} and pull on {where} ({kept_profiles} profiles are kept)"
+    raise errors.DatasetDamaged(
+        f"{directory}: {name}, listed in the checkpoint, {problem}; nothing was sent",
+        part=name,
+        hint=f"pass repair=True to {hint}, or {START_OVER}",
+    )
 
 
 def seal(directory: pathlib.Path, state: Checkpoint) -> Checkpoint:
