@@ -39,19 +39,18 @@ def checked_files(
                 parts[index], problem = sealed, None
         if problem is not None:
             state = replace(state, parts=tuple(parts))
-            return _damaged(directory, state, index, entry.name, problem, repair=repair)
+            return _damaged(directory, state, index, problem, repair=repair)
     state = replace(state, parts=tuple(parts), sealing=None)
-    if state.complete:
-        problem = None
-        try:
-            final = pq.read_schema(directory / state.parts[-1].name)
-            if not pq.read_schema(directory / COMMON_METADATA).equals(final, check_metadata=True):
-                problem = "does not hold the schema of the parts"
-        except (OSError, ValueError, pa.ArrowException) as exc:
-            problem = f"cannot be read ({exc})"
-        if problem is not None:
-            return _damaged(directory, state, None, COMMON_METADATA, problem, repair=repair)
-    return state
+    if not state.complete:
+        return state
+    try:
+        final = pq.read_schema(directory / state.parts[-1].name)
+        if pq.read_schema(directory / COMMON_METADATA).equals(final, check_metadata=True):
+            return state
+        problem = "does not hold the schema of the parts"
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        problem = f"cannot be read ({exc})"
+    return _damaged(directory, state, None, problem, repair=repair)
 
 
 def _file_problem(path: pathlib.Path, entry: Entry, *, checksums: bool) -> str | None:
@@ -76,15 +75,10 @@ def _file_problem(path: pathlib.Path, entry: Entry, *, checksums: bool) -> str |
 
 
 def _damaged(
-    directory: pathlib.Path,
-    state: Checkpoint,
-    index: int | None,
-    name: str,
-    problem: str,
-    *,
-    repair: bool,
+    directory: pathlib.Path, state: Checkpoint, index: int | None, problem: str, *, repair: bool
 ) -> Checkpoint:
     """Drop the entry at ``index`` (``None``: the common metadata) and those after; else raise."""
+    name = COMMON_METADATA if index is None else state.entries[index].name
     kept = state.entries[:index]
     if repair:
         (directory / COMMON_METADATA).unlink(missing_ok=True)
