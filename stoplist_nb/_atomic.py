@@ -138,10 +138,7 @@ class Output:
         """Make ``temporary`` durable and give it the name (``OutputExists`` if one appeared)."""
         with open(temporary, "rb+") as file:
             os.fsync(file.fileno())
-        if self.overwrite:
-            os.replace(temporary, self.path)
-        else:
-            _link(temporary, self.path)
+        (os.replace if self.overwrite else _link)(temporary, self.path)
         self._made.remove(temporary)
         # Windows cannot open a directory, and need not.
         with contextlib.suppress(OSError):

@@ -114,10 +114,6 @@ class Checkpoint:
     def next_from_id(self) -> str:
         return self.entries[-1].next_from_id if self.entries else ""
 
-    @property
-    def schema(self) -> dict[str, Any] | None:
-        return self.entries[-1].schema if self.entries else None
-
     def summary(self, directory: pathlib.Path) -> DatasetSummary:
         return DatasetSummary(
             directory, len(self.parts), self.profiles, self.rows, self.complete, self.next_from_id

@@ -56,17 +56,13 @@ def pull_parts(
     window: tuple[int, float, int],
 ) -> Checkpoint:
     """Read the pages after the checkpoint into parts of ``window``'s profiles, seconds, bytes."""
-    schema = (
-        StreamSchema.from_dict(state.schema) if state.schema else StreamSchema.from_dtypes(declared)
-    )
-    # The cursors of the pull before an interruption count as reached: a cursor
-    # that goes back to one of them is a stall, not pages read twice.
+    last = state.entries[-1:]
+    schema = StreamSchema.from_dict(last[0].schema) if last else StreamSchema.from_dtypes(declared)
+    # Cursors of the pull before count as reached: going back to one is a stall, not new pages.
     pages = pages_from(state.next_from_id or None, list(state.cursors))
     stream = tables(schema, declared, pages)
     writer = _Writer(directory, state, declared, window)
-    # A thread of its own, a page behind the stream: the next page is read
-    # meanwhile, and Ctrl-C (raised in the calling thread) never falls
-    # between a page's rows and their record.
+    # Its own thread, a page behind: the next page is read meanwhile; Ctrl-C never cuts a record.
     with ThreadPoolExecutor(1, "stoplist-nb-writer", leave_signals_to_main) as thread:
         writes: list[Future[None]] = []
         try:
