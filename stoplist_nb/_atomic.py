@@ -35,14 +35,11 @@ _NO_LINKS = frozenset(
 
 
 def _alive(pid: int) -> bool:
-    if os.name != "posix":
-        return True  # on Windows, os.kill would end the process
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OSError, OverflowError):  # another user's process (EPERM) is alive too
-        pass
+        if os.name == "posix":  # on Windows, os.kill would end the process
+            os.kill(pid, 0)
+    except (OSError, OverflowError) as exc:  # another user's process (EPERM) is alive too
+        return not isinstance(exc, ProcessLookupError)
     return True
 
 
@@ -141,10 +138,7 @@ class Output:
         """Make ``temporary`` durable and give it the name (``OutputExists`` if one appeared)."""
         with open(temporary, "rb+") as file:
             os.fsync(file.fileno())
-        if self.overwrite:
-            os.replace(temporary, self.path)
-        else:
-            _link(temporary, self.path)
+        (os.replace if self.overwrite else _link)(temporary, self.path)
         self._made.remove(temporary)
         # Windows cannot open a directory, and need not.
         with contextlib.suppress(OSError):
@@ -175,31 +169,28 @@ class Output:
 
 
 def _link(temporary: pathlib.Path, target: pathlib.Path) -> None:
-    appeared = errors.OutputExists(
-        f"{str(target)!r} appeared while it was being written; it was left as it is and "
-        "nothing was written (overwrite=True replaces it)",
-        path=target,
-    )
     try:
-        os.link(temporary, target)
-    except FileExistsError:
-        raise appeared from None
-    except OSError as exc:
-        if exc.errno not in _NO_LINKS:
-            raise
-        try:  # no hard links here: claim the name, then fill it
-            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except FileExistsError:
-            raise appeared from None
         try:
-            os.replace(temporary, target)
-        except BaseException:
-            with contextlib.suppress(OSError):  # the empty file that claimed the name
-                target.unlink()
-            raise
-    else:
-        with contextlib.suppress(OSError):  # left over, it goes with the other temporaries
-            temporary.unlink()
+            os.link(temporary, target)
+        except OSError as exc:
+            if exc.errno not in _NO_LINKS:
+                raise
+            # No hard links here: claim the name, then fill it.
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            try:
+                os.replace(temporary, target)
+            except BaseException:
+                with contextlib.suppress(OSError):  # the empty file that claimed the name
+                    target.unlink()
+                raise
+    except FileExistsError:
+        raise errors.OutputExists(
+            f"{str(target)!r} appeared while it was being written; it was left as it is and "
+            "nothing was written (overwrite=True replaces it)",
+            path=target,
+        ) from None
+    with contextlib.suppress(OSError):  # left over, it goes with the other temporaries
+        temporary.unlink()
 
 
 @contextlib.contextmanager

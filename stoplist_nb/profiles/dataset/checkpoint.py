@@ -114,10 +114,6 @@ class Checkpoint:
     def next_from_id(self) -> str:
         return self.entries[-1].next_from_id if self.entries else ""
 
-    @property
-    def schema(self) -> dict[str, Any] | None:
-        return self.entries[-1].schema if self.entries else None
-
     def summary(self, directory: pathlib.Path) -> DatasetSummary:
         return DatasetSummary(
             directory, len(self.parts), self.profiles, self.rows, self.complete, self.next_from_id
@@ -183,11 +179,10 @@ class Checkpoint:
             )
             _check_totals(state, data)
         except NotWritten as exc:
-            damaged = errors.DatasetDamaged(
-                f"{path} is not the checkpoint a pull wrote: {exc}; the dataset is not carried on"
-            )
-            damaged.hint = f"it was changed after it was written; {START_OVER}"
-            raise damaged from None
+            raise errors.DatasetDamaged(
+                f"{path} is not the checkpoint a pull wrote: {exc}; the dataset is not carried on",
+                hint=f"it was changed after it was written; {START_OVER}",
+            ) from None
         return state
 
     def save(self, directory: pathlib.Path) -> Checkpoint:
@@ -198,22 +193,12 @@ class Checkpoint:
             if k == 0 or entry.schema != self.entries[k - 1].schema:  # mostly the one before's
                 data["schema"] = entry.schema
             files.append(json.dumps(data, ensure_ascii=False))
-        saved = {
-            "format": FORMAT,
-            **self.pull,
-            "profiles": self.profiles,
-            "rows": self.rows,
-            "next_from_id": self.next_from_id,
-            "parts": files[: len(self.parts)],
-            "open": files[len(self.parts) :],
-            "cursors": list(self.cursors),
-            "ended": self.ended,
-            "complete": self.complete,
-            "sealing": self.sealing,
-        }
+        given = {"format": FORMAT, **self.pull, "parts": files[: len(self.parts)]}
+        given["open"] = files[len(self.parts) :]
         # One line per key and per file: readable, and the schema's many short lists stay short.
         lines = []
-        for key, value in saved.items():
+        for key in _TOP:
+            value = given[key] if key in given else getattr(self, key)
             text = json.dumps(value, ensure_ascii=False)
             if key in ("parts", "open") and value:
                 text = "[\n  " + ",\n  ".join(value) + "\n ]"
@@ -230,9 +215,7 @@ class NotWritten(Exception):
 
 
 def refused(message: str) -> errors.DatasetMismatch:
-    exc = errors.DatasetMismatch(message)
-    exc.hint = START_OVER
-    return exc
+    return errors.DatasetMismatch(message, hint=START_OVER)
 
 
 def _shown(value: Any) -> str:

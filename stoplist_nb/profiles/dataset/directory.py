@@ -32,9 +32,8 @@ else:
 #: The lock file of the writer; a leading ``.`` keeps it out of the readers' sight.
 LOCK = ".lock"
 
-#: The directories this process writes, and who it is: a lock the OS would grant a
-#: second time to the same process (POSIX locks where flock is emulated, as on NFS).
-#: Its setdefault is atomic: two threads cannot both take a directory.
+#: The directories this process writes, and who it is: the OS may lock one twice for a
+#: process (flock emulated by POSIX locks, as on NFS); setdefault is atomic across threads.
 _WRITING: dict[tuple[int, int], str] = {}
 #: Windows locks bytes, and a locked byte cannot be read: the lock is far past the text.
 _WINDOWS_LOCK_AT = 1 << 30
@@ -66,8 +65,7 @@ def writer_lock(directory: pathlib.Path) -> Iterator[None]:
                     os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
                     msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
                 os.close(fd)
-            # Removed while still held on POSIX: a writer that opened it meanwhile finds
-            # it gone once locked, and locks the one at the path. On Windows it keeps it.
+            # Unlinked while held (not on Windows): a writer that opened it meanwhile retries.
             with contextlib.suppress(OSError):
                 (directory / LOCK).unlink()
             if sys.platform != "win32":
@@ -96,8 +94,7 @@ def _lock(directory: pathlib.Path, *, exclusive: bool) -> int | None:
                 os.lseek(fd, _WINDOWS_LOCK_AT, os.SEEK_SET)
                 msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
             else:
-                # flock, not lockf: a POSIX lock ends when the process closes any descriptor
-                # of the file, and two threads of one process would both get it.
+                # Not lockf: POSIX locks end at any close of the file, and threads share them.
                 fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except OSError as exc:
             if sys.platform != "win32" and exc.errno not in _HELD:
@@ -158,8 +155,7 @@ def write_dataset(
     if directory.exists() and not directory.is_dir():
         raise errors.InvalidInput(f"{directory} is a file, not a directory for a dataset")
     directory.mkdir(parents=True, exist_ok=True)
-    # Held from before the directory is looked at until the sealing is saved:
-    # a second writer would delete the first's files as leftovers of a crash.
+    # Held from the first look until sealed: a second writer would take our files for debris.
     with writer_lock(directory):
         state = _open(directory, pull, resume=resume, overwrite=overwrite, repair=repair)
         if state.complete:
@@ -228,24 +224,21 @@ def _open(
         gone = [n for n in names if n in files or n in (CHECKPOINT, COMMON_METADATA)]
     else:
         if not resume:
-            exc = errors.DatasetMismatch(f"{directory} holds a dataset already")
-            exc.hint = (
+            said = (
                 "pass resume=True to carry on from its checkpoint, or overwrite=True to start again"
             )
-            raise exc
+            raise errors.DatasetMismatch(f"{directory} holds a dataset already", hint=said)
         if CHECKPOINT not in names:
             raise refused(f"{directory} holds part files without a checkpoint")
         state = Checkpoint.read(directory)
-        # Compared as JSON text: a query that differs in order or in 1 against 1.0
-        # is not provably the same pull, and a mixed dataset cannot be undone.
+        # As JSON text: a query in another key order, or 1 for 1.0, is not provably the same pull.
         differ = [k for k in pull if json.dumps(state.pull.get(k)) != json.dumps(pull[k])]
         if differ:
             said = "; ".join(f"{k}: {state.pull.get(k)!r} there, {pull[k]!r} now" for k in differ)
-            exc = errors.DatasetMismatch(
-                f"{directory} holds the checkpoint of another pull ({said}); it is not carried on"
+            raise errors.DatasetMismatch(
+                f"{directory} holds the checkpoint of another pull ({said}); it is not carried on",
+                hint="use another directory, or pass overwrite=True to replace that dataset",
             )
-            exc.hint = "use another directory, or pass overwrite=True to replace that dataset"
-            raise exc
         state = checked_files(directory, state, checksums=True, repair=repair)
         # A file renamed but not checkpointed: its pages come again.
         gone = [] if state.complete else sorted(files - {e.name for e in state.entries})

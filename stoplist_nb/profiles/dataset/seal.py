@@ -39,19 +39,18 @@ def checked_files(
                 parts[index], problem = sealed, None
         if problem is not None:
             state = replace(state, parts=tuple(parts))
-            return _damaged(directory, state, index, entry.name, problem, repair=repair)
+            return _damaged(directory, state, index, problem, repair=repair)
     state = replace(state, parts=tuple(parts), sealing=None)
-    if state.complete:
-        problem = None
-        try:
-            final = pq.read_schema(directory / state.parts[-1].name)
-            if not pq.read_schema(directory / COMMON_METADATA).equals(final, check_metadata=True):
-                problem = "does not hold the schema of the parts"
-        except (OSError, ValueError, pa.ArrowException) as exc:
-            problem = f"cannot be read ({exc})"
-        if problem is not None:
-            return _damaged(directory, state, None, COMMON_METADATA, problem, repair=repair)
-    return state
+    if not state.complete:
+        return state
+    try:
+        final = pq.read_schema(directory / state.parts[-1].name)
+        if pq.read_schema(directory / COMMON_METADATA).equals(final, check_metadata=True):
+            return state
+        problem = "does not hold the schema of the parts"
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        problem = f"cannot be read ({exc})"
+    return _damaged(directory, state, None, problem, repair=repair)
 
 
 def _file_problem(path: pathlib.Path, entry: Entry, *, checksums: bool) -> str | None:
@@ -76,15 +75,10 @@ def _file_problem(path: pathlib.Path, entry: Entry, *, checksums: bool) -> str |
 
 
 def _damaged(
-    directory: pathlib.Path,
-    state: Checkpoint,
-    index: int | None,
-    name: str,
-    problem: str,
-    *,
-    repair: bool,
+    directory: pathlib.Path, state: Checkpoint, index: int | None, problem: str, *, repair: bool
 ) -> Checkpoint:
     """Drop the entry at ``index`` (``None``: the common metadata) and those after; else raise."""
+    name = COMMON_METADATA if index is None else state.entries[index].name
     kept = state.entries[:index]
     if repair:
         (directory / COMMON_METADATA).unlink(missing_ok=True)
@@ -100,19 +94,18 @@ def _damaged(
             complete=False,
             sealing=None,
         ).save(directory)
-    exc = errors.DatasetDamaged(
-        f"{directory}: {name}, listed in the checkpoint, {problem}; nothing was sent", part=name
-    )
-    exc.hint = f"pass repair=True to seal the dataset again, or {START_OVER}"
+    hint = "seal the dataset again"
     if index is not None:
         after = len(state.entries) - index - 1
         dropped = f"{name} and the {after} files after it" if after else name
         where = f"after {kept[-1].name}" if kept else "from the start"
-        exc.hint = (
-            f"pass repair=True to drop {dropped} and pull on {where} "
-            f"({sum(e.profiles for e in kept)} profiles are kept), or {START_OVER}"
-        )
-    raise exc
+        kept_profiles = sum(e.profiles for e in kept)
+        hint = f"drop {dropped} and pull on {where} ({kept_profiles} profiles are kept)"
+    raise errors.DatasetDamaged(
+        f"{directory}: {name}, listed in the checkpoint, {problem}; nothing was sent",
+        part=name,
+        hint=f"pass repair=True to {hint}, or {START_OVER}",
+    )
 
 
 def seal(directory: pathlib.Path, state: Checkpoint) -> Checkpoint:

@@ -56,17 +56,13 @@ def pull_parts(
     window: tuple[int, float, int],
 ) -> Checkpoint:
     """Read the pages after the checkpoint into parts of ``window``'s profiles, seconds, bytes."""
-    schema = (
-        StreamSchema.from_dict(state.schema) if state.schema else StreamSchema.from_dtypes(declared)
-    )
-    # The cursors of the pull before an interruption count as reached: a cursor
-    # that goes back to one of them is a stall, not pages read twice.
+    last = state.entries[-1:]
+    schema = StreamSchema.from_dict(last[0].schema) if last else StreamSchema.from_dtypes(declared)
+    # Cursors of the pull before count as reached: going back to one is a stall, not new pages.
     pages = pages_from(state.next_from_id or None, list(state.cursors))
     stream = tables(schema, declared, pages)
     writer = _Writer(directory, state, declared, window)
-    # A thread of its own, a page behind the stream: the next page is read
-    # meanwhile, and Ctrl-C (raised in the calling thread) never falls
-    # between a page's rows and their record.
+    # Its own thread, a page behind: the next page is read meanwhile; Ctrl-C never cuts a record.
     with ThreadPoolExecutor(1, "stoplist-nb-writer", leave_signals_to_main) as thread:
         writes: list[Future[None]] = []
         try:
@@ -165,16 +161,9 @@ class _Writer:
             self.part.write(table)
             self.segment.write(table)
             meta = table.schema.metadata
-            count = int(meta[META_PROFILES])
-            page = _Page(
-                profiles=count - self.read,
-                cursor=meta[META_FROM].decode(),
-                next_from_id=meta[META_NEXT].decode(),
-                schema=schema,
-                ending=meta[META_NEXT] == meta[META_FROM],
-                nbytes=table.nbytes,
-            )
-            self.read = count
+            cursor, after = meta[META_FROM].decode(), meta[META_NEXT].decode()
+            count, self.read = self.read, int(meta[META_PROFILES])
+            page = _Page(self.read - count, cursor, after, schema, after == cursor, table.nbytes)
             self.pages.append(page)
             held = sum(e.profiles for e in self.state.open)
             if held + sum(p.profiles for p in self.pages) >= self.per_part:
@@ -217,18 +206,16 @@ class _Writer:
     def close_part(self, *, ended: bool) -> None:
         """Close the part: its file, written page by page, takes its name."""
         state, pages = self.state, self.pages
-        if self.part is None:  # a resumed part to which no page came
-            self.part = self._open_part()
-        part, self.part = self.part, None
+        # No part yet: a resumed part to which no page came.
+        part, self.part = self.part or self._open_part(), None
         segment, self.segment, self.pages = self.segment, None, []
         if segment is not None:
             segment.discard()  # its pages are in the part
         part.close()  # else the part comes again
-        entry = _entry(part, pages, state.open)
         self.file_schema = None
         self.state = replace(
             state,
-            parts=(*state.parts, entry),
+            parts=(*state.parts, _entry(part, pages, state.open)),
             open=(),
             cursors=(*state.cursors, *_cursors(pages)),
             ended=ended,
@@ -242,16 +229,13 @@ class _Writer:
         if part is not None:
             part.discard()  # a pull that carries on writes it again from the segments
         segment = self.segment
-        if segment is None:
-            return
-        if segment.torn or not self.pages or self.pages[-1].ending:
+        if segment is not None and (segment.torn or not self.pages or self.pages[-1].ending):
             # Half a page; or a last page, which a pull carried on from its cursor would read again.
             self.segment, self.pages = None, []
             segment.discard()
-            return
-        # When they cannot be saved (a full disk), their pages come again.
-        with contextlib.suppress(Exception):
-            self.commit()
+        elif segment is not None:
+            with contextlib.suppress(Exception):  # not saved (a full disk): its pages come again
+                self.commit()
 
     def _open_part(self) -> File:
         # The segments a resumed pull goes on from are copied in.
