@@ -29,7 +29,6 @@ from stoplist_nb.widgets.operators import (
     TEXT_OPERATORS,
     WHOLE_DAY_OPERATORS,
     iso_day,
-    next_day,
     parse_number,
     parse_value,
 )
@@ -306,13 +305,13 @@ def rule_filter(
     {'_city': {'$not': {'$regex': '^Ka', '$options': 'i'}}}
     """
     whole = kind == "date" and whole_day and op in WHOLE_DAY_OPERATORS
-    day = iso_day(value) if whole and isinstance(value, str) else None
-    if day is not None and op in ("less_or_equal", "greater"):
-        return Condition(path, "$lt" if op == "less_or_equal" else "$gte", next_day(day)).to_mongo()
-    if op in ("between", "not_between") or (day is not None and op in ("equal", "not_equal")):
-        low, high = value if day is None else (value, None)
-        high_day = day or (iso_day(high) if whole and isinstance(high, str) else None)
-        upper = ("$lte", high) if high_day is None else ("$lt", next_day(high_day))
+    after = iso_day(value, 1) if whole else None
+    if after is not None and op in ("less_or_equal", "greater"):
+        return Condition(path, "$lt" if op == "less_or_equal" else "$gte", after).to_mongo()
+    if op in ("between", "not_between") or (after is not None and op in ("equal", "not_equal")):
+        low, high = value if after is None else (value, None)
+        high_after = after or (iso_day(high, 1) if whole else None)
+        upper = ("$lte", high) if high_after is None else ("$lt", high_after)
         body: dict[str, Any] = {}
         for bound in (("$gte", low), upper):
             body.update(Condition(path, *bound).field_value())

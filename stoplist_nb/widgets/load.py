@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator, Mapping
-from datetime import timedelta
 from typing import Any
 
 from stoplist_nb.errors import InvalidInput, InvalidQuery
@@ -44,11 +43,6 @@ def _value_text(value: Any) -> str:
     return as_text(value)
 
 
-def _day_before(text: Any) -> str | None:
-    day = iso_day(text) if isinstance(text, str) else None
-    return None if day is None else (day - timedelta(days=1)).isoformat()
-
-
 def _candidates(kind: str, body: Any) -> Iterator[tuple[str, Any]]:
     """Rules (operator, value) that may write ``body``, one field's condition: each is tried."""
     ops: dict[str, Any] = dict(body) if _is_operators(body) else {"$eq": body}
@@ -60,14 +54,14 @@ def _candidates(kind: str, body: Any) -> Iterator[tuple[str, Any]]:
         elif op != "$exists":
             many = op in ("$in", "$nin")
             yield _NAMED[op], [_value_text(v) for v in value] if many else _value_text(value)
-            before = _day_before(value) if kind == "date" and op in ("$lt", "$gte") else None
+            before = iso_day(value, -1) if kind == "date" and op in ("$lt", "$gte") else None
             if before is not None:
                 yield ("less_or_equal" if op == "$lt" else "greater"), before
     elif set(ops) in ({"$gte", "$lte"}, {"$gte", "$lt"}):
         low = ops["$gte"]
         if "$lte" in ops:
             yield "between", [_value_text(low), _value_text(ops["$lte"])]
-        elif kind == "date" and (before := _day_before(ops["$lt"])) is not None:
+        elif kind == "date" and (before := iso_day(ops["$lt"], -1)) is not None:
             if before == low:
                 yield "equal", low
             yield "between", [_value_text(low), before]

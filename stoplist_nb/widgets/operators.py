@@ -106,14 +106,12 @@ _DATE_TIME = re.compile(
 )
 
 
-def iso_day(text: str) -> date | None:
-    """The day ``text`` spells exactly as ``YYYY-MM-DD``, else ``None``."""
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-        return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        return None
+def iso_day(text: Any, days: int = 0) -> str | None:
+    """The day ``text`` spells exactly as ``YYYY-MM-DD``, moved ``days`` on, or ``None``."""
+    if isinstance(text, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        with contextlib.suppress(ValueError, OverflowError):  # no such day, or past year 9999
+            return (date.fromisoformat(text) + timedelta(days=days)).isoformat()
+    return None
 
 
 def valid_date(text: str) -> bool:
@@ -176,8 +174,3 @@ def parse_value(kind: str, text: str) -> Any:
     if not stripped:
         raise ValueError("value is empty")
     return text
-
-
-def next_day(day: date) -> str:
-    """The day after ``day``, as ISO text."""
-    return (day + timedelta(days=1)).isoformat()
