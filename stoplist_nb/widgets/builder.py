@@ -126,7 +126,8 @@ class QueryBuilder(anywidget.AnyWidget):
                 )
                 with request.pages() as pages:
                     page = next(pages, None)
-                strings = FieldCatalog(infos).string_fields()
+                known = FieldCatalog(infos)  # values are sampled of text fields, not dates
+                strings = [n for n in known.infos if known.kind(n) == "string"]
                 suggestions = sample_values([] if page is None else page.records, strings)
             except Exception as exc:  # suggestions are a help, not a condition to work
                 text = f"could not read a sample page for value suggestions: {_said(exc)}"

@@ -163,10 +163,6 @@ class FieldCatalog:
         merged = dict.fromkeys((*KNOWN_VALUES.get(name, ()), *self._suggestions.get(name, ())))
         return tuple(merged)[:MAX_SUGGESTIONS]
 
-    def string_fields(self) -> list[str]:
-        """Names of the fields a rule compares as text (not dates), for sampling values."""
-        return [n for n in self.infos if self.kind(n) == "string"]
-
     def subscriptions(self) -> FieldCatalog:
         """The fields of one subscription, named relative to it (``"channel"``)."""
         if self._subscriptions is None:
@@ -191,15 +187,9 @@ class FieldCatalog:
     def entries(self) -> list[dict[str, Any]]:
         """The fields as the front end lists them, by category: name, title, label, kind, ..."""
         return [
-            {
-                "name": info.name,
-                "title": info.title,
-                "label": label_of(info),
-                "category": info.category,
-                "kind": self.kind(info.name),
-                "suggestions": list(self.suggestions(info.name)),
-            }
-            for info in sorted(self.returnable.values(), key=_order)
+            {"name": i.name, "title": i.title, "label": label_of(i), "category": i.category}
+            | {"kind": self.kind(i.name), "suggestions": list(self.suggestions(i.name))}
+            for i in sorted(self.returnable.values(), key=_order)
         ]
 
     def to_json(self) -> dict[str, Any]:

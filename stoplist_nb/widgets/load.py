@@ -245,10 +245,8 @@ def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, An
     >>> document_of('{"_city": null}')["root"]["items"][0]["operator"]
     'is_null'
     """
-    known = FieldCatalog([]) if catalog is None else catalog
-    return load_document(
-        query, known, fields=[], preview_rows=str(DEFAULT_PREVIEW_ROWS), guess=False
-    )[0]
+    known, rows = FieldCatalog([]) if catalog is None else catalog, str(DEFAULT_PREVIEW_ROWS)
+    return load_document(query, known, fields=[], preview_rows=rows, guess=False)[0]
 
 
 def load_document(

@@ -27,14 +27,12 @@ OPERATORS: dict[str, tuple[str, int | str]] = {
     "is_null": ("is null", 0), "is_not_null": ("is not null", 0),
     "exists": ("exists", 0), "not_exists": ("does not exist", 0),
 }  # fmt: skip
-
 _RANGE = ("less", "less_or_equal", "greater", "greater_or_equal", "between", "not_between")
 _NULLS = ("is_null", "is_not_null", "exists", "not_exists")
 #: The operators that match text with a regular expression.
 TEXT_OPERATORS = tuple(op for op in OPERATORS if op.endswith(("with", "contains", "matches")))
 #: The operators for which a bare day on a date field stands for the whole day.
 WHOLE_DAY_OPERATORS = ("equal", "not_equal", "less_or_equal", "greater", "between", "not_between")
-
 #: The operators each kind of field offers, in the order offered.
 KIND_OPERATORS: dict[str, tuple[str, ...]] = {
     "string": tuple(op for op in OPERATORS if op not in _RANGE),
@@ -45,10 +43,8 @@ KIND_OPERATORS: dict[str, tuple[str, ...]] = {
     "array": ("equal", "in", "not_in", "is_null", "exists", "not_exists"),
     "object": ("exists", "not_exists", "is_null", "is_not_null"),
 }
-
 #: Labels that differ by kind: an array's ``equal`` asks for one element.
 _KIND_LABELS = {("array", "equal"): "has element"}
-
 #: The type words of a field list (any case) and the kind each one is.
 TYPE_WORDS: dict[str, str] = {
     **dict.fromkeys(("int", "integer", "long"), "int"),
@@ -59,7 +55,6 @@ TYPE_WORDS: dict[str, str] = {
     **dict.fromkeys(("array", "list", "tags"), "array"),
     **dict.fromkeys(("object", "dict", "map"), "object"),
 }
-
 #: Known date fields held as strings; any other string field with "date" in its name is one too.
 DATE_FIELDS = frozenset({"_bdate", "_regdate", "subscriptions.reg_info.date"})
 

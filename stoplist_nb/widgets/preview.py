@@ -60,9 +60,7 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
     key = ["profile_id"] + [c for c in subscription if c in present and data[c].notna().any()]
     wanted = list(key)
     if fields:
-        for name in fields:
-            if name == "_id":
-                continue
+        for name in [f for f in fields if f != "_id"]:
             if name == "subscriptions":
                 wanted += ["channel", "status"]
             elif f"profile.{name}" in present:  # a profile field named like a subscription's
@@ -74,9 +72,8 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
     else:
         profile = [c for c in columns if role_of(c) == "profile" and c not in key]
         named = [c for p in paths for c in (p, f"profile.{p}") if c in profile]
-        wanted += list(dict.fromkeys([*named, *profile]))[
-            : max(_PREVIEW_PROFILE_COLUMNS, len(named))
-        ]
+        limit = max(_PREVIEW_PROFILE_COLUMNS, len(named))
+        wanted += list(dict.fromkeys([*named, *profile]))[:limit]
     shown = list(dict.fromkeys(c for c in wanted if c in present))
     return pd.DataFrame(
         {c: data[c].astype(object).where(data[c].notna(), "") for c in shown}, index=frame.index
