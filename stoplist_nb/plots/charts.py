@@ -72,10 +72,9 @@ def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     table = table.reindex(index=index, columns=columns, fill_value=0).astype("int64")
     if table.empty:
         return _note(ax, "no subscriptions")
-    channels = table.index.tolist()
-    bottom = np.zeros(len(channels), dtype="int64")
+    bottom = np.zeros(len(table), dtype="int64")
     for name in table.columns:
-        bars = ax.bar(channels, table[name].to_numpy(), bottom=bottom, label=name)
+        bars = ax.bar(table.index.tolist(), table[name].to_numpy(), bottom=bottom, label=name)
         bottom = bottom + table[name].to_numpy()
     # The last series ends at the top of each stack, so its labels are the totals.
     _label_bars(ax, bars, [f"{t:,}" for t in bottom])

@@ -24,7 +24,7 @@ from stoplist_nb.errors import InvalidInput, InvalidQuery, StoplistError
 from stoplist_nb.profiles import ProfilesRequest, read_profiles
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.query import Query, parse_query
-from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo, field_infos, sample_values
+from stoplist_nb.widgets.catalog import FieldCatalog, field_infos, sample_values
 from stoplist_nb.widgets.check import DEFAULT_PREVIEW_ROWS, canonical_json, check, empty_document
 from stoplist_nb.widgets.load import load_document
 from stoplist_nb.widgets.preview import preview_html
@@ -46,10 +46,9 @@ def _warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None
 class QueryBuilder(anywidget.AnyWidget):
     """Build a ``profiles/list`` query from rules in AND / OR groups, in the browser.
 
-    Rules pick a field, an operator in words and a value; groups join them by
-    AND or OR, may be negated (NOT), and may ask for all their rules to hold
-    in one subscription. The browser edits :attr:`document`; its check is
-    :attr:`report`.
+    Rules pick a field, an operator in words and a value; groups join them by AND or OR,
+    may be negated (NOT), and may ask for all their rules to hold in one subscription.
+    The browser edits :attr:`document`; its check is :attr:`report`.
 
     Args:
         client: The API client, for the field list, the suggestions and Preview.
@@ -102,11 +101,9 @@ class QueryBuilder(anywidget.AnyWidget):
         self._known: tuple[dict[str, Any], dict[str, Any]] | None = None
         self.result: pd.DataFrame | None = None
         notices: list[str] = []
-        infos: list[FieldInfo] = []
+        infos = [] if fields is None else field_infos(fields)
         readable, complete = True, fields is not None
-        if fields is not None:
-            infos = field_infos(fields)
-        elif client is not None and db_id is not None:
+        if fields is None and client is not None and db_id is not None:
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")

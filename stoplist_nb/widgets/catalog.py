@@ -28,10 +28,7 @@ CHANNELS = ("email", "sms", "push", "notify", "viber", "whatsapp", "telegram_bot
 STATUSES = (
     "subscribed", "unsubscribed", "complained", "hardbounced", "unconfirmed", "suspended", "invalid"
 )  # fmt: skip
-KNOWN_VALUES: dict[str, tuple[str, ...]] = {
-    "subscriptions.channel": CHANNELS,
-    "subscriptions.status": STATUSES,
-}
+KNOWN_VALUES = {"subscriptions.channel": CHANNELS, "subscriptions.status": STATUSES}
 
 
 @dataclass(frozen=True)

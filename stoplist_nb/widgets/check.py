@@ -150,8 +150,7 @@ class _Checker:
 
     def rule(self, node: Any, within: str | None) -> dict[str, Any] | None:
         """The rule's filter, ``None`` when it is empty or wrong (then its errors are noted)."""
-        self.rules += 1
-        number = self.rules
+        number = self.rules = self.rules + 1
         if not isinstance(node, Mapping):
             self.summary.append(f"Row {number}: a rule must be an object")
             return None
@@ -252,12 +251,10 @@ def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
         raise RuleProblem("value", f"{name}: {exc}") from None
 
 
-def rule_query(
-    name: str, op: str, value: Any, kind: str, node: Mapping[str, Any]
-) -> dict[str, Any]:
+def rule_query(name: str, op: str, value: Any, kind: str, row: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`rule_filter` with the rule's ticks, or :class:`RuleProblem` saying why not."""
-    ignore_case = bool(node.get("ignore_case")) and op in TEXT_OPERATORS
-    whole_day = node.get("whole_day", True) is not False
+    ignore_case = bool(row.get("ignore_case")) and op in TEXT_OPERATORS
+    whole_day = row.get("whole_day", True) is not False
     try:
         return rule_filter(name, op, value, kind=kind, ignore_case=ignore_case, whole_day=whole_day)
     except InvalidQuery as exc:
@@ -399,10 +396,10 @@ def check(
 ) -> dict[str, Any]:
     """Check a document into its query, params and every error and warning, per item.
 
-    Never raises: the report holds ``ok``, ``query``, ``query_json`` and
-    ``params`` (``None`` while not ok), ``json`` (``last_valid`` while not ok),
-    ``items`` (per rule id: ``errors``, ``warnings``, ``number``, ``field``,
-    ``kind``), ``fields``, ``preview_rows`` and ``summary`` (every error).
+    Never raises: the report holds ``ok``, ``query``, ``query_json`` and ``params``
+    (``None`` while not ok), ``json`` (``last_valid`` while not ok), ``items`` (per rule id:
+    ``errors``, ``warnings``, ``number``, ``field``, ``kind``), ``fields``, ``preview_rows``
+    and ``summary`` (every error).
 
     >>> report = check({"root": {"id": "g1", "type": "group", "join": "and", "items": [
     ...     {"id": "r2", "type": "rule", "field": "age", "operator": "less", "value": "x"}]}})

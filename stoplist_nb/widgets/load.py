@@ -143,8 +143,7 @@ class _Loader:
                 return {**new_group(self.id("g"), each=EACH), "items": [group]}
             group["each"] = EACH
             return group
-        rule = self.rule(path, body, within, negate=False)
-        if rule is not None:
+        if (rule := self.rule(path, body, within, negate=False)) is not None:
             return rule
         if _is_operators(body) and len(body) > 1:
             # Several operators on one field: one rule each, in a group of their own.
