@@ -322,7 +322,6 @@ def _kept_fields(document: Mapping[str, Any]) -> list[str]:
 
 def _said(exc: BaseException) -> str:
     """``exc`` for a person at the builder: its text and hint, without the resume advice."""
-    if not isinstance(exc, StoplistError):
-        return f"{type(exc).__name__}: {exc}"
-    hint = f" ({exc.hint})" if exc.hint else ""
-    return f"{type(exc).__name__}: {Exception.__str__(exc)}{hint}"
+    hint = f" ({exc.hint})" if isinstance(exc, StoplistError) and exc.hint else ""
+    text = Exception.__str__(exc) if isinstance(exc, StoplistError) else str(exc)
+    return f"{type(exc).__name__}: {text}{hint}"

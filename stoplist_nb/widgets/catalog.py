@@ -101,10 +101,9 @@ def _order(info: FieldInfo) -> tuple[int, str, str]:
 class FieldCatalog:
     """The fields offered by the rules and the fields box, with labels and suggestions.
 
-    Of two ``infos`` with one name the first wins. With ``complete`` (``infos``
-    is the whole field list) a field to return outside it is refused.
-    ``guessed`` names fields whose type was guessed from a loaded value: a
-    rule on one is still warned about.
+    Of two ``infos`` with one name the first wins. With ``complete`` (``infos`` is the whole field
+    list) a field to return outside it is refused. ``guessed`` names fields whose type was guessed
+    from a loaded value: a rule on one is still warned about.
 
     >>> catalog = FieldCatalog([FieldInfo("_city", "City", "string", "system")])
     >>> catalog.resolve("city"), catalog.resolve("City (_city)"), catalog.resolve(" x ")

@@ -68,9 +68,7 @@ def empty_document(root: dict[str, Any] | None = None) -> dict[str, Any]:
     >>> check(empty_document())["query"]
     {}
     """
-    if root is None:
-        root = new_group("g1")
-        root["items"].append(new_rule("r2"))
+    root = {**new_group("g1"), "items": [new_rule("r2")]} if root is None else root
     return {"rev": 0, "root": root, "fields": [], "preview_rows": str(DEFAULT_PREVIEW_ROWS)}
 
 
@@ -139,17 +137,13 @@ class _Checker:
         if problems and id_:
             self.items[id_] = _item(None, [{"part": "group", "message": p} for p in problems])
         self.summary.extend(f"Group: {p}" for p in problems)
-        negate = negate is True
         # NOT of a same-subscription group negates the whole $elemMatch, not its parts.
-        body = join_parts(parts, join, negate=negate and not each)
-        if body is not None and each:
-            body = {EACH: {"$elemMatch": body}}
-            if negate:
-                body = {"$nor": [body]}
-        return body
+        body = join_parts(parts, join, negate=negate is True and not each)
+        if body is None or not each:
+            return body
+        return join_parts([{EACH: {"$elemMatch": body}}], "and", negate=negate is True)
 
     def rule(self, node: Any, within: str | None) -> dict[str, Any] | None:
-        """The rule's filter, ``None`` when it is empty or wrong (then its errors are noted)."""
         number = self.rules = self.rules + 1
         if not isinstance(node, Mapping):
             self.summary.append(f"Row {number}: a rule must be an object")
@@ -172,9 +166,7 @@ class _Checker:
             raise RuleProblem("operator", f"the operator must be text, not {type(op).__name__}")
         if op not in OPERATORS:
             raise RuleProblem("operator", f"unknown operator {_said(op)}")
-        if not _is_value(raw) and not (
-            isinstance(raw, list | tuple) and all(_is_value(v) for v in raw)
-        ):
+        if not all(map(_is_value, raw if isinstance(raw, list | tuple) else [raw])):
             raise RuleProblem("value", f"a value must be text or a list of texts, not {_said(raw)}")
         for tick in ("ignore_case", "whole_day"):
             if not isinstance(node.get(tick, False), bool):
@@ -198,12 +190,10 @@ class _Checker:
             message = f"unknown field {name!r}: it is not in {where}"
             item["warnings"].append({"part": "field", "message": message})
         value = rule_value(op, raw, kind, name)
-        if op in ("between", "not_between"):
-            low, high = value
-            numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-            if (type(low) is type(high) or numbers) and low > high:
-                message = f"{name}: the first value is above the second"
-                item["warnings"].append({"part": "value", "message": message})
+        # The kinds offering between parse both values to numbers, or both to text.
+        if op in ("between", "not_between") and value[0] > value[1]:
+            message = f"{name}: the first value is above the second"
+            item["warnings"].append({"part": "value", "message": message})
         return rule_query(name, op, value, kind, node)
 
 
@@ -228,10 +218,9 @@ def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
         if arity == 1:
             return parse_value(scalar_kind, as_text(raw))
         if arity == 2:
-            pair = list(raw) if isinstance(raw, list | tuple) else [raw, ""]
-            if len(pair) != 2:
+            texts = list(map(as_text, raw if isinstance(raw, list | tuple) else [raw, ""]))
+            if len(texts) != 2:
                 raise ValueError("between takes two values")
-            texts = [as_text(v) for v in pair]
             if not texts[0].strip() or not texts[1].strip():
                 raise ValueError("between needs two values: type both")
             return [parse_value(scalar_kind, t) for t in texts]

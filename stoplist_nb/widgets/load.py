@@ -89,7 +89,6 @@ class _Loader:
         return f"{prefix}{next(self.count)}"
 
     def group(self, query: Mapping[str, Any], where: str, within: str | None) -> dict[str, Any]:
-        """A group that writes ``query`` (or the same filter in other words)."""
         group = new_group(self.id("g"))
         if len(query) == 1:
             ((key, value),) = query.items()
@@ -141,8 +140,7 @@ class _Loader:
             group = self.group(inner, f"{where}['$elemMatch']", EACH)
             if group["not"]:
                 return {**new_group(self.id("g"), each=EACH), "items": [group]}
-            group["each"] = EACH
-            return group
+            return {**group, "each": EACH}
         if (rule := self.rule(path, body, within, negate=False)) is not None:
             return rule
         if _is_operators(body) and len(body) > 1:
@@ -159,8 +157,7 @@ class _Loader:
 
     def refusal(self, path: str, body: Any, where: str, within: str | None) -> InvalidQuery:
         known = {*_NAMED, "$regex", "$options", "$not", "$exists"}
-        odd = [op for op in body if op not in known] if _is_operators(body) else []
-        if odd:
+        if odd := [op for op in body if op not in known] if _is_operators(body) else []:
             return InvalidQuery(f"{where}: the builder cannot show {odd[0]}")
         kind = (self.catalog.subscriptions() if within else self.catalog).kind(path)
         shown = canonical_json(body)
@@ -195,8 +192,6 @@ class _Loader:
         for op, value in candidates:
             # Without ticks, ignoring case, and a bare day compared as text as it was written.
             for ticks in ({}, {"ignore_case": True}, {"whole_day": False}):
-                if ticks.get("ignore_case") and op not in TEXT_OPERATORS:
-                    continue  # the check drops the tick: the rule without it writes the same
                 rule = {**new_rule("", catalog.label(path), op, value), **ticks}
                 try:
                     written = rule_query(path, op, rule_value(op, value, kind, path), kind, rule)

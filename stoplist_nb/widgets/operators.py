@@ -55,8 +55,6 @@ TYPE_WORDS: dict[str, str] = {
     **dict.fromkeys(("array", "list", "tags"), "array"),
     **dict.fromkeys(("object", "dict", "map"), "object"),
 }
-#: Known date fields held as strings; any other string field with "date" in its name is one too.
-DATE_FIELDS = frozenset({"_bdate", "_regdate", "subscriptions.reg_info.date"})
 
 
 def kind_of(name: str, type_word: str | None) -> str:
@@ -66,9 +64,8 @@ def kind_of(name: str, type_word: str | None) -> str:
     ('boolean', 'date', 'string')
     """
     kind = TYPE_WORDS.get((type_word or "").strip().lower(), "string")
-    if kind == "string" and (name in DATE_FIELDS or "date" in name.lower()):
-        return "date"
-    return kind
+    # Dates are held as strings: _bdate, _regdate, subscriptions.reg_info.date, ...
+    return "date" if kind == "string" and "date" in name.lower() else kind
 
 
 def operators_by_kind() -> dict[str, list[list[Any]]]:

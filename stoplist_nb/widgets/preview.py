@@ -36,10 +36,9 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
     """The columns a Preview shows, missing values as empty strings.
 
     Each row (one per subscription) starts with what tells it apart:
-    ``profile_id``, ``channel``, ``status`` and ``contact`` (its ``email``,
-    ``phone`` or the start of a push or messenger id), less those empty in
-    every row; then the chosen ``fields`` or, with none chosen, the profile
-    columns the query names and the first others.
+    ``profile_id``, ``channel``, ``status`` and ``contact`` (its ``email``, ``phone`` or the start
+    of a push or messenger id), less those empty in every row; then the chosen ``fields`` or, with
+    none chosen, the profile columns the query names and the first others.
     """
     columns = list(frame.columns)
     present = set(columns)
