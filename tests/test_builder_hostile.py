@@ -288,6 +288,15 @@ def test_two_items_with_one_id_are_refused() -> None:
     assert "Query: two items have the id 'g1'" in _refused(doc(inner))
 
 
+def test_the_first_and_last_days_a_date_holds_check_and_load_without_overflow() -> None:
+    report = check(doc(rule("_regdate", "less_or_equal", "9999-12-31")), CATALOG)
+    assert report["query"] == {"_regdate": {"$lte": "9999-12-31"}}  # no day after it
+    assert (
+        document_of({"_regdate": {"$lt": "0001-01-01"}}, CATALOG)["root"]["items"][0]["operator"]
+        == "less"
+    )
+
+
 def test_a_document_nested_thousands_deep_is_refused_without_recursing() -> None:
     node = group(rule("_city", "equal", "a"))
     for _ in range(5000):

@@ -1,10 +1,9 @@
 """matplotlib charts of profile frames and suppression checks, for a notebook.
 
 ``pip install "stoplist_nb[plots]"``. Each function takes a frame of
-:func:`~stoplist_nb.read_profiles` or :func:`~stoplist_nb.flag_suppressed` and
-an optional ``ax`` (default: a new figure), and returns the Axes. A missing
-column raises ``InvalidInput``; nothing to count gives an empty chart with a
-note. Categories go largest first, then by name.
+:func:`~stoplist_nb.read_profiles` or :func:`~stoplist_nb.flag_suppressed` and an optional ``ax``
+(default: a new figure), and returns the Axes. A missing column raises ``InvalidInput``; nothing to
+count gives an empty chart with a note. Categories go largest first, then by name.
 
 >>> import matplotlib; matplotlib.use("Agg")
 >>> import pandas as pd

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -72,10 +72,9 @@ def plot_statuses(df: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     table = table.reindex(index=index, columns=columns, fill_value=0).astype("int64")
     if table.empty:
         return _note(ax, "no subscriptions")
-    channels = table.index.tolist()
-    bottom = np.zeros(len(channels), dtype="int64")
+    bottom = np.zeros(len(table), dtype="int64")
     for name in table.columns:
-        bars = ax.bar(channels, table[name].to_numpy(), bottom=bottom, label=name)
+        bars = ax.bar(table.index.tolist(), table[name].to_numpy(), bottom=bottom, label=name)
         bottom = bottom + table[name].to_numpy()
     # The last series ends at the top of each stack, so its labels are the totals.
     _label_bars(ax, bars, [f"{t:,}" for t in bottom])
@@ -231,8 +230,7 @@ def plot_suppression_overlap(flagged: pd.DataFrame, *, ax: Axes | None = None) -
 def _check_frame(df: object, columns: Iterable[str], func: str) -> pd.DataFrame:
     if not isinstance(df, pd.DataFrame):
         raise InvalidInput(f"{func} needs a pandas DataFrame, not {type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
+    if missing := [c for c in columns if c not in df.columns]:
         has = ", ".join(map(str, df.columns[:12])) + (", ..." if len(df.columns) > 12 else "")
         names = "column" + ("s" if len(missing) > 1 else "") + " " + ", ".join(map(repr, missing))
         raise InvalidInput(
@@ -272,10 +270,8 @@ def _note(ax: Axes, text: str) -> Axes:
     return ax
 
 
-def _label_bars(
-    ax: Axes, bars: BarContainer, labels: Sequence[str], *, horizontal: bool = False
-) -> None:
+def _label_bars(ax: Axes, bars: BarContainer, labels: list[str], horizontal: bool = False) -> None:
     """Write ``labels`` at the end of ``bars``, and keep the count axis in whole numbers."""
-    ax.bar_label(bars, labels=list(labels), padding=2)
+    ax.bar_label(bars, labels=labels, padding=2)
     (ax.xaxis if horizontal else ax.yaxis).set_major_locator(MaxNLocator(integer=True))
     ax.margins(*((0.15, None) if horizontal else (None, 0.1)))  # room for the longest label

@@ -24,7 +24,7 @@ from stoplist_nb.errors import InvalidInput, InvalidQuery, StoplistError
 from stoplist_nb.profiles import ProfilesRequest, read_profiles
 from stoplist_nb.profiles.fields import database_fields
 from stoplist_nb.query import Query, parse_query
-from stoplist_nb.widgets.catalog import FieldCatalog, FieldInfo, field_infos, sample_values
+from stoplist_nb.widgets.catalog import FieldCatalog, field_infos, sample_values
 from stoplist_nb.widgets.check import DEFAULT_PREVIEW_ROWS, canonical_json, check, empty_document
 from stoplist_nb.widgets.load import load_document
 from stoplist_nb.widgets.preview import preview_html
@@ -46,10 +46,9 @@ def _warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None
 class QueryBuilder(anywidget.AnyWidget):
     """Build a ``profiles/list`` query from rules in AND / OR groups, in the browser.
 
-    Rules pick a field, an operator in words and a value; groups join them by
-    AND or OR, may be negated (NOT), and may ask for all their rules to hold
-    in one subscription. The browser edits :attr:`document`; its check is
-    :attr:`report`.
+    Rules pick a field, an operator in words and a value; groups join them by AND or OR,
+    may be negated (NOT), and may ask for all their rules to hold in one subscription.
+    The browser edits :attr:`document`; its check is :attr:`report`.
 
     Args:
         client: The API client, for the field list, the suggestions and Preview.
@@ -102,11 +101,9 @@ class QueryBuilder(anywidget.AnyWidget):
         self._known: tuple[dict[str, Any], dict[str, Any]] | None = None
         self.result: pd.DataFrame | None = None
         notices: list[str] = []
-        infos: list[FieldInfo] = []
+        infos = [] if fields is None else field_infos(fields)
         readable, complete = True, fields is not None
-        if fields is not None:
-            infos = field_infos(fields)
-        elif client is not None and db_id is not None:
+        if fields is None and client is not None and db_id is not None:
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
@@ -126,7 +123,8 @@ class QueryBuilder(anywidget.AnyWidget):
                 )
                 with request.pages() as pages:
                     page = next(pages, None)
-                strings = FieldCatalog(infos).string_fields()
+                known = FieldCatalog(infos)  # values are sampled of text fields, not dates
+                strings = [n for n in known.infos if known.kind(n) == "string"]
                 suggestions = sample_values([] if page is None else page.records, strings)
             except Exception as exc:  # suggestions are a help, not a condition to work
                 text = f"could not read a sample page for value suggestions: {_said(exc)}"
@@ -324,7 +322,6 @@ def _kept_fields(document: Mapping[str, Any]) -> list[str]:
 
 def _said(exc: BaseException) -> str:
     """``exc`` for a person at the builder: its text and hint, without the resume advice."""
-    if not isinstance(exc, StoplistError):
-        return f"{type(exc).__name__}: {exc}"
-    hint = f" ({exc.hint})" if exc.hint else ""
-    return f"{type(exc).__name__}: {Exception.__str__(exc)}{hint}"
+    hint = f" ({exc.hint})" if isinstance(exc, StoplistError) and exc.hint else ""
+    text = Exception.__str__(exc) if isinstance(exc, StoplistError) else str(exc)
+    return f"{type(exc).__name__}: {text}{hint}"

@@ -28,10 +28,7 @@ CHANNELS = ("email", "sms", "push", "notify", "viber", "whatsapp", "telegram_bot
 STATUSES = (
     "subscribed", "unsubscribed", "complained", "hardbounced", "unconfirmed", "suspended", "invalid"
 )  # fmt: skip
-KNOWN_VALUES: dict[str, tuple[str, ...]] = {
-    "subscriptions.channel": CHANNELS,
-    "subscriptions.status": STATUSES,
-}
+KNOWN_VALUES = {"subscriptions.channel": CHANNELS, "subscriptions.status": STATUSES}
 
 
 @dataclass(frozen=True)
@@ -104,10 +101,9 @@ def _order(info: FieldInfo) -> tuple[int, str, str]:
 class FieldCatalog:
     """The fields offered by the rules and the fields box, with labels and suggestions.
 
-    Of two ``infos`` with one name the first wins. With ``complete`` (``infos``
-    is the whole field list) a field to return outside it is refused.
-    ``guessed`` names fields whose type was guessed from a loaded value: a
-    rule on one is still warned about.
+    Of two ``infos`` with one name the first wins. With ``complete`` (``infos`` is the whole field
+    list) a field to return outside it is refused. ``guessed`` names fields whose type was guessed
+    from a loaded value: a rule on one is still warned about.
 
     >>> catalog = FieldCatalog([FieldInfo("_city", "City", "string", "system")])
     >>> catalog.resolve("city"), catalog.resolve("City (_city)"), catalog.resolve(" x ")
@@ -163,10 +159,6 @@ class FieldCatalog:
         merged = dict.fromkeys((*KNOWN_VALUES.get(name, ()), *self._suggestions.get(name, ())))
         return tuple(merged)[:MAX_SUGGESTIONS]
 
-    def string_fields(self) -> list[str]:
-        """Names of the fields a rule compares as text (not dates), for sampling values."""
-        return [n for n in self.infos if self.kind(n) == "string"]
-
     def subscriptions(self) -> FieldCatalog:
         """The fields of one subscription, named relative to it (``"channel"``)."""
         if self._subscriptions is None:
@@ -191,15 +183,9 @@ class FieldCatalog:
     def entries(self) -> list[dict[str, Any]]:
         """The fields as the front end lists them, by category: name, title, label, kind, ..."""
         return [
-            {
-                "name": info.name,
-                "title": info.title,
-                "label": label_of(info),
-                "category": info.category,
-                "kind": self.kind(info.name),
-                "suggestions": list(self.suggestions(info.name)),
-            }
-            for info in sorted(self.returnable.values(), key=_order)
+            {"name": i.name, "title": i.title, "label": label_of(i), "category": i.category}
+            | {"kind": self.kind(i.name), "suggestions": list(self.suggestions(i.name))}
+            for i in sorted(self.returnable.values(), key=_order)
         ]
 
     def to_json(self) -> dict[str, Any]:

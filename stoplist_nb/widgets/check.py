@@ -29,7 +29,6 @@ from stoplist_nb.widgets.operators import (
     TEXT_OPERATORS,
     WHOLE_DAY_OPERATORS,
     iso_day,
-    next_day,
     parse_number,
     parse_value,
 )
@@ -69,9 +68,7 @@ def empty_document(root: dict[str, Any] | None = None) -> dict[str, Any]:
     >>> check(empty_document())["query"]
     {}
     """
-    if root is None:
-        root = new_group("g1")
-        root["items"].append(new_rule("r2"))
+    root = {**new_group("g1"), "items": [new_rule("r2")]} if root is None else root
     return {"rev": 0, "root": root, "fields": [], "preview_rows": str(DEFAULT_PREVIEW_ROWS)}
 
 
@@ -140,19 +137,14 @@ class _Checker:
         if problems and id_:
             self.items[id_] = _item(None, [{"part": "group", "message": p} for p in problems])
         self.summary.extend(f"Group: {p}" for p in problems)
-        negate = negate is True
         # NOT of a same-subscription group negates the whole $elemMatch, not its parts.
-        body = join_parts(parts, join, negate=negate and not each)
-        if body is not None and each:
-            body = {EACH: {"$elemMatch": body}}
-            if negate:
-                body = {"$nor": [body]}
-        return body
+        body = join_parts(parts, join, negate=negate is True and not each)
+        if body is None or not each:
+            return body
+        return join_parts([{EACH: {"$elemMatch": body}}], "and", negate=negate is True)
 
     def rule(self, node: Any, within: str | None) -> dict[str, Any] | None:
-        """The rule's filter, ``None`` when it is empty or wrong (then its errors are noted)."""
-        self.rules += 1
-        number = self.rules
+        number = self.rules = self.rules + 1
         if not isinstance(node, Mapping):
             self.summary.append(f"Row {number}: a rule must be an object")
             return None
@@ -174,9 +166,7 @@ class _Checker:
             raise RuleProblem("operator", f"the operator must be text, not {type(op).__name__}")
         if op not in OPERATORS:
             raise RuleProblem("operator", f"unknown operator {_said(op)}")
-        if not _is_value(raw) and not (
-            isinstance(raw, list | tuple) and all(_is_value(v) for v in raw)
-        ):
+        if not all(map(_is_value, raw if isinstance(raw, list | tuple) else [raw])):
             raise RuleProblem("value", f"a value must be text or a list of texts, not {_said(raw)}")
         for tick in ("ignore_case", "whole_day"):
             if not isinstance(node.get(tick, False), bool):
@@ -200,12 +190,10 @@ class _Checker:
             message = f"unknown field {name!r}: it is not in {where}"
             item["warnings"].append({"part": "field", "message": message})
         value = rule_value(op, raw, kind, name)
-        if op in ("between", "not_between"):
-            low, high = value
-            numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-            if (type(low) is type(high) or numbers) and low > high:
-                message = f"{name}: the first value is above the second"
-                item["warnings"].append({"part": "value", "message": message})
+        # The kinds offering between parse both values to numbers, or both to text.
+        if op in ("between", "not_between") and value[0] > value[1]:
+            message = f"{name}: the first value is above the second"
+            item["warnings"].append({"part": "value", "message": message})
         return rule_query(name, op, value, kind, node)
 
 
@@ -230,10 +218,9 @@ def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
         if arity == 1:
             return parse_value(scalar_kind, as_text(raw))
         if arity == 2:
-            pair = list(raw) if isinstance(raw, list | tuple) else [raw, ""]
-            if len(pair) != 2:
+            texts = list(map(as_text, raw if isinstance(raw, list | tuple) else [raw, ""]))
+            if len(texts) != 2:
                 raise ValueError("between takes two values")
-            texts = [as_text(v) for v in pair]
             if not texts[0].strip() or not texts[1].strip():
                 raise ValueError("between needs two values: type both")
             return [parse_value(scalar_kind, t) for t in texts]
@@ -253,12 +240,10 @@ def rule_value(op: str, raw: Any, kind: str, name: str) -> Any:
         raise RuleProblem("value", f"{name}: {exc}") from None
 
 
-def rule_query(
-    name: str, op: str, value: Any, kind: str, node: Mapping[str, Any]
-) -> dict[str, Any]:
+def rule_query(name: str, op: str, value: Any, kind: str, row: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`rule_filter` with the rule's ticks, or :class:`RuleProblem` saying why not."""
-    ignore_case = bool(node.get("ignore_case")) and op in TEXT_OPERATORS
-    whole_day = node.get("whole_day", True) is not False
+    ignore_case = bool(row.get("ignore_case")) and op in TEXT_OPERATORS
+    whole_day = row.get("whole_day", True) is not False
     try:
         return rule_filter(name, op, value, kind=kind, ignore_case=ignore_case, whole_day=whole_day)
     except InvalidQuery as exc:
@@ -306,13 +291,13 @@ def rule_filter(
     {'_city': {'$not': {'$regex': '^Ka', '$options': 'i'}}}
     """
     whole = kind == "date" and whole_day and op in WHOLE_DAY_OPERATORS
-    day = iso_day(value) if whole and isinstance(value, str) else None
-    if day is not None and op in ("less_or_equal", "greater"):
-        return Condition(path, "$lt" if op == "less_or_equal" else "$gte", next_day(day)).to_mongo()
-    if op in ("between", "not_between") or (day is not None and op in ("equal", "not_equal")):
-        low, high = value if day is None else (value, None)
-        high_day = day or (iso_day(high) if whole and isinstance(high, str) else None)
-        upper = ("$lte", high) if high_day is None else ("$lt", next_day(high_day))
+    after = iso_day(value, 1) if whole else None
+    if after is not None and op in ("less_or_equal", "greater"):
+        return Condition(path, "$lt" if op == "less_or_equal" else "$gte", after).to_mongo()
+    if op in ("between", "not_between") or (after is not None and op in ("equal", "not_equal")):
+        low, high = value if after is None else (value, None)
+        high_after = after or (iso_day(high, 1) if whole else None)
+        upper = ("$lte", high) if high_after is None else ("$lt", high_after)
         body: dict[str, Any] = {}
         for bound in (("$gte", low), upper):
             body.update(Condition(path, *bound).field_value())
@@ -400,10 +385,10 @@ def check(
 ) -> dict[str, Any]:
     """Check a document into its query, params and every error and warning, per item.
 
-    Never raises: the report holds ``ok``, ``query``, ``query_json`` and
-    ``params`` (``None`` while not ok), ``json`` (``last_valid`` while not ok),
-    ``items`` (per rule id: ``errors``, ``warnings``, ``number``, ``field``,
-    ``kind``), ``fields``, ``preview_rows`` and ``summary`` (every error).
+    Never raises: the report holds ``ok``, ``query``, ``query_json`` and ``params``
+    (``None`` while not ok), ``json`` (``last_valid`` while not ok), ``items`` (per rule id:
+    ``errors``, ``warnings``, ``number``, ``field``, ``kind``), ``fields``, ``preview_rows``
+    and ``summary`` (every error).
 
     >>> report = check({"root": {"id": "g1", "type": "group", "join": "and", "items": [
     ...     {"id": "r2", "type": "rule", "field": "age", "operator": "less", "value": "x"}]}})

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator, Mapping
-from datetime import timedelta
 from typing import Any
 
 from stoplist_nb.errors import InvalidInput, InvalidQuery
@@ -44,11 +43,6 @@ def _value_text(value: Any) -> str:
     return as_text(value)
 
 
-def _day_before(text: Any) -> str | None:
-    day = iso_day(text) if isinstance(text, str) else None
-    return None if day is None else (day - timedelta(days=1)).isoformat()
-
-
 def _candidates(kind: str, body: Any) -> Iterator[tuple[str, Any]]:
     """Rules (operator, value) that may write ``body``, one field's condition: each is tried."""
     ops: dict[str, Any] = dict(body) if _is_operators(body) else {"$eq": body}
@@ -60,14 +54,14 @@ def _candidates(kind: str, body: Any) -> Iterator[tuple[str, Any]]:
         elif op != "$exists":
             many = op in ("$in", "$nin")
             yield _NAMED[op], [_value_text(v) for v in value] if many else _value_text(value)
-            before = _day_before(value) if kind == "date" and op in ("$lt", "$gte") else None
+            before = iso_day(value, -1) if kind == "date" and op in ("$lt", "$gte") else None
             if before is not None:
                 yield ("less_or_equal" if op == "$lt" else "greater"), before
     elif set(ops) in ({"$gte", "$lte"}, {"$gte", "$lt"}):
         low = ops["$gte"]
         if "$lte" in ops:
             yield "between", [_value_text(low), _value_text(ops["$lte"])]
-        elif kind == "date" and (before := _day_before(ops["$lt"])) is not None:
+        elif kind == "date" and (before := iso_day(ops["$lt"], -1)) is not None:
             if before == low:
                 yield "equal", low
             yield "between", [_value_text(low), before]
@@ -95,7 +89,6 @@ class _Loader:
         return f"{prefix}{next(self.count)}"
 
     def group(self, query: Mapping[str, Any], where: str, within: str | None) -> dict[str, Any]:
-        """A group that writes ``query`` (or the same filter in other words)."""
         group = new_group(self.id("g"))
         if len(query) == 1:
             ((key, value),) = query.items()
@@ -147,10 +140,8 @@ class _Loader:
             group = self.group(inner, f"{where}['$elemMatch']", EACH)
             if group["not"]:
                 return {**new_group(self.id("g"), each=EACH), "items": [group]}
-            group["each"] = EACH
-            return group
-        rule = self.rule(path, body, within, negate=False)
-        if rule is not None:
+            return {**group, "each": EACH}
+        if (rule := self.rule(path, body, within, negate=False)) is not None:
             return rule
         if _is_operators(body) and len(body) > 1:
             # Several operators on one field: one rule each, in a group of their own.
@@ -166,8 +157,7 @@ class _Loader:
 
     def refusal(self, path: str, body: Any, where: str, within: str | None) -> InvalidQuery:
         known = {*_NAMED, "$regex", "$options", "$not", "$exists"}
-        odd = [op for op in body if op not in known] if _is_operators(body) else []
-        if odd:
+        if odd := [op for op in body if op not in known] if _is_operators(body) else []:
             return InvalidQuery(f"{where}: the builder cannot show {odd[0]}")
         kind = (self.catalog.subscriptions() if within else self.catalog).kind(path)
         shown = canonical_json(body)
@@ -202,8 +192,6 @@ class _Loader:
         for op, value in candidates:
             # Without ticks, ignoring case, and a bare day compared as text as it was written.
             for ticks in ({}, {"ignore_case": True}, {"whole_day": False}):
-                if ticks.get("ignore_case") and op not in TEXT_OPERATORS:
-                    continue  # the check drops the tick: the rule without it writes the same
                 rule = {**new_rule("", catalog.label(path), op, value), **ticks}
                 try:
                     written = rule_query(path, op, rule_value(op, value, kind, path), kind, rule)
@@ -251,10 +239,8 @@ def document_of(query: Any, catalog: FieldCatalog | None = None) -> dict[str, An
     >>> document_of('{"_city": null}')["root"]["items"][0]["operator"]
     'is_null'
     """
-    known = FieldCatalog([]) if catalog is None else catalog
-    return load_document(
-        query, known, fields=[], preview_rows=str(DEFAULT_PREVIEW_ROWS), guess=False
-    )[0]
+    known, rows = FieldCatalog([]) if catalog is None else catalog, str(DEFAULT_PREVIEW_ROWS)
+    return load_document(query, known, fields=[], preview_rows=rows, guess=False)[0]
 
 
 def load_document(

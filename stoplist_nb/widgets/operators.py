@@ -27,14 +27,12 @@ OPERATORS: dict[str, tuple[str, int | str]] = {
     "is_null": ("is null", 0), "is_not_null": ("is not null", 0),
     "exists": ("exists", 0), "not_exists": ("does not exist", 0),
 }  # fmt: skip
-
 _RANGE = ("less", "less_or_equal", "greater", "greater_or_equal", "between", "not_between")
 _NULLS = ("is_null", "is_not_null", "exists", "not_exists")
 #: The operators that match text with a regular expression.
 TEXT_OPERATORS = tuple(op for op in OPERATORS if op.endswith(("with", "contains", "matches")))
 #: The operators for which a bare day on a date field stands for the whole day.
 WHOLE_DAY_OPERATORS = ("equal", "not_equal", "less_or_equal", "greater", "between", "not_between")
-
 #: The operators each kind of field offers, in the order offered.
 KIND_OPERATORS: dict[str, tuple[str, ...]] = {
     "string": tuple(op for op in OPERATORS if op not in _RANGE),
@@ -45,10 +43,8 @@ KIND_OPERATORS: dict[str, tuple[str, ...]] = {
     "array": ("equal", "in", "not_in", "is_null", "exists", "not_exists"),
     "object": ("exists", "not_exists", "is_null", "is_not_null"),
 }
-
 #: Labels that differ by kind: an array's ``equal`` asks for one element.
 _KIND_LABELS = {("array", "equal"): "has element"}
-
 #: The type words of a field list (any case) and the kind each one is.
 TYPE_WORDS: dict[str, str] = {
     **dict.fromkeys(("int", "integer", "long"), "int"),
@@ -60,9 +56,6 @@ TYPE_WORDS: dict[str, str] = {
     **dict.fromkeys(("object", "dict", "map"), "object"),
 }
 
-#: Known date fields held as strings; any other string field with "date" in its name is one too.
-DATE_FIELDS = frozenset({"_bdate", "_regdate", "subscriptions.reg_info.date"})
-
 
 def kind_of(name: str, type_word: str | None) -> str:
     """The kind of a field (a key of :data:`KIND_OPERATORS`) from its name and type word.
@@ -71,9 +64,8 @@ def kind_of(name: str, type_word: str | None) -> str:
     ('boolean', 'date', 'string')
     """
     kind = TYPE_WORDS.get((type_word or "").strip().lower(), "string")
-    if kind == "string" and (name in DATE_FIELDS or "date" in name.lower()):
-        return "date"
-    return kind
+    # Dates are held as strings: _bdate, _regdate, subscriptions.reg_info.date, ...
+    return "date" if kind == "string" and "date" in name.lower() else kind
 
 
 def operators_by_kind() -> dict[str, list[list[Any]]]:
@@ -106,14 +98,12 @@ _DATE_TIME = re.compile(
 )
 
 
-def iso_day(text: str) -> date | None:
-    """The day ``text`` spells exactly as ``YYYY-MM-DD``, else ``None``."""
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-        return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        return None
+def iso_day(text: Any, days: int = 0) -> str | None:
+    """The day ``text`` spells exactly as ``YYYY-MM-DD``, moved ``days`` on, or ``None``."""
+    if isinstance(text, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        with contextlib.suppress(ValueError, OverflowError):  # no such day, or past year 9999
+            return (date.fromisoformat(text) + timedelta(days=days)).isoformat()
+    return None
 
 
 def valid_date(text: str) -> bool:
@@ -176,8 +166,3 @@ def parse_value(kind: str, text: str) -> Any:
     if not stripped:
         raise ValueError("value is empty")
     return text
-
-
-def next_day(day: date) -> str:
-    """The day after ``day``, as ISO text."""
-    return (day + timedelta(days=1)).isoformat()

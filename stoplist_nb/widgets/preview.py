@@ -36,10 +36,9 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
     """The columns a Preview shows, missing values as empty strings.
 
     Each row (one per subscription) starts with what tells it apart:
-    ``profile_id``, ``channel``, ``status`` and ``contact`` (its ``email``,
-    ``phone`` or the start of a push or messenger id), less those empty in
-    every row; then the chosen ``fields`` or, with none chosen, the profile
-    columns the query names and the first others.
+    ``profile_id``, ``channel``, ``status`` and ``contact`` (its ``email``, ``phone`` or the start
+    of a push or messenger id), less those empty in every row; then the chosen ``fields`` or, with
+    none chosen, the profile columns the query names and the first others.
     """
     columns = list(frame.columns)
     present = set(columns)
@@ -60,9 +59,7 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
     key = ["profile_id"] + [c for c in subscription if c in present and data[c].notna().any()]
     wanted = list(key)
     if fields:
-        for name in fields:
-            if name == "_id":
-                continue
+        for name in [f for f in fields if f != "_id"]:
             if name == "subscriptions":
                 wanted += ["channel", "status"]
             elif f"profile.{name}" in present:  # a profile field named like a subscription's
@@ -74,9 +71,8 @@ def preview_frame(frame: pd.DataFrame, fields: Sequence[str], paths: Sequence[st
     else:
         profile = [c for c in columns if role_of(c) == "profile" and c not in key]
         named = [c for p in paths for c in (p, f"profile.{p}") if c in profile]
-        wanted += list(dict.fromkeys([*named, *profile]))[
-            : max(_PREVIEW_PROFILE_COLUMNS, len(named))
-        ]
+        limit = max(_PREVIEW_PROFILE_COLUMNS, len(named))
+        wanted += list(dict.fromkeys([*named, *profile]))[:limit]
     shown = list(dict.fromkeys(c for c in wanted if c in present))
     return pd.DataFrame(
         {c: data[c].astype(object).where(data[c].notna(), "") for c in shown}, index=frame.index
