@@ -43,8 +43,7 @@ _NON_DIGITS = re.compile(r"[^0-9]+")
 
 _MD5: Callable[[bytes], Any]
 try:
-    # CPython's own MD5 costs less per call than OpenSSL's on short inputs (about
-    # 1.6x on e-mails), and the per-value loop is what bounds the hashing speed.
+    # CPython's own MD5 costs less per call than OpenSSL's on short inputs (1.6x on e-mails).
     _MD5 = importlib.import_module("_md5").md5
 except (ImportError, AttributeError):
     _MD5 = functools.partial(hashlib.md5, usedforsecurity=False)
@@ -157,8 +156,7 @@ def strip_lower(text: Any) -> Any:
     out = pc.ascii_lower(pc.utf8_trim(text, characters=_PY_ASCII_SPACE)).combine_chunks()
     other = pc.invert(pc.fill_null(pc.string_is_ascii(text), True)).combine_chunks()
     if pc.any(other).as_py():
-        # Python's case mapping differs from Arrow's outside ASCII (final sigma,
-        # dotted I), so the few non-ASCII values take the scalar rule.
+        # Python's case mapping differs from Arrow's outside ASCII (final sigma, dotted I).
         fixed = [canonical_email(v) for v in pc.filter(text, other).to_pylist()]
         out = pc.replace_with_mask(out, other, pa.array(fixed, out.type))
     return _blank_to_null(out)
@@ -266,8 +264,7 @@ def domain_digests(sources: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """Digests of the distinct domains and their IDNA spellings, the domain each spells, and
     each source value's domain (a row per source; the count of domains where it has none)."""
     raw = sources[0] if len(sources) == 1 else pa.concat_arrays(sources)
-    # Domains repeat (a few providers hold most addresses): the hashing and the
-    # IDNA conversion run once per distinct value.
+    # Domains repeat (a few providers hold most addresses): each distinct one is done once.
     encoded = pc.dictionary_encode(raw)
     canon = strip_lower(encoded.dictionary)
     distinct = len(canon)

@@ -136,16 +136,11 @@ def _decoded(listed: Any) -> Iterator[tuple[int, np.ndarray, np.ndarray | None, 
 
 
 def lookup(text: Any, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """The list's digests that may be among ``queries``, their rows, and how many were not MD5.
-
-    ``text`` is the list's MD5 strings, or a :class:`HashedList` (rows then index its digests).
-    """
+    """The digests of ``text`` (or a HashedList) maybe in ``queries``, their rows, the non-MD5."""
     occupied, shift = None, np.uint64(0)
     size = len(text.digests) if isinstance(text, HashedList) else len(text)
     if size > len(queries):
-        # Building is_in's hash table is the cost, so keep only the entries whose first
-        # bits fall in a bucket some query occupies (MD5 bits are uniform): the table then
-        # holds about len(queries) entries, and the whole list is never held decoded.
+        # is_in's hash table is the cost: keep the entries in buckets a query occupies.
         bits = min(28, max(16, (len(queries) * 32).bit_length()))
         shift = np.uint64(64 - bits)
         occupied = np.zeros(1 << bits, dtype=bool)
@@ -182,10 +177,7 @@ def match(queries: np.ndarray, lookup: np.ndarray) -> np.ndarray:
 def match_kinds(
     text: Any, words: Any, groups: Sequence[tuple[int, np.ndarray]]
 ) -> tuple[list[np.ndarray], int]:
-    """Which digests of each ``(kind, digests)`` group the list holds, and its values not MD5.
-
-    ``text`` and ``words`` as :func:`suppressed_text` gives them, or a :class:`HashedList`.
-    """
+    """Which digests of each ``(kind, digests)`` group the list holds, and its values not MD5."""
     # All groups in one lookup, so the list is decoded and thinned once.
     everyone = np.concatenate([np.zeros((0, 2), dtype=np.uint64), *(d for _, d in groups)])
     listed, rows, bad = lookup(text, everyone)
