@@ -327,31 +327,17 @@ def _member_batches(
         skipped.append(str(row.text)[:60])
         return "skip"
 
-    given = 0
+    names, sep, given = list(layout.names), layout.delimiter or "\x1f", 0
+    read = pcsv.ReadOptions(column_names=names, skip_rows=layout.skip_rows, block_size=block_size)
+    types = dict.fromkeys(names, pa.large_string())
+    convert = pcsv.ConvertOptions(column_types=types, strings_can_be_null=True, null_values=[""])
     # The handler gets rows decoded as UTF-8 (failing unraisably): only a wrong width reparses.
     for handler in (None, on_bad_row):
+        # No quoting: an unclosed quote would silently join lines into one field.
+        parse = pcsv.ParseOptions(delimiter=sep, quote_char=False, invalid_row_handler=handler)
         try:
             with opener() as stream:
-                native = stream if isinstance(stream, pa.NativeFile) else pa.PythonFile(stream, "r")
-                reader = pcsv.open_csv(
-                    native,
-                    read_options=pcsv.ReadOptions(
-                        column_names=list(layout.names),
-                        skip_rows=layout.skip_rows,
-                        block_size=block_size,
-                    ),
-                    # No quoting: an unclosed quote would silently join lines into one field.
-                    parse_options=pcsv.ParseOptions(
-                        delimiter=layout.delimiter or "\x1f",
-                        quote_char=False,
-                        invalid_row_handler=handler,
-                    ),
-                    convert_options=pcsv.ConvertOptions(
-                        column_types=dict.fromkeys(layout.names, pa.large_string()),
-                        strings_can_be_null=True,
-                        null_values=[""],
-                    ),
-                )
+                reader = pcsv.open_csv(pa.PythonFile(stream, "r"), read, parse, convert)
                 again = given
                 for batch in reader:
                     if again:
