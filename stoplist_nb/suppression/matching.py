@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.suppression.contacts import ANY_KIND, kind_codes, kind_column
-from stoplist_nb.suppression.hashing import arrow_text
+from stoplist_nb.suppression.hashing import arrow_text, blank_to_null
 
 
 def _ends(chunk: Any) -> np.ndarray:
@@ -64,8 +64,7 @@ def unquoted(chunk: Any) -> Any:
         return chunk
     quoted = pc.fill_null(pc.match_substring_regex(chunk, '^".*"$'), False)
     inner = pc.replace_substring(pc.utf8_slice_codeunits(chunk, 1, -1), '""', '"')
-    inner = pc.if_else(pc.equal(inner, ""), pa.scalar(None, inner.type), inner)
-    return pc.if_else(quoted, inner, chunk)
+    return pc.if_else(quoted, blank_to_null(inner), chunk)
 
 
 def clean_md5(chunk: Any, room: int) -> tuple[Any, int, list[str]]:
@@ -73,8 +72,7 @@ def clean_md5(chunk: Any, room: int) -> tuple[Any, int, list[str]]:
     if hex_bytes(chunk) is not None:
         return _lower_hex(chunk), 0, []
     chunk = unquoted(chunk)
-    lowered = pc.utf8_lower(pc.utf8_trim_whitespace(chunk))
-    lowered = pc.if_else(pc.equal(lowered, ""), pa.scalar(None, lowered.type), lowered)
+    lowered = blank_to_null(pc.utf8_lower(pc.utf8_trim_whitespace(chunk)))
     wrong = pc.invert(pc.fill_null(pc.match_substring_regex(lowered, "^[0-9a-f]{32}$"), False))
     examples = pc.filter(lowered, wrong).slice(0, room).to_pylist()
     return lowered, pc.sum(wrong).as_py() or 0, [repr(e or "")[:50] for e in examples]
@@ -181,22 +179,16 @@ def match_kinds(
     # All groups in one lookup, so the list is decoded and thinned once.
     everyone = np.concatenate([np.zeros((0, 2), dtype=np.uint64), *(d for _, d in groups)])
     listed, rows, bad = lookup(text, everyone)
+    codes: np.ndarray | None = None
     if isinstance(text, HashedList):
         codes = None if text.codes is None else text.codes[rows]
     elif words is not None:
         codes = kind_codes(words.take(pa.array(rows))) if len(rows) else np.zeros(0, np.int8)
-    else:
-        codes = None
     if codes is None:
         found = match(everyone, listed)
         return np.split(found, np.cumsum([len(d) for _, d in groups])[:-1]), bad
-    tables: dict[int, np.ndarray] = {}
-    out = []
-    for kind, digests in groups:
-        if kind not in tables:
-            tables[kind] = listed[(codes == kind) | (codes == ANY_KIND)]
-        out.append(match(digests, tables[kind]))
-    return out, bad
+    tables = {k: listed[(codes == k) | (codes == ANY_KIND)] for k in {kind for kind, _ in groups}}
+    return [match(digests, tables[kind]) for kind, digests in groups], bad
 
 
 def suppressed_text(suppressed: Any) -> tuple[Any, Any]:

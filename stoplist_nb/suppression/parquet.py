@@ -124,12 +124,10 @@ class HashedParquet:
 
     def finish(self, attrs: dict[str, Any] | None = None) -> None:
         """Close the file with ``attrs`` (JSON) and ``kinds`` as its frame's; put it in place."""
-        attrs = dict(attrs or {})
-        if self.kinds is not None:
-            attrs["kinds"] = self.kinds
-        if self._writer is None:
-            self._open(self._names or ["md5"])
+        attrs = {**(attrs or {}), **({} if self.kinds is None else {"kinds": self.kinds})}
         names = self._names or ["md5"]
+        if self._writer is None:
+            self._open(names)
         self._writer.add_key_value_metadata(_pandas_metadata(names, attrs))
         writer, self._writer = self._writer, None
         writer.close()
