@@ -36,13 +36,11 @@ from stoplist_nb.suppression.matching import clean_md5, unquoted
 
 __all__ = ["hashed_csv_members", "read_hashed_csv"]
 
-#: A member, or the members together, unpacking to no more than this are never
-#: refused for their ratio: they can do no harm.
+#: A member, or all together, unpacking to no more than this is never refused for its ratio.
 RATIO_FLOOR = 1 << 20
 #: The most entries an archive may list (an export holds one or two).
 MAX_MEMBERS = 10_000
-#: The most bytes the archive's directory may take: :mod:`zipfile` parses all
-#: of it on opening, 46 bytes or more an entry, whatever count the end record gives.
+#: The most bytes of directory: :mod:`zipfile` parses it all on opening, whatever the count.
 MAX_DIRECTORY = MAX_MEMBERS * 256
 
 # The end of central directory record, its ZIP64 locator and the ZIP64 record.
@@ -50,8 +48,7 @@ _END = struct.Struct("<4s4H2LH")
 _END64_LOCATOR = struct.Struct("<4sLQL")
 _END64 = struct.Struct("<4sQ2H2L4Q")
 _TRUSTED = "if the archive is trusted, extract its CSV and pass that to read_hashed_csv"
-# What zipfile and the decompressors raise on damaged data (bz2 raises a bare
-# OSError, a bad offset a ValueError from seek, bad UTF-8 names UnicodeDecodeError).
+# What damaged data raises (bz2 a bare OSError, a bad offset ValueError, bad names UnicodeError).
 _DAMAGED = (
     zipfile.BadZipFile,
     zlib.error,
@@ -124,12 +121,8 @@ def open_archive(file: IO[bytes]) -> tuple[zipfile.ZipFile, int]:
     )
 
 
-class Capped:
-    """A read-only stream refusing to yield more than ``limit`` bytes (its declared size).
-
-    Of no stream (``raw=None``), an archive's budget: each stream given it as ``budget``
-    is counted there under ``key`` (default ``label``) to the furthest point read.
-    """
+class Capped(io.RawIOBase):
+    """At most ``limit`` bytes of ``raw``; of no ``raw``, a budget counting each ``key`` once."""
 
     def __init__(
         self,
@@ -142,7 +135,7 @@ class Capped:
         self._raw, self._limit, self._label, self._budget = raw, limit, label, budget
         self._key = label if key is None else key
         self._reached: dict[Hashable, int] = {}
-        self.total, self.closed = 0, False
+        self.total = 0
 
     def read(self, size: int = -1) -> bytes:
         assert self._raw is not None
@@ -166,13 +159,7 @@ class Capped:
             self._budget.charge(key, count)
 
     def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        self.closed = True  # the caller closes the underlying stream
+        return True  # closing it leaves the underlying stream to its owner
 
 
 def csv_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
@@ -207,10 +194,7 @@ def _refuse(found: str, limit: str, value: float, why: str = "") -> NoReturn:
 def check_bomb(
     infos: list[zipfile.ZipInfo], archive_size: int, max_size: int, max_ratio: float
 ) -> None:
-    """Refuse members that declare too much, before any is unpacked.
-
-    The whole's ratio is against ``archive_size``: packed sizes may share bytes.
-    """
+    """Refuse members declaring too much; all together against ``archive_size`` (shared bytes)."""
     total = sum(info.file_size for info in infos)
     if total > max_size:
         _refuse(
@@ -339,41 +323,21 @@ def check_limits(max_size: Any, max_ratio: Any) -> None:
 def _member_batches(
     opener: Opener, layout: Layout, skipped: list[str], block_size: int
 ) -> Iterator[Any]:
-
     def on_bad_row(row: Any) -> str:
         skipped.append(str(row.text)[:60])
         return "skip"
 
-    given = 0
-    # First without a row handler: pyarrow calls it with the row decoded as UTF-8,
-    # which fails (unraisably) on a non-UTF-8 row. Only a row of the wrong width
-    # needs it: the member is then parsed again, past the rows already given.
+    names, sep, given = list(layout.names), layout.delimiter or "\x1f", 0
+    read = pcsv.ReadOptions(column_names=names, skip_rows=layout.skip_rows, block_size=block_size)
+    types = dict.fromkeys(names, pa.large_string())
+    convert = pcsv.ConvertOptions(column_types=types, strings_can_be_null=True, null_values=[""])
+    # The handler gets rows decoded as UTF-8 (failing unraisably): only a wrong width reparses.
     for handler in (None, on_bad_row):
+        # No quoting: an unclosed quote would silently join lines into one field.
+        parse = pcsv.ParseOptions(delimiter=sep, quote_char=False, invalid_row_handler=handler)
         try:
             with opener() as stream:
-                native = stream if isinstance(stream, pa.NativeFile) else pa.PythonFile(stream, "r")
-                reader = pcsv.open_csv(
-                    native,
-                    read_options=pcsv.ReadOptions(
-                        column_names=list(layout.names),
-                        skip_rows=layout.skip_rows,
-                        block_size=block_size,
-                    ),
-                    # No quoting: with it, a quote that does not close on its line joins
-                    # every line up to the next quote into one field, rows silently lost.
-                    # Without it each line is a row, a stray quote stays where the MD5
-                    # check reports it; only a quoted separator is given up.
-                    parse_options=pcsv.ParseOptions(
-                        delimiter=layout.delimiter or "\x1f",
-                        quote_char=False,
-                        invalid_row_handler=handler,
-                    ),
-                    convert_options=pcsv.ConvertOptions(
-                        column_types=dict.fromkeys(layout.names, pa.large_string()),
-                        strings_can_be_null=True,
-                        null_values=[""],
-                    ),
-                )
+                reader = pcsv.open_csv(pa.PythonFile(stream, "r"), read, parse, convert)
                 again = given
                 for batch in reader:
                     if again:
@@ -389,7 +353,6 @@ def _member_batches(
                 continue
             what = "it is not UTF-8 text" if "utf8" in str(exc).lower() else "malformed CSV"
             raise BadArchive(f"{layout.label}: cannot be read as CSV ({what})") from None
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _as_input(source: Any) -> IO[bytes]:
@@ -418,10 +381,7 @@ def _schema(names: list[str]) -> pa.Schema:
 
 
 class HashedBatches:
-    """The rows of :func:`read_hashed_csv`, batch by batch (``block_size`` bytes of CSV each).
-
-    ``schema``, ``kinds``, ``attrs`` and :meth:`warn` are complete once every batch is read.
-    """
+    """:func:`read_hashed_csv` in batches; ``schema``, ``kinds``, ``attrs``, :meth:`warn` last."""
 
     def __init__(
         self,
@@ -566,16 +526,9 @@ def read_hashed_csv(
     Warns:
         UserWarning: Rows without a valid MD5 (kept) or of the wrong width (skipped).
 
-    >>> import io, zipfile
-    >>> buf = io.BytesIO()
-    >>> with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-    ...     zf.writestr("list.csv", "type;md5\\nemail;0CC175B9C0F1B6A831C399E269772661\\n")
-    >>> df = read_hashed_csv(buf.getvalue())
-    >>> df
+    >>> read_hashed_csv(b"type;md5\\nemail;0CC175B9C0F1B6A831C399E269772661\\n")
                                     md5   type
     0  0cc175b9c0f1b6a831c399e269772661  email
-    >>> df.attrs["kinds"]
-    {'email': 1}
     """
     with HashedBatches(source, max_size=max_size, max_ratio=max_ratio) as reader:
         batches = list(reader)

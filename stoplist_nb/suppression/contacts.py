@@ -29,10 +29,7 @@ def kind_column(columns: Iterable[Any]) -> Any:
 
 
 def kind_counts(words: Any) -> dict[str, int]:
-    """Rows per kind word: ``email``, ``phone``, ``domain`` first, then other words as written.
-
-    Missing words count under ``""``.
-    """
+    """Rows per kind word: the kinds first, then other words as written (missing ones as ``""``)."""
     counts: dict[str, int] = {}
     for row in words.value_counts().to_pylist():
         word = row["values"] or ""

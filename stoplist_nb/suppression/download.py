@@ -98,16 +98,9 @@ def download_export(
         refuse_existing(client.download_target(hashed_file, dest), overwrite)
         status = get_task(client, task_id)
         check_not_failed(status)
+        what, where = f"export task {redact(task_id)}", "." if dest is None else dest
         return download_zip(
-            client,
-            hashed_file,
-            dest if dest is not None else ".",
-            progress=progress,
-            max_size=2**63,
-            what=f"export task {redact(task_id)}",
-            overwrite=overwrite,
-            status=status,
-            wait=wait,
+            client, hashed_file, where, status, what, progress, 2**63, overwrite, (), wait
         )
 
 
@@ -115,19 +108,15 @@ def download_zip(
     client: Client,
     name: str,
     dest: str | os.PathLike[str],
-    *,
+    status: TaskStatus,
+    what: str,
     progress: bool,
     max_size: int,
-    what: str,
     overwrite: bool,
-    status: TaskStatus,
     replaceable: Collection[pathlib.Path] = (),
     wait: tuple[float, float, float, float] | None = None,
 ) -> pathlib.Path:
-    """Download one ZIP of ``status``'s export, replacing a file of ``replaceable`` of its name.
-
-    ``wait``: ``(start, task_timeout, poll_interval, max_interval)`` to ask again after a 404.
-    """
+    """One ZIP of ``status``'s export, over a file of ``replaceable``; ``wait`` retries 404s."""
     start, timeout, poll_interval, max_interval = wait or (0, 0, 0, 0)
     for attempt in backoff(start + timeout, poll_interval, max_interval) if wait else [0]:
         if attempt:
@@ -135,8 +124,7 @@ def download_zip(
             status = get_task(client, status.task_id)
             check_not_failed(status)
         try:
-            # Packed, a CSV is no larger than unpacked (headers aside): past max_size the
-            # download could not be read anyway, so it is stopped there, on the wire.
+            # Packed, a CSV is no larger than unpacked: past max_size it could not be read anyway.
             path = client.download(
                 name,
                 dest,

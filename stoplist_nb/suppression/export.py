@@ -162,24 +162,13 @@ def _read_files(
     for name in status.require_files():
         # Each file is read before the next download: two files of one export may share a name.
         path = download_zip(
-            client,
-            name,
-            dest,
-            progress=o.progress,
-            max_size=o.max_size,
-            what=what,
-            overwrite=o.overwrite,
-            replaceable=paths,
-            status=status,
-            wait=wait,
+            client, name, dest, status, what, o.progress, o.max_size, o.overwrite, paths, wait
         )
+        limits: dict[str, Any] = {"max_size": o.max_size, "max_ratio": o.max_ratio}
         if sink is None:
-            frames.append(read_hashed_csv(path, max_size=o.max_size, max_ratio=o.max_ratio))
+            frames.append(read_hashed_csv(path, **limits))
         else:
-            label = f"{what}: {redact(name)!r}"
-            sink.add(
-                path, max_size=o.max_size, max_ratio=o.max_ratio, label=label, stacklevel=stacklevel
-            )
+            sink.add(path, **limits, label=f"{what}: {redact(name)!r}", stacklevel=stacklevel)
         paths.append(path)
     frame, rows = None, 0 if sink is None else sink.rows
     if frames:
@@ -276,13 +265,12 @@ def _export(
         return f"the export goes on at the service: {func}({call}) picks it up"
 
     with naming_task(task_id, say):
-        since = time.monotonic()
+        # The files are waited for up to the task's own deadline.
+        wait = (time.monotonic(), o.task_timeout, o.poll_interval, o.max_interval)
         polls = {"poll_interval": o.poll_interval, "max_interval": o.max_interval}
         status = wait_for_task(
             client, task_id, task_timeout=o.task_timeout, progress=o.progress, **polls
         )
-        # The files are waited for up to the task's own deadline.
-        wait = (since, o.task_timeout, o.poll_interval, o.max_interval)
         what = f"export task {redact(task_id)}"
         what = what if list_id is None else f"suppression list {list_id}"
         files, dest = status.require_files(), o.dest
@@ -314,6 +302,5 @@ def _export(
                 sink.finish(attrs)
                 return SuppressionSummary(sink.path, sink.rows, task_id, sink.kinds)
     assert frame is not None
-    kinds = frame.attrs.get("kinds")
-    frame.attrs = attrs if kinds is None else {**attrs, "kinds": kinds}
+    frame.attrs = attrs | ({"kinds": frame.attrs["kinds"]} if "kinds" in frame.attrs else {})
     return frame

@@ -84,16 +84,10 @@ def flag_suppressed(
         UserWarning: Values that are not MD5 hex strings, as they can never match.
 
     >>> import pandas as pd
-    >>> emails = ["a@x.org", " B@x.org", "c@Spam.example", None]
-    >>> contacts = pd.DataFrame({"email": emails}, index=["r1", "r2", "r3", "r4"])
+    >>> contacts = pd.DataFrame({"email": ["a@x.org", " B@x.org", "c@Spam.example", None]})
     >>> listed = ["434B761914B3B547158C96A93C20B0C5", "c40bd7503cf8ca2195084b1e8838bd04"]
-    >>> out = flag_suppressed(contacts, listed, email="email")  # b@x.org and spam.example
-    >>> out[["suppressed", "suppressed_by"]]
-        suppressed suppressed_by
-    r1       False          <NA>
-    r2        True         email
-    r3        True        domain
-    r4        <NA>          <NA>
+    >>> flag_suppressed(contacts, listed, email="email")["suppressed_by"].tolist()
+    [<NA>, 'email', 'domain', <NA>]
     """
     columns = {"email": email, "phone": phone, "domain": domain}
     rules = {"email": email_canonical, "phone": phone_canonical}
@@ -144,8 +138,7 @@ def flag_frame(
     hashed: bool,
     stacklevel: int = 3,
 ) -> pd.DataFrame:
-    """:func:`flag_suppressed` on one checked pandas frame; ``text`` and ``words`` as
-    :func:`~stoplist_nb.suppression.matching.match_kinds` takes them."""
+    """:func:`flag_suppressed` on a checked pandas frame; ``text``, ``words`` as ``match_kinds``."""
     n = len(contacts)
     checks: list[tuple[str, np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
     notes, sources = [], []
@@ -230,8 +223,7 @@ def flag_partitions(
     from dask.base import is_dask_collection, tokenize
     from dask.delayed import delayed
 
-    # The frame's meta is an empty pandas frame: the argument checks and the result's
-    # dtypes come from the pandas code itself, run on it.
+    # The meta is an empty pandas frame: the pandas code checks it and gives the dtypes.
     check_args(contacts._meta, columns, rules, hashed, domains)
     if is_dask_collection(suppressed):
         suppressed = suppressed.compute()
@@ -242,10 +234,8 @@ def flag_partitions(
         flag_frame, columns=columns, rules=rules, domains=domains, hashed=hashed
     )
     meta = flag(contacts._meta, listed, None)
-    # One task holds the list: scatter(broadcast=True) would need a client at this call,
-    # tie the lazy result to it and copy the list to every worker, used or not. The key is
-    # lowercase since dask.optimize rebuilds a frame from the first keys of its sorted
-    # graph, and the default one (the class name) sorts before the partitions' keys.
+    # One task, not scatter: that needs a client now and copies the list to every worker.
+    # Lowercase: dask.optimize rebuilds the frame from the first of its sorted keys.
     name = f"suppression-list-{tokenize(listed)}"
     shared = delayed(listed, name=name, pure=True, traverse=False)
     out: dd.DataFrame = contacts.map_partitions(flag, shared, None, meta=meta)  # type: ignore[no-untyped-call]

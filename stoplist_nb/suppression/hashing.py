@@ -43,8 +43,7 @@ _NON_DIGITS = re.compile(r"[^0-9]+")
 
 _MD5: Callable[[bytes], Any]
 try:
-    # CPython's own MD5 costs less per call than OpenSSL's on short inputs (about
-    # 1.6x on e-mails), and the per-value loop is what bounds the hashing speed.
+    # CPython's own MD5 costs less per call than OpenSSL's on short inputs (1.6x on e-mails).
     _MD5 = importlib.import_module("_md5").md5
 except (ImportError, AttributeError):
     _MD5 = functools.partial(hashlib.md5, usedforsecurity=False)
@@ -61,10 +60,8 @@ def as_text(value: Any) -> str | None:
     if isinstance(value, numbers.Integral):
         return str(int(value))
     if isinstance(value, numbers.Real):
-        number = float(value)
-        if math.isnan(number):
-            return None
-        return str(int(number)) if number.is_integer() else repr(number)
+        n = float(value)
+        return None if math.isnan(n) else str(int(n)) if n.is_integer() else repr(n)
     if pd.api.types.is_scalar(value) and pd.isna(value):
         return None
     return str(value)
@@ -146,7 +143,7 @@ def hash_phone(value: Any, *, canonical: Canonical = canonical_phone) -> str | N
     return hash_email(value, canonical=canonical)
 
 
-def _blank_to_null(arr: Any) -> Any:
+def blank_to_null(arr: Any) -> Any:
     return pc.if_else(pc.equal(arr, ""), pa.scalar(None, arr.type), arr)
 
 
@@ -157,11 +154,10 @@ def strip_lower(text: Any) -> Any:
     out = pc.ascii_lower(pc.utf8_trim(text, characters=_PY_ASCII_SPACE)).combine_chunks()
     other = pc.invert(pc.fill_null(pc.string_is_ascii(text), True)).combine_chunks()
     if pc.any(other).as_py():
-        # Python's case mapping differs from Arrow's outside ASCII (final sigma,
-        # dotted I), so the few non-ASCII values take the scalar rule.
+        # Python's case mapping differs from Arrow's outside ASCII (final sigma, dotted I).
         fixed = [canonical_email(v) for v in pc.filter(text, other).to_pylist()]
         out = pc.replace_with_mask(out, other, pa.array(fixed, out.type))
-    return _blank_to_null(out)
+    return blank_to_null(out)
 
 
 def canonical_forms(series: pd.Series, canonical: Canonical | None, kind: str) -> Any:
@@ -172,12 +168,12 @@ def canonical_forms(series: pd.Series, canonical: Canonical | None, kind: str) -
     if canonical is not None and canonical is not default:
         forms = [canonical(v) for v in series]
         try:
-            return _blank_to_null(pa.array(forms, pa.large_string()))
+            return blank_to_null(pa.array(forms, pa.large_string()))
         except (pa.ArrowTypeError, pa.ArrowInvalid):
             raise InvalidInput("a canonical function must return a str or None") from None
     text = arrow_text(series)
     if kind == "phone":
-        digits = _blank_to_null(pc.replace_substring_regex(text, _NON_DIGITS.pattern, ""))
+        digits = blank_to_null(pc.replace_substring_regex(text, _NON_DIGITS.pattern, ""))
         plus, nothing = pa.scalar("+", digits.type), pa.scalar("", digits.type)
         return pc.binary_join_element_wise(plus, digits, nothing)
     return strip_lower(text)
@@ -243,20 +239,18 @@ def after_at(text: Any, *, need_at: bool) -> Any:
 
 def _idna_forms(domain: str) -> set[str]:
     """The other spellings of an internationalized domain: IDNA (``xn--``) and Unicode."""
-    try:
+    mapped = domain
+    with contextlib.suppress(idna.IDNAError, UnicodeError, ValueError):
         mapped = idna.uts46_remap(domain, std3_rules=False, transitional=False)
-    except (idna.IDNAError, UnicodeError, ValueError):
-        mapped = domain
     ascii_labels, unicode_labels = [], []
     for label in mapped.split("."):
         ascii_label = unicode_label = label
-        try:
+        # A label that fails keeps its one spelling; the others still convert.
+        with contextlib.suppress(idna.IDNAError, UnicodeError, ValueError):
             if not label.isascii():
                 ascii_label = idna.alabel(label).decode("ascii")
             elif label.startswith("xn--"):
                 unicode_label = idna.ulabel(label)
-        except (idna.IDNAError, UnicodeError, ValueError):
-            pass  # this label keeps its one spelling; the others still convert
         ascii_labels.append(ascii_label)
         unicode_labels.append(unicode_label)
     return {".".join(ascii_labels), ".".join(unicode_labels), mapped} - {domain}
@@ -266,8 +260,7 @@ def domain_digests(sources: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """Digests of the distinct domains and their IDNA spellings, the domain each spells, and
     each source value's domain (a row per source; the count of domains where it has none)."""
     raw = sources[0] if len(sources) == 1 else pa.concat_arrays(sources)
-    # Domains repeat (a few providers hold most addresses): the hashing and the
-    # IDNA conversion run once per distinct value.
+    # Domains repeat (a few providers hold most addresses): each distinct one is done once.
     encoded = pc.dictionary_encode(raw)
     canon = strip_lower(encoded.dictionary)
     distinct = len(canon)

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from stoplist_nb.errors import InvalidInput
 from stoplist_nb.suppression.contacts import ANY_KIND, kind_codes, kind_column
-from stoplist_nb.suppression.hashing import arrow_text
+from stoplist_nb.suppression.hashing import arrow_text, blank_to_null
 
 
 def _ends(chunk: Any) -> np.ndarray:
@@ -64,8 +64,7 @@ def unquoted(chunk: Any) -> Any:
         return chunk
     quoted = pc.fill_null(pc.match_substring_regex(chunk, '^".*"$'), False)
     inner = pc.replace_substring(pc.utf8_slice_codeunits(chunk, 1, -1), '""', '"')
-    inner = pc.if_else(pc.equal(inner, ""), pa.scalar(None, inner.type), inner)
-    return pc.if_else(quoted, inner, chunk)
+    return pc.if_else(quoted, blank_to_null(inner), chunk)
 
 
 def clean_md5(chunk: Any, room: int) -> tuple[Any, int, list[str]]:
@@ -73,8 +72,7 @@ def clean_md5(chunk: Any, room: int) -> tuple[Any, int, list[str]]:
     if hex_bytes(chunk) is not None:
         return _lower_hex(chunk), 0, []
     chunk = unquoted(chunk)
-    lowered = pc.utf8_lower(pc.utf8_trim_whitespace(chunk))
-    lowered = pc.if_else(pc.equal(lowered, ""), pa.scalar(None, lowered.type), lowered)
+    lowered = blank_to_null(pc.utf8_lower(pc.utf8_trim_whitespace(chunk)))
     wrong = pc.invert(pc.fill_null(pc.match_substring_regex(lowered, "^[0-9a-f]{32}$"), False))
     examples = pc.filter(lowered, wrong).slice(0, room).to_pylist()
     return lowered, pc.sum(wrong).as_py() or 0, [repr(e or "")[:50] for e in examples]
@@ -136,16 +134,11 @@ def _decoded(listed: Any) -> Iterator[tuple[int, np.ndarray, np.ndarray | None, 
 
 
 def lookup(text: Any, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """The list's digests that may be among ``queries``, their rows, and how many were not MD5.
-
-    ``text`` is the list's MD5 strings, or a :class:`HashedList` (rows then index its digests).
-    """
+    """The digests of ``text`` (or a HashedList) maybe in ``queries``, their rows, the non-MD5."""
     occupied, shift = None, np.uint64(0)
     size = len(text.digests) if isinstance(text, HashedList) else len(text)
     if size > len(queries):
-        # Building is_in's hash table is the cost, so keep only the entries whose first
-        # bits fall in a bucket some query occupies (MD5 bits are uniform): the table then
-        # holds about len(queries) entries, and the whole list is never held decoded.
+        # is_in's hash table is the cost: keep the entries in buckets a query occupies.
         bits = min(28, max(16, (len(queries) * 32).bit_length()))
         shift = np.uint64(64 - bits)
         occupied = np.zeros(1 << bits, dtype=bool)
@@ -182,29 +175,20 @@ def match(queries: np.ndarray, lookup: np.ndarray) -> np.ndarray:
 def match_kinds(
     text: Any, words: Any, groups: Sequence[tuple[int, np.ndarray]]
 ) -> tuple[list[np.ndarray], int]:
-    """Which digests of each ``(kind, digests)`` group the list holds, and its values not MD5.
-
-    ``text`` and ``words`` as :func:`suppressed_text` gives them, or a :class:`HashedList`.
-    """
+    """Which digests of each ``(kind, digests)`` group the list holds, and its values not MD5."""
     # All groups in one lookup, so the list is decoded and thinned once.
     everyone = np.concatenate([np.zeros((0, 2), dtype=np.uint64), *(d for _, d in groups)])
     listed, rows, bad = lookup(text, everyone)
+    codes: np.ndarray | None = None
     if isinstance(text, HashedList):
         codes = None if text.codes is None else text.codes[rows]
     elif words is not None:
         codes = kind_codes(words.take(pa.array(rows))) if len(rows) else np.zeros(0, np.int8)
-    else:
-        codes = None
     if codes is None:
         found = match(everyone, listed)
         return np.split(found, np.cumsum([len(d) for _, d in groups])[:-1]), bad
-    tables: dict[int, np.ndarray] = {}
-    out = []
-    for kind, digests in groups:
-        if kind not in tables:
-            tables[kind] = listed[(codes == kind) | (codes == ANY_KIND)]
-        out.append(match(digests, tables[kind]))
-    return out, bad
+    tables = {k: listed[(codes == k) | (codes == ANY_KIND)] for k in {kind for kind, _ in groups}}
+    return [match(digests, tables[kind]) for kind, digests in groups], bad
 
 
 def suppressed_text(suppressed: Any) -> tuple[Any, Any]:

@@ -19,9 +19,7 @@ from stoplist_nb.suppression.contacts import add_counts
 
 __all__ = ["BLOCK_SIZE", "HashedParquet"]
 
-#: Bytes of CSV read at once, and written as one row group (about 27,000 rows
-#: of ``md5;type``, 32,000 of bare hashes): what sets the memory a list takes
-#: while it is written (about 10 MiB of Arrow memory at its peak).
+#: Bytes of CSV read at once and written as one row group: they set the memory taken (10 MiB).
 BLOCK_SIZE = 1 << 20
 
 _STR = pd.StringDtype("pyarrow")
@@ -40,14 +38,10 @@ class HashedParquet:
     puts the file in place; leaving before, what was written goes. A file at
     ``path`` is refused (``OutputExists``) unless ``overwrite``.
 
-    >>> import pathlib, tempfile
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     with HashedParquet(pathlib.Path(tmp) / "stop.parquet") as sink:
-    ...         sink.add(b"md5;type\\n0CC175B9C0F1B6A831C399E269772661;email\\n")
-    ...         sink.finish({"list_id": 7})
-    ...     pd.read_parquet(sink.path)
-                                    md5   type
-    0  0cc175b9c0f1b6a831c399e269772661  email
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp, HashedParquet(f"{tmp}/s.parquet") as sink:
+    ...     sink.add(b"md5;type\\n0CC175B9C0F1B6A831C399E269772661;email\\n")
+    ...     sink.finish({"list_id": 7})
     >>> sink.rows, sink.kinds
     (1, {'email': 1})
     """
@@ -130,12 +124,10 @@ class HashedParquet:
 
     def finish(self, attrs: dict[str, Any] | None = None) -> None:
         """Close the file with ``attrs`` (JSON) and ``kinds`` as its frame's; put it in place."""
-        attrs = dict(attrs or {})
-        if self.kinds is not None:
-            attrs["kinds"] = self.kinds
-        if self._writer is None:
-            self._open(self._names or ["md5"])
+        attrs = {**(attrs or {}), **({} if self.kinds is None else {"kinds": self.kinds})}
         names = self._names or ["md5"]
+        if self._writer is None:
+            self._open(names)
         self._writer.add_key_value_metadata(_pandas_metadata(names, attrs))
         writer, self._writer = self._writer, None
         writer.close()

@@ -34,10 +34,8 @@ _RESUME: ContextVar[Callable[[str], str] | None] = ContextVar("stoplist_nb_resum
 
 
 def how_to_resume(task_id: str) -> str:
-    say = _RESUME.get()
-    if say is not None:
-        return say(redact(task_id))
-    return f"the task goes on: wait_for_task(client, {redact(task_id)!r}) picks it up"
+    say, shown = _RESUME.get(), redact(task_id)
+    return say(shown) if say else f"the task goes on: wait_for_task(client, {shown!r}) picks it up"
 
 
 @contextmanager
@@ -77,11 +75,8 @@ class TaskStatus:
     def hashed_files(self) -> tuple[str, ...]:
         """The download paths: ``result.hashed_file`` as a string or a list of strings."""
         value = self.result.get("hashed_file")
-        if isinstance(value, str):
-            return (value,) if value else ()
-        if isinstance(value, list):
-            return tuple(v for v in value if isinstance(v, str) and v)
-        return ()
+        values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        return tuple(v for v in values if isinstance(v, str) and v)
 
     def require_files(self) -> tuple[str, ...]:
         if not self.hashed_files:
