@@ -27,9 +27,9 @@ from stoplist_nb._http.transport import (
 from stoplist_nb._json.reader import Reply, read_reply
 from stoplist_nb._lookahead import check_threads
 from stoplist_nb._paging import DEFAULT_LOOKAHEAD, Page, walk
-from stoplist_nb._progress import Bar
 from stoplist_nb._redact import redact
 from stoplist_nb._stream import Owner, Stream
+from stoplist_nb._threads import Bar
 
 __all__ = ["Client", "Page"]
 

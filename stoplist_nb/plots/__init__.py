@@ -23,9 +23,6 @@ from stoplist_nb.plots.charts import (
 )
 
 __all__ = [
-    "plot_channels",
-    "plot_registrations",
-    "plot_statuses",
-    "plot_suppression_overlap",
-    "plot_top_domains",
-]
+    "plot_channels", "plot_registrations", "plot_statuses", "plot_suppression_overlap",
+    "plot_top_domains"
+]  # fmt: skip

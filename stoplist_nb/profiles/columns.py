@@ -28,14 +28,9 @@ TEXT_LIST = pa.list_(pa.string())
 # The text of an integer exactly as JSON writes it, short enough for int64 for sure.
 _INT_TEXT = r"^(0|-?[1-9][0-9]{0,17})$"
 _EXACT = 2.0**53  # the largest magnitude below which a float64 holds every integer
-ARROW_TYPES: dict[str, pa.DataType] = {
-    kinds.STRING: TEXT,
-    kinds.INT: INT,
-    kinds.FLOAT: FLOAT,
-    kinds.BOOLEAN: BOOL,
-    kinds.DATE: TIME,
-    kinds.ARRAY: TEXT_LIST,
-}
+ARROW_TYPES: dict[str, pa.DataType] = {kinds.STRING: TEXT, kinds.INT: INT, kinds.FLOAT: FLOAT,
+                                        kinds.BOOLEAN: BOOL, kinds.DATE: TIME,
+                                        kinds.ARRAY: TEXT_LIST}  # fmt: skip
 
 
 def to_text(array: pa.Array) -> pa.Array:

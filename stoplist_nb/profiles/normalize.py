@@ -32,19 +32,10 @@ from stoplist_nb.profiles.columns import (
 )
 
 __all__ = [
-    "COMMON_COLUMNS",
-    "DTYPES",
-    "PROFILE_COLUMNS",
-    "SUBSCRIPTION_COLUMNS",
-    "ColumnRole",
-    "Fitted",
-    "FlatPage",
-    "flatten_profiles",
-    "frame_from_tables",
-    "normalize_profiles",
-    "split_channels",
-    "table_from_tables",
-]
+    "COMMON_COLUMNS", "DTYPES", "PROFILE_COLUMNS", "SUBSCRIPTION_COLUMNS", "ColumnRole", "Fitted",
+    "FlatPage", "flatten_profiles", "frame_from_tables", "normalize_profiles", "split_channels",
+    "table_from_tables"
+]  # fmt: skip
 
 
 class ColumnRole(NamedTuple):

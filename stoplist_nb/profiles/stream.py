@@ -15,8 +15,8 @@ import pyarrow as pa
 from stoplist_nb import errors
 from stoplist_nb._json.kinds import OBJECT
 from stoplist_nb._paging import records_of
-from stoplist_nb._progress import Bar
 from stoplist_nb._stream import Owner, Stream
+from stoplist_nb._threads import Bar
 from stoplist_nb.client import Page
 from stoplist_nb.profiles import columns as cols
 from stoplist_nb.profiles import request

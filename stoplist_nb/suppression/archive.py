@@ -49,16 +49,8 @@ _END64_LOCATOR = struct.Struct("<4sLQL")
 _END64 = struct.Struct("<4sQ2H2L4Q")
 _TRUSTED = "if the archive is trusted, extract its CSV and pass that to read_hashed_csv"
 # What damaged data raises (bz2 a bare OSError, a bad offset ValueError, bad names UnicodeError).
-_DAMAGED = (
-    zipfile.BadZipFile,
-    zlib.error,
-    lzma.LZMAError,
-    EOFError,
-    OSError,
-    ValueError,
-    struct.error,
-    OverflowError,
-)
+_DAMAGED = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError,
+            struct.error, OverflowError)  # fmt: skip
 
 
 @contextmanager

@@ -44,6 +44,9 @@ def start_suppression_export(client: Client, list_id: int, *, type: str = "all")
         list_id: The suppression list's id.
         type: ``"emails"``, ``"phones"``, ``"domains"`` or ``"all"``.
 
+    Returns:
+        The task id, for :func:`~stoplist_nb.wait_for_task`.
+
     >>> task_id = start_suppression_export(client, 7, type="emails")  # doctest: +SKIP
     """
     check_int("list_id", list_id)

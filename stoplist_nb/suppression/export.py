@@ -33,11 +33,8 @@ from stoplist_nb.suppression.tasks import (
 )
 
 __all__ = [
-    "SuppressionSummary",
-    "read_export_files",
-    "read_suppression_list",
-    "write_suppression_parquet",
-]
+    "SuppressionSummary", "read_export_files", "read_suppression_list", "write_suppression_parquet"
+]  # fmt: skip
 
 
 class _Options(NamedTuple):

@@ -25,14 +25,9 @@ import pyarrow.compute as pc
 from stoplist_nb.errors import InvalidInput
 
 __all__ = [
-    "canonical_domain",
-    "canonical_email",
-    "canonical_phone",
-    "hash_email",
-    "hash_emails",
-    "hash_phone",
-    "hash_phones",
-]
+    "canonical_domain", "canonical_email", "canonical_phone", "hash_email", "hash_emails",
+    "hash_phone", "hash_phones"
+]  # fmt: skip
 
 Canonical = Callable[[Any], "str | None"]
 
@@ -126,6 +121,9 @@ def hash_email(value: Any, *, canonical: Canonical = canonical_email) -> str | N
     Args:
         value: An e-mail address.
         canonical: The rule turning ``value`` into the text to hash.
+
+    Returns:
+        32 hex digits, or ``None`` when ``value`` holds no address.
 
     >>> hash_email(" Alice@Example.com")
     'c160f8cc69a4f0bf2b0362752353d060'

@@ -16,8 +16,8 @@ from typing import Any
 
 from stoplist_nb import errors
 from stoplist_nb._checks import check_number
-from stoplist_nb._progress import Bar
 from stoplist_nb._redact import redact
+from stoplist_nb._threads import Bar
 from stoplist_nb.client import Client
 
 __all__ = ["DEFAULT_TASK_TIMEOUT", "TaskStatus", "get_task", "wait_for_task"]
@@ -111,6 +111,9 @@ def check_task_id(task_id: Any) -> None:
 
 def get_task(client: Client, task_id: str) -> TaskStatus:
     """Ask for a task's status once.
+
+    Returns:
+        Its state, progress (0 to 100) and result files.
 
     >>> get_task(client, task_id).progress  # doctest: +SKIP
     40

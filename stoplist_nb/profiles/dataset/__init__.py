@@ -17,12 +17,6 @@ from stoplist_nb.profiles.dataset.writer import (
 )
 
 __all__ = [
-    "CHECKPOINT",
-    "DEFAULT_COMMIT_BYTES",
-    "DEFAULT_COMMIT_SECONDS",
-    "DEFAULT_PROFILES_PER_PART",
-    "LOCK",
-    "DatasetSummary",
-    "dataset_summary",
-    "write_dataset",
-]
+    "CHECKPOINT", "DEFAULT_COMMIT_BYTES", "DEFAULT_COMMIT_SECONDS", "DEFAULT_PROFILES_PER_PART",
+    "LOCK", "DatasetSummary", "dataset_summary", "write_dataset"
+]  # fmt: skip
