@@ -174,7 +174,7 @@ def test_registrations_are_weekly_counts_stacked_by_channel(frame: pd.DataFrame)
         # every band runs over the same unbroken weeks, a week without registrations at 0
         assert x[0] == min(every)
         assert x[-1] == max(every)
-        assert set(np.diff(x).tolist()) == {pd.Timedelta(days=7)}
+        assert set(x[1:] - x[:-1]) == {pd.Timedelta(days=7)}
         assert {day: n for day, n in zip(x, y, strict=True) if n} == weekly(
             frame.loc[frame["channel"] == name, "reg_date"]
         )
