@@ -141,15 +141,14 @@ def download_zip(
                 raise
             missing = exc
     else:
-        late = errors.TaskTimeout(
+        raise errors.TaskTimeout(
             f"export task {redact(status.task_id)!r} is done but its file "
             f"{redact(name)!r} is not ready: the service still answers 404 after "
             f"{timeout:g} s",
             task_id=status.task_id,
             progress=status.progress,
-        )
-        late.hint = how_to_resume(status.task_id)
-        raise late from missing
+            hint=how_to_resume(status.task_id),
+        ) from missing
     if not zipfile.is_zipfile(path):
         # An empty body or a proxy's sign-in page would read as a list of no hashes.
         raise errors.BadArchive(

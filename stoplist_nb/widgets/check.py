@@ -1,16 +1,10 @@
 """The query builder's document, and its check into a MongoDB filter (no widget library here).
 
-The front end edits a *document*, a JSON tree of groups and rules as typed::
-
-    {"rev": 3,
-     "root": {"id": "g1", "type": "group", "join": "and", "not": False, "each": None,
-              "items": [{"id": "r2", "type": "rule", "field": "City (_city)",
-                         "operator": "in", "value": ["Kazan"], "ignore_case": False}]},
-     "fields": ["_fname"], "preview_rows": "10"}
-
-A group whose ``each`` is ``"subscriptions"`` matches within one
-subscription (``$elemMatch``). On a date field a bare day (``2024-03-01``)
-stands for the whole day: ``equal`` is ``$gte`` it and ``$lt`` the next.
+The front end edits a *document*, a JSON tree of groups and rules as typed (its
+shape, with an example: docs/query-builder.md). A group whose ``each`` is
+``"subscriptions"`` matches within one subscription (``$elemMatch``). On a date
+field a bare day (``2024-03-01``) stands for the whole day: ``equal`` is
+``$gte`` it and ``$lt`` the next.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ read as one table::
 from __future__ import annotations
 
 from stoplist_nb.profiles.dataset.checkpoint import CHECKPOINT, DatasetSummary
-from stoplist_nb.profiles.dataset.directory import LOCK, dataset_summary, write_dataset
+from stoplist_nb.profiles.dataset.directory import dataset_summary, write_dataset
+from stoplist_nb.profiles.dataset.lock import LOCK
 from stoplist_nb.profiles.dataset.writer import (
     DEFAULT_COMMIT_BYTES,
     DEFAULT_COMMIT_SECONDS,
