@@ -56,7 +56,7 @@ def redact(text: str) -> str:
     return text if pattern is None else pattern.sub(_MASK, text)
 
 
-def exception_chain(exc: BaseException) -> list[BaseException]:
+def exception_chain(exc: BaseException | None) -> list[BaseException]:
     """``exc`` and every exception under it: in its args (tuples too), reason, cause, context."""
     todo: list[Any] = [exc]
     found: dict[int, BaseException] = {}

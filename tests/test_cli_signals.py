@@ -9,6 +9,7 @@ the rows of a pull that was never stopped.
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import signal
@@ -90,6 +91,55 @@ def test_a_signal_during_a_pull_into_a_file_leaves_no_file(
     assert back["profile_id"].tolist() == whole["profile_id"].tolist()
     assert len(back) == len(whole)
     assert hidden(tmp_path) == []
+
+
+#: Installed in the command's process as ``sitecustomize``: code of another library that
+#: swallows a KeyboardInterrupt, as pyarrow's time-zone lookup does, where it sends
+#: itself the signal (the first page) or a second one while the first is on its way.
+HOOK = """
+import os, signal, time
+import stoplist_nb._atomic, stoplist_nb.profiles.files as files
+signum = int(os.environ["HOOK_SIGNAL"])
+schema, discard = files.parquet_schema, stoplist_nb._atomic.Output.discard
+
+def swallowing(*args, **kwargs):
+    files.parquet_schema = schema  # once
+    try:
+        os.kill(os.getpid(), signum)
+        time.sleep(5)
+    except KeyboardInterrupt:
+        pass
+    return schema(*args, **kwargs)
+
+def signalled_again(self):
+    os.kill(os.getpid(), signum)
+    time.sleep(1.2)  # the second signal and two of the raises again: cut nothing
+    discard(self)
+
+files.parquet_schema = swallowing
+stoplist_nb._atomic.Output.discard = signalled_again
+"""
+
+
+@pytest.mark.parametrize(("signum", "code", "words"), SIGNALS[:2])
+def test_a_stop_swallowed_by_another_library_is_raised_again(
+    fresh: DemoService, tmp_path: pathlib.Path, signum: int, code: int, words: str
+) -> None:
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(HOOK)
+    (out := tmp_path / "out").mkdir()
+    path = os.pathsep.join(filter(None, [str(tmp_path / "hook"), os.environ.get("PYTHONPATH")]))
+    env = environment(fresh, PYTHONPATH=path, HOOK_SIGNAL=str(signum))
+    held(fresh, "profiles/list", after=3)  # so the run cannot end before it is stopped
+    argv = ["profiles", "--db-id", "1", "--limit", "10", "--out", "p.csv"]
+    got, stdout, stderr = run(argv, env=env, cwd=out)
+    assert (got, stdout) == (code, "")
+    assert stderr == (
+        f"stoplist-nb: {words}\n"
+        "stoplist-nb: nothing was written: no p.csv\n"
+        "stoplist-nb: hint: the same command reads the profiles again\n"
+    )
+    assert list(out.iterdir()) == []
 
 
 def test_a_signal_with_overwrite_leaves_the_file_that_was_there(
@@ -214,6 +264,8 @@ def test_handlers_are_given_back_when_main_returns(
 ) -> None:
     from stoplist_nb.cli import main
 
-    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    kinds = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)
+    before = {s: signal.getsignal(s) for s in kinds}
     assert main(["profiles", "--db-id", "1", "--out", str(tmp_path / "p.csv"), "-q"]) == 0
     assert {s: signal.getsignal(s) for s in before} == before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # the timer of a stop is off

@@ -20,13 +20,16 @@ from typing import Any
 
 from stoplist_nb import errors
 from stoplist_nb._connect import ENV_TOKEN
-from stoplist_nb._redact import redact
+from stoplist_nb._redact import exception_chain, redact
 from stoplist_nb._threads import STOPPING
 from stoplist_nb.cli import output
 from stoplist_nb.cli.output import EXIT_USAGE, PROG, CliError
 from stoplist_nb.cli.parser import build_parser
 
 __all__ = ["build_parser", "exit_code", "main"]
+
+#: Seconds between the raises of a stop that nothing handled yet.
+AGAIN = 0.5
 
 
 def exit_code(exc: BaseException) -> int:
@@ -52,22 +55,40 @@ def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
 
 @contextlib.contextmanager
 def _signals() -> Iterator[dict[str, Any]]:
-    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` for a run; ignored ones (nohup) stay so."""
+    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` for a run; ignored ones (nohup) stay so.
+
+    Another library may swallow it (pyarrow's time-zone lookup does): until one is
+    handled, in an ``except`` or ``finally``, it is raised again every :data:`AGAIN` s.
+    """
     state: dict[str, Any] = {"received": None, "over": False}
+    alarm = getattr(signal, "SIGALRM", None)  # none on Windows: a second Ctrl-C raises there
 
     def stop(signum: int, frame: FrameType | None) -> None:
-        if state["received"] is None and not state["over"]:  # else let its words be printed
-            state["received"] = signum
-            raise KeyboardInterrupt
+        chain = exception_chain(sys.exc_info()[1])  # on its way, or over: let its words end
+        if state["over"] or any(isinstance(exc, KeyboardInterrupt) for exc in chain):
+            return
+        state["received"] = state["received"] or signum
+        if alarm in saved:
+            signal.setitimer(signal.ITIMER_REAL, AGAIN, AGAIN)
+        raise KeyboardInterrupt
+
+    def again(signum: int, frame: FrameType | None) -> None:
+        handler = signal.getsignal(state["received"])  # stop(), or a close() holding it
+        if callable(handler):
+            handler(state["received"], frame)
 
     saved = {}
     if threading.current_thread() is threading.main_thread():  # the only one to set handlers
         for signum in STOPPING:
             if signal.getsignal(signum) not in (signal.SIG_IGN, None):
                 saved[signum] = signal.signal(signum, stop)
+        if saved and alarm is not None:
+            saved[alarm] = signal.signal(alarm, again)
     try:
         yield state
     finally:  # the handlers found go back: main may run inside a Python process
+        if alarm in saved:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # before its handler goes
         for signum, handler in saved.items():
             signal.signal(signum, handler)
 
