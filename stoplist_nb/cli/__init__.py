@@ -28,9 +28,6 @@ from stoplist_nb.cli.parser import build_parser
 
 __all__ = ["build_parser", "exit_code", "main"]
 
-#: Seconds between the raises of a stop that nothing handled yet.
-AGAIN = 0.5
-
 
 def exit_code(exc: BaseException) -> int:
     """The exit code for an exception."""
@@ -58,7 +55,7 @@ def _signals() -> Iterator[dict[str, Any]]:
     """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` for a run; ignored ones (nohup) stay so.
 
     Another library may swallow it (pyarrow's time-zone lookup does): until one is
-    handled, in an ``except`` or ``finally``, it is raised again every :data:`AGAIN` s.
+    handled, in an ``except`` or ``finally``, it is raised again every 0.5 s.
     """
     state: dict[str, Any] = {"received": None, "over": False}
     alarm = getattr(signal, "SIGALRM", None)  # none on Windows: a second Ctrl-C raises there
@@ -69,7 +66,7 @@ def _signals() -> Iterator[dict[str, Any]]:
             return
         state["received"] = state["received"] or signum
         if alarm in saved:
-            signal.setitimer(signal.ITIMER_REAL, AGAIN, AGAIN)
+            signal.setitimer(signal.ITIMER_REAL, 0.5, 0.5)
         raise KeyboardInterrupt
 
     def again(signum: int, frame: FrameType | None) -> None:
