@@ -65,22 +65,17 @@ def _signals() -> Iterator[dict[str, Any]]:
         if state["over"] or any(isinstance(exc, KeyboardInterrupt) for exc in chain):
             return
         state["received"] = state["received"] or signum
-        if alarm in saved:
+        if alarm is not None:
             signal.setitimer(signal.ITIMER_REAL, 0.5, 0.5)
         raise KeyboardInterrupt
-
-    def again(signum: int, frame: FrameType | None) -> None:
-        handler = signal.getsignal(state["received"])  # stop(), or a close() holding it
-        if callable(handler):
-            handler(state["received"], frame)
 
     saved = {}
     if threading.current_thread() is threading.main_thread():  # the only one to set handlers
         for signum in STOPPING:
             if signal.getsignal(signum) not in (signal.SIG_IGN, None):
                 saved[signum] = signal.signal(signum, stop)
-        if saved and alarm is not None:
-            saved[alarm] = signal.signal(alarm, again)
+        if saved and alarm is not None:  # to stop() again, or to a close() holding it
+            saved[alarm] = signal.signal(alarm, lambda *_: signal.raise_signal(state["received"]))
     try:
         yield state
     finally:  # the handlers found go back: main may run inside a Python process
