@@ -8,13 +8,12 @@ import pathlib
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stoplist_nb._atomic import Output
 from stoplist_nb._parquet import pandas_metadata
 from stoplist_nb.errors import BadArchive
-from stoplist_nb.suppression.archive import HashedBatches, Source
+from stoplist_nb.suppression.archive import HashedBatches, Source, _schema
 from stoplist_nb.suppression.contacts import add_counts
 
 __all__ = ["BLOCK_SIZE", "HashedParquet"]
@@ -76,9 +75,7 @@ class HashedParquet:
 
     def _open(self, names: list[str]) -> None:
         assert self._part is not None, "use HashedParquet in a with block"
-        schema = pa.schema(
-            [(name, pa.large_string()) for name in names], metadata=_pandas_metadata(names, {})
-        )
+        schema = _schema(names).with_metadata(_pandas_metadata(names, {}))
         self._writer = pq.ParquetWriter(
             self._part,
             schema,
