@@ -98,13 +98,10 @@ class Stream(Generic[T]):
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
     """In the main thread, hold the stopping signals Python handles until the block ends."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     held: list[int] = []
     handlers: dict[int, Any] = {}
     try:
-        for signum in STOPPING:
+        for signum in STOPPING if threading.current_thread() is threading.main_thread() else ():
             handler = signal.getsignal(signum)
             if callable(handler):
                 handlers[signum] = handler

@@ -52,11 +52,7 @@ def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
 
 @contextlib.contextmanager
 def _signals() -> Iterator[dict[str, Any]]:
-    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` for a run; ignored ones (nohup) stay so.
-
-    Another library may swallow it (pyarrow's time-zone lookup does): until one is
-    handled, in an ``except`` or ``finally``, it is raised again every 0.5 s.
-    """
+    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` for a run; ignored ones (nohup) stay so."""
     state: dict[str, Any] = {"received": None, "over": False}
     alarm = getattr(signal, "SIGALRM", None)  # none on Windows: a second Ctrl-C raises there
 
@@ -65,7 +61,7 @@ def _signals() -> Iterator[dict[str, Any]]:
         if state["over"] or any(isinstance(exc, KeyboardInterrupt) for exc in chain):
             return
         state["received"] = state["received"] or signum
-        if alarm is not None:
+        if alarm is not None:  # again until handled: a library may swallow it (pyarrow does)
             signal.setitimer(signal.ITIMER_REAL, 0.5, 0.5)
         raise KeyboardInterrupt
 

@@ -156,10 +156,9 @@ def run_profiles(args: argparse.Namespace, ui: Ui) -> int:
                     repair=args.repair,
                     **options,
                 )
-            elif where.suffix.lower() == ".csv":
-                done = request.to_csv(where, overwrite=args.overwrite)
             else:
-                done = request.to_parquet(where, overwrite=args.overwrite)
+                write = request.to_csv if where.suffix.lower() == ".csv" else request.to_parquet
+                done = write(where, overwrite=args.overwrite)
         except KeyboardInterrupt as exc:
             saved, how = kept()
             output.said_on_interrupt(exc, saved, f"hint: {how}")

@@ -368,7 +368,8 @@ def hashed_csv_members(source: Source) -> list[str]:
         return reader.members
 
 
-def _schema(names: list[str]) -> pa.Schema:
+def text_schema(names: list[str]) -> pa.Schema:
+    """Every column of ``names`` as text (large strings), as the list's files hold it."""
     return pa.schema([(name, pa.large_string()) for name in names])
 
 
@@ -392,7 +393,7 @@ class HashedBatches:
         self.members: list[str] = []  # empty for a bare CSV
         self.layout: Layout | None = None  # the first member's with lines
         self.rows = 0
-        self.schema = _schema(["md5"])
+        self.schema = text_schema(["md5"])
         self.kinds: dict[str, int] | None = None  # with a kind column only
         self._bad, self._examples, self._skipped = 0, list[str](), list[str]()
 
@@ -449,7 +450,7 @@ class HashedBatches:
                     continue
                 first = self.layout = self.layout or layout
                 if first is layout:
-                    self.schema = _schema(["md5", *(n for n in layout.names if n != "md5")])
+                    self.schema = text_schema(["md5", *(n for n in layout.names if n != "md5")])
                     self.kinds = None if kind_column(self.schema.names) is None else {}
                 elif (len(layout.names), layout.md5_index) != (len(first.names), first.md5_index):
                     raise BadArchive(f"{label!r} has other columns than {first.label!r}")

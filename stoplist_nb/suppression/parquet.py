@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from stoplist_nb._atomic import Output
 from stoplist_nb._parquet import pandas_metadata
 from stoplist_nb.errors import BadArchive
-from stoplist_nb.suppression.archive import HashedBatches, Source, _schema
+from stoplist_nb.suppression.archive import HashedBatches, Source, text_schema
 from stoplist_nb.suppression.contacts import add_counts
 
 __all__ = ["BLOCK_SIZE", "HashedParquet"]
@@ -75,7 +75,7 @@ class HashedParquet:
 
     def _open(self, names: list[str]) -> None:
         assert self._part is not None, "use HashedParquet in a with block"
-        schema = _schema(names).with_metadata(_pandas_metadata(names, {}))
+        schema = text_schema(names).with_metadata(_pandas_metadata(names, {}))
         self._writer = pq.ParquetWriter(
             self._part,
             schema,
