@@ -8,6 +8,7 @@ signal's number; a second signal does not cut that cleanup short.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
@@ -21,7 +22,7 @@ from typing import Any
 from stoplist_nb import errors
 from stoplist_nb._connect import ENV_TOKEN
 from stoplist_nb._redact import exception_chain, redact
-from stoplist_nb._threads import STOPPING
+from stoplist_nb._threads import STOPPING, join, leave_signals_to_main
 from stoplist_nb.cli import output
 from stoplist_nb.cli.output import EXIT_USAGE, PROG, CliError
 from stoplist_nb.cli.parser import build_parser
@@ -54,15 +55,22 @@ def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
 def _signals() -> Iterator[dict[str, Any]]:
     """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` for a run; ignored ones (nohup) stay so."""
     state: dict[str, Any] = {"received": None, "over": False}
-    alarm = getattr(signal, "SIGALRM", None)  # none on Windows: a second Ctrl-C raises there
+    done = threading.Event()
+
+    def again() -> None:  # to stop(), or to a close() holding it, until the run is over
+        leave_signals_to_main()
+        while not done.wait(0.5):
+            _thread.interrupt_main(state["received"])
+
+    repeat = threading.Thread(target=again, name="stoplist_nb-stop", daemon=True)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         chain = exception_chain(sys.exc_info()[1])  # on its way, or over: let its words end
         if state["over"] or any(isinstance(exc, KeyboardInterrupt) for exc in chain):
             return
-        state["received"] = state["received"] or signum
-        if alarm is not None:  # again until handled: a library may swallow it (pyarrow does)
-            signal.setitimer(signal.ITIMER_REAL, 0.5, 0.5)
+        if state["received"] is None:  # raised again until handled: a library may swallow it
+            state["received"] = signum
+            repeat.start()
         raise KeyboardInterrupt
 
     saved = {}
@@ -70,13 +78,11 @@ def _signals() -> Iterator[dict[str, Any]]:
         for signum in STOPPING:
             if signal.getsignal(signum) not in (signal.SIG_IGN, None):
                 saved[signum] = signal.signal(signum, stop)
-        if saved and alarm is not None:  # to stop() again, or to a close() holding it
-            saved[alarm] = signal.signal(alarm, lambda *_: signal.raise_signal(state["received"]))
     try:
         yield state
     finally:  # the handlers found go back: main may run inside a Python process
-        if alarm in saved:
-            signal.setitimer(signal.ITIMER_REAL, 0)  # before its handler goes
+        done.set()
+        join(repeat)
         for signum, handler in saved.items():
             signal.signal(signum, handler)
 
