@@ -13,7 +13,6 @@ import signal
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from stoplist_nb._threads import STOPPING
@@ -81,17 +80,14 @@ class Stream(Generic[T]):
         try:
             self._owner.close()
         finally:
-            close = getattr(self._source, "close", None)  # a generator's
-            with contextlib.suppress(ValueError):  # raised by the one running now
-                if close is not None:
-                    close()
+            if hasattr(self._source, "close"):  # a generator's
+                with contextlib.suppress(ValueError):  # raised by the one running now
+                    self._source.close()
 
     def __enter__(self) -> Stream[T]:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -54,19 +54,18 @@ def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
 @contextlib.contextmanager
 def _signals() -> Iterator[dict[str, Any]]:
     """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` for a run; ignored ones (nohup) stay so."""
-    state: dict[str, Any] = {"received": None, "over": False}
-    done = threading.Event()
+    state: dict[str, Any] = {"received": None, "over": threading.Event()}
 
     def again() -> None:  # to stop(), or to a close() holding it, until the run is over
         leave_signals_to_main()
-        while not done.wait(0.5):
+        while not state["over"].wait(0.5):
             _thread.interrupt_main(state["received"])
 
     repeat = threading.Thread(target=again, name="stoplist_nb-stop", daemon=True)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         chain = exception_chain(sys.exc_info()[1])  # on its way, or over: let its words end
-        if state["over"] or any(isinstance(exc, KeyboardInterrupt) for exc in chain):
+        if state["over"].is_set() or any(isinstance(exc, KeyboardInterrupt) for exc in chain):
             return
         if state["received"] is None:  # raised again until handled: a library may swallow it
             state["received"] = signum
@@ -81,7 +80,7 @@ def _signals() -> Iterator[dict[str, Any]]:
     try:
         yield state
     finally:  # the handlers found go back: main may run inside a Python process
-        done.set()
+        state["over"].set()
         join(repeat)
         for signum, handler in saved.items():
             signal.signal(signum, handler)
@@ -108,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 code: int = args.run(args, ui)
             finally:
-                signals["over"] = True
+                signals["over"].set()
         except KeyboardInterrupt as exc:
             received = signals["received"]
             by = "" if received in (None, signal.SIGINT) else f" by {signal.Signals(received).name}"

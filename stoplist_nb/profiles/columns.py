@@ -6,6 +6,7 @@ and a pandas dtype; :func:`fit` lets a value join a column only as itself.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -151,10 +152,8 @@ _TRUE_FALSE = pa.array(["true", "false"])
 
 
 def _whole_ms(array: pa.Array) -> pa.Array:
-    try:
+    with contextlib.suppress(pa.ArrowInvalid):
         return array.cast(TIME)  # a safe cast: it refuses to cut a fraction off
-    except pa.ArrowInvalid:
-        pass
     ms = array.cast(TIME, safe=False)
     exact = pc.equal(ms.cast(array.type), array)
     return pc.if_else(exact, ms, pa.scalar(None, TIME))
