@@ -129,7 +129,7 @@ def test_a_stop_swallowed_by_another_library_is_raised_again(
     (tmp_path / "hook" / "sitecustomize.py").write_text(HOOK)
     (out := tmp_path / "out").mkdir()
     path = os.pathsep.join(filter(None, [str(tmp_path / "hook"), os.environ.get("PYTHONPATH")]))
-    env = environment(fresh, PYTHONPATH=path, HOOK_SIGNAL=str(signum))
+    env = environment(fresh, PYTHONPATH=path, HOOK_SIGNAL=str(int(signum)))
     held(fresh, "profiles/list", after=3)  # so the run cannot end before it is stopped
     argv = ["profiles", "--db-id", "1", "--limit", "10", "--out", "p.csv"]
     got, stdout, stderr = run(argv, env=env, cwd=out)
