@@ -173,7 +173,7 @@ def flatten_profiles(
         columns.append((fl.unique(cols.profile_column(name), taken), "profile", name, array))
 
     def fixed_column(name: str) -> tuple[str, str, str, pa.Array]:
-        array = sub_arrays.get(name, pa.nulls(rows.count))
+        array = sub_arrays[name] if name in sub_arrays else pa.nulls(rows.count)
         return (name, "cats" if name == cols.CATS else "fixed", name, array)
 
     columns.extend(fixed_column(name) for name in SUBSCRIPTION_COLUMNS)
